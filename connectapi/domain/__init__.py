@@ -1,0 +1,1 @@
+"""Pure logic: no I/O, no imports from the rest of connectapi."""

@@ -1,0 +1,151 @@
+"""Strict bodies of the admin routes (properties, catalog, keys)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+
+from . import addresses, scopes
+from .money import is_known_currency
+
+MEAL_PLANS = ("RO", "BB", "CP", "HB", "FB", "AI")
+PROPERTY_STATUSES = ("active", "deleted", "demo")
+
+Name = Annotated[str, Field(min_length=1, max_length=120)]
+Email = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
+MajorUnits = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Products(Strict):
+    channelManager: StrictBool
+    pms: StrictBool
+
+
+class RoomTypeIn(Strict):
+    name: Name
+    maxAdults: Annotated[StrictInt, Field(ge=1, le=20)]
+    maxOccupancy: Annotated[StrictInt, Field(ge=1, le=30)] | None = None
+    rooms: Annotated[StrictInt, Field(ge=0, le=10_000)]
+
+    @model_validator(mode="after")
+    def _occupancy_covers_adults(self) -> RoomTypeIn:
+        if self.maxOccupancy is not None and self.maxOccupancy < self.maxAdults:
+            raise ValueError("maxOccupancy cannot be below maxAdults")
+        return self
+
+
+class RatePolicy(Strict):
+    minRate: MajorUnits | None = None
+    maxRate: MajorUnits | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RatePolicy:
+        if self.minRate is not None and self.maxRate is not None and self.minRate > self.maxRate:
+            raise ValueError("minRate cannot be above maxRate")
+        return self
+
+
+class RatePlanInProperty(RatePolicy):
+    roomType: Annotated[StrictInt, Field(ge=0)]
+    name: Name
+    mealPlan: Literal["RO", "BB", "CP", "HB", "FB", "AI"]
+
+
+class RatePlanIn(RatePolicy):
+    roomTypeId: StrictInt
+    name: Name
+    mealPlan: Literal["RO", "BB", "CP", "HB", "FB", "AI"]
+
+
+class PropertyIn(Strict):
+    name: Name
+    timezone: Annotated[str, Field(min_length=1, max_length=64)]
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    products: Products
+    pmsEntitled: StrictBool = False
+    status: Literal["active", "deleted", "demo"] = "active"
+    ownerEmail: Email | None = None
+    bookingsPerDay: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
+    guestConfirmation: StrictBool = False
+    roomTypes: Annotated[list[RoomTypeIn], Field(max_length=20)] = []
+    ratePlans: Annotated[list[RatePlanInProperty], Field(max_length=200)] = []
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not a time zone name") from None
+        return value
+
+    @field_validator("currency")
+    @classmethod
+    def _known_currency(cls, value: str) -> str:
+        if not is_known_currency(value):
+            raise ValueError(f"{value!r} is not an ISO 4217 currency we sell in")
+        return value
+
+    @model_validator(mode="after")
+    def _plans_name_room_types(self) -> PropertyIn:
+        for plan in self.ratePlans:
+            if plan.roomType >= len(self.roomTypes):
+                raise ValueError(f"ratePlans roomType {plan.roomType} is not an index of roomTypes")
+        return self
+
+
+class PropertyPatch(Strict):
+    name: Name | None = None
+    status: Literal["active", "deleted", "demo"] | None = None
+    products: Products | None = None
+    pmsEntitled: StrictBool | None = None
+    ownerEmail: Email | None = None
+    bookingsPerDay: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
+    guestConfirmation: StrictBool | None = None
+
+
+def _check_scopes(value: list[str]) -> list[str]:
+    problems = scopes.scope_problems(value)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return scopes.canonical(value)
+
+
+def _check_allowlist(value: list[str]) -> list[str]:
+    return addresses.normalise_allowlist(value)
+
+
+class KeyIn(Strict):
+    label: Annotated[str, Field(min_length=1, max_length=80)]
+    scopes: list[str] | None = None
+    allowlist: Annotated[list[str], Field(max_length=addresses.MAX_ALLOWLIST_ENTRIES)] = []
+    legacy: StrictBool = False
+
+    _scopes = field_validator("scopes")(classmethod(lambda cls, v: None if v is None else _check_scopes(v)))
+    _allowlist = field_validator("allowlist")(classmethod(lambda cls, v: _check_allowlist(v)))
+
+    @model_validator(mode="after")
+    def _scopes_or_legacy(self) -> KeyIn:
+        if self.legacy and self.scopes is not None:
+            raise ValueError("a legacy key holds the two ari scopes; send scopes or legacy, not both")
+        if not self.legacy and self.scopes is None:
+            raise ValueError("scopes is required (or legacy: true)")
+        return self
+
+    def granted_scopes(self) -> list[str]:
+        return list(scopes.LEGACY_SCOPES) if self.legacy else list(self.scopes or [])
+
+
+class KeyPatch(Strict):
+    label: Annotated[str, Field(min_length=1, max_length=80)] | None = None
+    scopes: list[str] | None = None
+    allowlist: Annotated[list[str], Field(max_length=addresses.MAX_ALLOWLIST_ENTRIES)] | None = None
+
+    _scopes = field_validator("scopes")(classmethod(lambda cls, v: None if v is None else _check_scopes(v)))
+    _allowlist = field_validator("allowlist")(classmethod(lambda cls, v: None if v is None else _check_allowlist(v)))

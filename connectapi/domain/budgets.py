@@ -1,0 +1,93 @@
+"""The spec's rate budgets: their names, sizes and windows, and which requests each counts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+MINUTE = 60.0
+DAY = 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    name: str  # the `data.scope` of a 429 and the policy name in RateLimit headers
+    limit: int
+    window: float
+
+
+# The Limits table of the spec, in the order the gates check them.
+DEFAULT_LIMITS: dict[str, tuple[int, float]] = {
+    "ip": (240, MINUTE),
+    "global": (3000, MINUTE),
+    "ip-auth": (20, MINUTE),
+    "requests": (120, MINUTE),
+    "writes": (30, MINUTE),
+    "property": (300, MINUTE),
+    "property-writes": (60, MINUTE),
+    "cells": (20000, MINUTE),
+    "bookings": (20, MINUTE),
+    "property-bookings": (40, MINUTE),
+    "property-bookings-day": (500, DAY),
+}
+
+
+class RequestKind(Enum):
+    """What a route does, for the budgets it is charged to."""
+
+    READ = "read"
+    WRITE = "write"  # PUT of ARI
+    BOOKING_CREATE = "booking-create"
+    BOOKING_OTHER = "booking-other"  # cancel: a request, not a new booking
+
+
+# Budgets kept per key, then per property, charged by request kind (cells are charged by amount later).
+KEY_BUDGETS: dict[RequestKind, tuple[str, ...]] = {
+    RequestKind.READ: ("requests",),
+    RequestKind.WRITE: ("requests", "writes"),
+    RequestKind.BOOKING_CREATE: ("requests", "bookings"),
+    RequestKind.BOOKING_OTHER: ("requests",),
+}
+PROPERTY_BUDGETS: dict[RequestKind, tuple[str, ...]] = {
+    RequestKind.READ: ("property",),
+    RequestKind.WRITE: ("property", "property-writes"),
+    RequestKind.BOOKING_CREATE: ("property", "property-bookings", "property-bookings-day"),
+    RequestKind.BOOKING_OTHER: ("property",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Budget sizes in force: the spec's defaults, with overrides from configuration."""
+
+    limits: Mapping[str, tuple[int, float]]
+
+    @classmethod
+    def from_overrides(cls, text: str | None) -> Budgets:
+        """`requests=1000,global=100000` -> the defaults with those two replaced.
+
+        Raises ValueError for an unknown name or a value that is not a non-negative integer,
+        so a typo in configuration stops the service instead of silently doing nothing.
+        """
+        limits = dict(DEFAULT_LIMITS)
+        for item in (text or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, sep, value = item.partition("=")
+            name = name.strip()
+            if not sep or name not in limits:
+                raise ValueError(f"unknown budget override {item!r}; budgets: {sorted(limits)}")
+            try:
+                size = int(value)
+            except ValueError:
+                raise ValueError(f"budget {name} needs an integer, got {value!r}") from None
+            if size < 0:
+                raise ValueError(f"budget {name} cannot be negative")
+            limits[name] = (size, limits[name][1])
+        return cls(limits)
+
+    def get(self, name: str) -> Budget:
+        limit, window = self.limits[name]
+        return Budget(name, limit, window)

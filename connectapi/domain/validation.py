@@ -1,0 +1,52 @@
+"""Turning pydantic's findings into the contract's VALIDATION details: a list of {path, message}."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ApiError, validation_error
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def error_path(location: tuple[int | str, ...]) -> str:
+    """('updates', 0, 'available') -> 'updates[0].available'"""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "$"
+
+
+def issues_of(exc: ValidationError) -> list[dict[str, str]]:
+    issues = []
+    for err in exc.errors(include_url=False, include_input=False):
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+        issues.append({"path": error_path(tuple(err["loc"])), "message": message})
+    return issues
+
+
+def parse_json(raw: bytes) -> Any:
+    if not raw.strip():
+        raise validation_error([{"path": "$", "message": "a JSON body is required"}])
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise validation_error([{"path": "$", "message": f"body is not valid JSON: {exc}"}]) from None
+
+
+def parse_model(model: type[M], raw: bytes) -> M:
+    payload = parse_json(raw)
+    if not isinstance(payload, dict):
+        raise validation_error([{"path": "$", "message": "body must be a JSON object"}])
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise ApiError("VALIDATION", "request does not match the schema", issues_of(exc)) from None

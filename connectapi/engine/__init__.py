@@ -1,0 +1,31 @@
+"""The actor runtime: what actors and the front use; the rest stays private."""
+
+from ._actor import Actor as Actor
+from ._clock import Clock as Clock
+from ._clock import FakeClock as FakeClock
+from ._clock import SystemClock as SystemClock
+from ._errors import ActorCrashed as ActorCrashed
+from ._errors import ActorError as ActorError
+from ._errors import ActorUnavailable as ActorUnavailable
+from ._errors import AskTimeout as AskTimeout
+from ._mailbox import Mailbox as Mailbox
+from ._registry import Registry as Registry
+from ._supervisor import RestartPolicy as RestartPolicy
+from ._supervisor import Supervisor as Supervisor
+from ._supervisor import open_supervisor as open_supervisor
+
+__all__ = [
+    "Actor",
+    "ActorCrashed",
+    "ActorError",
+    "ActorUnavailable",
+    "AskTimeout",
+    "Clock",
+    "FakeClock",
+    "Mailbox",
+    "Registry",
+    "RestartPolicy",
+    "Supervisor",
+    "SystemClock",
+    "open_supervisor",
+]

@@ -1,0 +1,60 @@
+"""Time, injected: wall time for records and dates, monotonic time for windows and timers.
+
+Monotonic time is Trio's clock, so `trio.testing.MockClock` drives windows, idle stops
+and retry schedules in tests without anyone sleeping for real.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+import trio
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """Aware UTC wall time."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on Trio's clock."""
+        ...
+
+    def today(self, zone: ZoneInfo) -> date:
+        """The calendar date now in `zone`."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return trio.current_time()
+
+    def today(self, zone: ZoneInfo) -> date:
+        return self.now().astimezone(zone).date()
+
+
+class FakeClock:
+    """Wall time that starts at `start` and moves with Trio's (mock) clock.
+
+    Create it inside `trio.run`; jumping the MockClock moves both kinds of time together.
+    """
+
+    def __init__(self, start: datetime) -> None:
+        if start.tzinfo is None:
+            raise ValueError("FakeClock needs an aware start time")
+        self._start = start.astimezone(UTC)
+        self._origin = trio.current_time()
+
+    def now(self) -> datetime:
+        return self._start + timedelta(seconds=trio.current_time() - self._origin)
+
+    def monotonic(self) -> float:
+        return trio.current_time()
+
+    def today(self, zone: ZoneInfo) -> date:
+        return self.now().astimezone(zone).date()

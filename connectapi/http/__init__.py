@@ -1,0 +1,1 @@
+"""The HTTP front: app factory, gates, envelope, routes. Status codes live only here."""

@@ -1,0 +1,148 @@
+"""The operator's and owner's interface (ADMIN-API.md): properties, catalog, API keys."""
+
+from __future__ import annotations
+
+import hmac
+from zoneinfo import ZoneInfo
+
+from quart import Blueprint, Response, request
+
+from ..domain import api_keys as keyfmt
+from ..domain.admin_models import KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
+from ..domain.errors import ApiError
+from ..domain.validation import parse_model
+from ..storage import api_keys, properties
+from ..storage.records import Property
+from .envelope import ok
+from .gates import context
+from .views import key_view, property_view, rate_plan_view, room_type_view
+
+ADMIN_PREFIX = "/api/v1/admin"
+blueprint = Blueprint("admin", __name__, url_prefix=ADMIN_PREFIX)
+
+
+def check_admin_token() -> None:
+    token = keyfmt.bearer_token(request.headers.get("Authorization"))
+    expected = context().admin_token
+    if token is None or not hmac.compare_digest(token.encode(), expected.encode()):
+        raise ApiError("ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")
+
+
+async def _body() -> bytes:
+    return await request.get_data(cache=False, as_text=False)
+
+
+async def _property_or_404(property_id: int) -> Property:
+    prop = await properties.get_property(context().db, property_id)
+    if prop is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    return prop
+
+
+@blueprint.post("/properties")
+async def create_property() -> Response:
+    body = parse_model(PropertyIn, await _body())
+    ctx = context()
+    today = ctx.clock.today(ZoneInfo(body.timezone))
+    prop, catalog = await properties.create_property(ctx.db, body, today)
+    return ok(property_view(prop, catalog), 201)
+
+
+@blueprint.get("/properties/<int:property_id>")
+async def read_property(property_id: int) -> Response:
+    prop = await _property_or_404(property_id)
+    return ok(property_view(prop, await properties.get_catalog(context().db, property_id)))
+
+
+@blueprint.patch("/properties/<int:property_id>")
+async def patch_property(property_id: int) -> Response:
+    patch = parse_model(PropertyPatch, await _body())
+    ctx = context()
+    prop = await properties.patch_property(ctx.db, property_id, patch)
+    if prop is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    return ok(property_view(prop, await properties.get_catalog(ctx.db, property_id)))
+
+
+@blueprint.post("/properties/<int:property_id>/room-types")
+async def add_room_type(property_id: int) -> Response:
+    body = parse_model(RoomTypeIn, await _body())
+    prop = await _property_or_404(property_id)
+    ctx = context()
+    room = await properties.add_room_type(ctx.db, property_id, body, ctx.clock.today(ZoneInfo(prop.timezone)))
+    return ok(room_type_view(room), 201)
+
+
+@blueprint.post("/properties/<int:property_id>/rate-plans")
+async def add_rate_plan(property_id: int) -> Response:
+    body = parse_model(RatePlanIn, await _body())
+    await _property_or_404(property_id)
+    try:
+        plan = await properties.add_rate_plan(context().db, property_id, body)
+    except properties.RoomTypeNotInProperty:
+        raise ApiError(
+            "VALIDATION", "roomTypeId is not a room type of this property",
+            [{"path": "roomTypeId", "message": "not a room type of this property"}],
+        ) from None
+    return ok(rate_plan_view(plan), 201)
+
+
+@blueprint.post("/properties/<int:property_id>/keys")
+async def create_key(property_id: int) -> Response:
+    body = parse_model(KeyIn, await _body())
+    await _property_or_404(property_id)
+    secret = keyfmt.new_key()
+    try:
+        key = await api_keys.create_key(
+            context().db, property_id, body.label, keyfmt.digest(secret), keyfmt.display_prefix(secret),
+            body.granted_scopes(), body.allowlist,
+        )
+    except api_keys.KeyLimitReached:
+        raise ApiError(
+            "KEY_LIMIT_REACHED", f"a property has at most {api_keys.MAX_LIVE_KEYS} live keys"
+        ) from None
+    return ok({**key_view(key), "key": secret}, 201)
+
+
+@blueprint.get("/properties/<int:property_id>/keys")
+async def list_keys(property_id: int) -> Response:
+    await _property_or_404(property_id)
+    keys = await api_keys.list_keys(context().db, property_id)
+    return ok([key_view(k) for k in keys])
+
+
+@blueprint.get("/properties/<int:property_id>/allowlist-refusals")
+async def list_allowlist_refusals(property_id: int) -> Response:
+    await _property_or_404(property_id)
+    rows = await api_keys.allowlist_refusals(context().db, property_id)
+    return ok([{"keyId": r["key_id"], "address": r["address"], "at": r["at"]} for r in rows])
+
+
+@blueprint.patch("/keys/<int:key_id>")
+async def patch_key(key_id: int) -> Response:
+    patch = parse_model(KeyPatch, await _body())
+    key = await api_keys.patch_key(context().db, key_id, patch.label, patch.scopes, patch.allowlist)
+    if key is None:
+        raise ApiError("KEY_NOT_FOUND", f"no live key {key_id}")
+    return ok(key_view(key))
+
+
+@blueprint.post("/keys/<int:key_id>/rotate")
+async def rotate_key(key_id: int) -> Response:
+    secret = keyfmt.new_key()
+    ctx = context()
+    try:
+        key = await api_keys.rotate_key(
+            ctx.db, key_id, keyfmt.digest(secret), keyfmt.display_prefix(secret), ctx.clock.now()
+        )
+    except api_keys.NoSuchKey:
+        raise ApiError("KEY_NOT_FOUND", f"no live key {key_id}") from None
+    return ok({**key_view(key), "key": secret}, 201)
+
+
+@blueprint.post("/keys/<int:key_id>/revoke")
+async def revoke_key(key_id: int) -> Response:
+    key = await api_keys.revoke_key(context().db, key_id, context().clock.now())
+    if key is None:
+        raise ApiError("KEY_NOT_FOUND", f"no key {key_id}")
+    return ok(key_view(key))

@@ -1,0 +1,101 @@
+"""The app factory: blueprints, gates, the envelope for every answer, one place for 500s."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from quart import Response, g, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from ..domain.errors import ApiError
+from ..domain.ratelimit_headers import policy_header, ratelimit_header
+from ..engine import ActorUnavailable, AskTimeout
+from ..storage.database import StorageUnavailable
+from . import admin, envelope, gates, health
+from .context import FrontContext
+from .routes import property as property_routes
+
+log = logging.getLogger("connectapi.http")
+
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+# Retry-After on our own 503s: long enough for a restart backoff, short enough to matter.
+UNAVAILABLE_RETRY_SECONDS = 5
+
+
+def create_app(ctx: FrontContext) -> QuartTrio:
+    app = QuartTrio("connectapi")
+    app.config["CONNECTAPI"] = ctx
+    # Quart refuses a larger body as it arrives (chunked included); the gates refuse a
+    # declared Content-Length before anything is read.
+    app.config["MAX_CONTENT_LENGTH"] = gates.MAX_BODY_BYTES
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+
+    app.register_blueprint(health.blueprint)
+    app.register_blueprint(admin.blueprint)
+    app.register_blueprint(property_routes.blueprint, url_prefix=gates.CONNECT_PREFIX)
+
+    @app.before_request
+    async def gate() -> None:
+        g.request_id = uuid.uuid4().hex
+        path = request.path
+        if path.startswith(gates.CONNECT_PREFIX + "/") or path == gates.CONNECT_PREFIX:
+            await gates.run_gates()
+        elif path.startswith(admin.ADMIN_PREFIX + "/"):
+            admin.check_admin_token()
+
+    @app.after_request
+    async def headers(response: Response) -> Response:
+        request_id = g.get("request_id")
+        if request_id:
+            response.headers["X-Request-Id"] = request_id
+        policies = g.get("ratelimit")
+        if policies:
+            response.headers["RateLimit-Policy"] = policy_header(policies)
+            response.headers["RateLimit"] = ratelimit_header(policies)
+        return response
+
+    @app.errorhandler(ApiError)
+    async def api_error(err: ApiError) -> Response:
+        return envelope.error(err)
+
+    @app.errorhandler(HTTPException)
+    async def http_error(err: HTTPException) -> Response:
+        status = err.code or 500
+        code = _HTTP_CODES.get(status)
+        if code is None:
+            log.warning("unmapped HTTP error %s on %s %s", status, request.method, request.path)
+            return _internal()
+        messages = {
+            "NOT_FOUND": "no such route",
+            "METHOD_NOT_ALLOWED": f"{request.method} is not allowed here",
+            "PAYLOAD_TOO_LARGE": f"the body exceeds {gates.MAX_BODY_BYTES} bytes",
+        }
+        response = envelope.error(ApiError(code, messages[code]))
+        if status == 405 and getattr(err, "valid_methods", None):
+            response.headers["Allow"] = ", ".join(sorted(err.valid_methods))  # type: ignore[attr-defined]
+        return response
+
+    @app.errorhandler(ActorUnavailable)
+    @app.errorhandler(AskTimeout)
+    @app.errorhandler(StorageUnavailable)
+    async def unavailable(err: Exception) -> Response:
+        log.error("service unavailable for request %s: %s", g.get("request_id"), err)
+        return envelope.error(ApiError(
+            "SERVICE_UNAVAILABLE", "the service cannot answer right now; retry later",
+            retry_after_seconds=UNAVAILABLE_RETRY_SECONDS,
+        ))
+
+    @app.errorhandler(Exception)
+    async def unexpected(err: Exception) -> Response:
+        log.exception("unhandled error in request %s", g.get("request_id"), exc_info=err)
+        return _internal()
+
+    return app
+
+
+def _internal() -> Response:
+    request_id = g.get("request_id") or uuid.uuid4().hex
+    return envelope.error(ApiError("INTERNAL", "internal error", {"requestId": request_id}))

@@ -1,0 +1,24 @@
+"""What the front needs from the rest of the service, handed to the app factory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..actors.front_door import FrontDoorMessage
+from ..actors.property_actor import PropertyMessage
+from ..domain.addresses import TrustedProxies
+from ..domain.budgets import Budgets
+from ..engine import Clock, Mailbox, Registry
+from ..storage.database import Database
+
+
+@dataclass(frozen=True, slots=True)
+class FrontContext:
+    db: Database
+    clock: Clock
+    budgets: Budgets
+    proxies: TrustedProxies
+    front_door: Mailbox[FrontDoorMessage]
+    properties: Registry[int, PropertyMessage]
+    admin_token: str
+    ask_timeout: float

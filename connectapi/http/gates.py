@@ -1,0 +1,146 @@
+"""The Connect API's gates, in the contract's order, before any route runs.
+
+ip and global (front door) -> body size -> ip-auth -> key -> allowlist -> property
+status -> product -> scope -> key and property budgets (property actor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from quart import current_app, g, request
+
+from ..actors.front_door import Admit, AuthFailed
+from ..actors.property_actor import AdmitRequest, Admitted
+from ..domain import api_keys as keyfmt
+from ..domain.addresses import Allowlist
+from ..domain.budgets import RequestKind
+from ..domain.errors import ApiError
+from ..storage import api_keys
+from ..storage.records import ApiKey, KeyWithProperty, Property
+from .context import FrontContext
+
+CONNECT_PREFIX = "/api/v1/connect-api/v1"
+MAX_BODY_BYTES = 1_048_576
+# lastUsedAt is written at most this often per key, so a busy key is not a write per request.
+LAST_USED_EVERY = timedelta(seconds=60)
+
+Product = Literal["channelManager", "pms"]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRule:
+    scope: str | None  # None: any valid key
+    product: Product | None
+    kind: RequestKind
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The authenticated caller of this request."""
+
+    key: ApiKey
+    property: Property
+    address: str
+
+
+View = Callable[..., Awaitable[Any]]
+
+
+def rule(scope: str | None = None, product: Product | None = None, kind: RequestKind = RequestKind.READ) -> Callable[[View], View]:
+    """Mark a Connect API view with what it needs; the gates read it before the view runs."""
+
+    def mark(view: View) -> View:
+        view.connect_rule = RouteRule(scope, product, kind)  # type: ignore[attr-defined]
+        return view
+
+    return mark
+
+
+def caller() -> Caller:
+    found: Caller = g.caller
+    return found
+
+
+def context() -> FrontContext:
+    ctx: FrontContext = current_app.config["CONNECTAPI"]
+    return ctx
+
+
+async def run_gates() -> None:
+    ctx = context()
+    address = ctx.proxies.client_address(request.remote_addr or "", request.headers.get("X-Forwarded-For"))
+    g.client_address = address
+    routed = request.routing_exception is None
+
+    entry = await ctx.front_door.ask(Admit(address, needs_key=routed), ctx.ask_timeout)
+    g.ratelimit = (("ip", entry.ip),)
+    if entry.refusal is not None:
+        raise entry.refusal
+
+    length = request.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise ApiError("PAYLOAD_TOO_LARGE", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    if not routed:
+        return  # the router's 404 or 405 follows, in the envelope
+
+    assert request.url_rule is not None and request.url_rule.endpoint is not None
+    view = current_app.view_functions[request.url_rule.endpoint]
+    route: RouteRule = view.connect_rule  # type: ignore[attr-defined]
+
+    found = await _authenticate(ctx, address)
+    key, prop = found.key, found.property
+
+    if not Allowlist(key.allowlist).allows(address):
+        await api_keys.record_allowlist_refusal(ctx.db, key.id, prop.id, address, ctx.clock.now())
+        await ctx.front_door.tell(AuthFailed(address))
+        raise ApiError("IP_NOT_ALLOWED", "this key is not allowed from this address", {"address": address})
+
+    if prop.status != "active":
+        raise ApiError("PROPERTY_UNAVAILABLE", "the property is not available")
+    if route.product == "channelManager" and not prop.channel_manager:
+        raise ApiError("CHANNEL_MANAGER_DISABLED", "the property's channel manager is off")
+    if route.product == "pms" and not prop.pms:
+        raise ApiError("PMS_NOT_AVAILABLE", "the property has no PMS")
+    if route.scope is not None and route.scope not in key.scopes:
+        raise ApiError(
+            "SCOPE_MISSING",
+            f"this key lacks the {route.scope} scope",
+            {"needed": route.scope, "held": list(key.scopes)},
+        )
+
+    admitted: Admitted = await ctx.properties.ask(
+        prop.id, AdmitRequest(key.id, route.kind, prop.bookings_per_day), ctx.ask_timeout
+    )
+    g.ratelimit = admitted.policies
+    if admitted.refusal is not None:
+        raise admitted.refusal
+
+    g.caller = Caller(key, prop, address)
+    now = ctx.clock.now()
+    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:
+        await api_keys.touch_last_used(ctx.db, key.id, now, LAST_USED_EVERY)
+
+
+async def _authenticate(ctx: FrontContext, address: str) -> KeyWithProperty:
+    """The key and its property, or a 401 that also counts against the address."""
+    token = keyfmt.bearer_token(request.headers.get("Authorization"))
+    if token is None or not keyfmt.is_well_formed(token):
+        await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
+    assert token is not None
+    wanted = keyfmt.digest(token)
+    found = await api_keys.find_by_digest(ctx.db, wanted)
+    if found is None or not keyfmt.same_digest(found.digest, wanted):
+        await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
+    assert found is not None
+    if found.key.revoked_at is not None:
+        await _refuse_auth(ctx, address, "API_KEY_REVOKED", "this API key was revoked or rotated")
+    return found
+
+
+async def _refuse_auth(ctx: FrontContext, address: str, code: str, message: str) -> None:
+    await ctx.front_door.tell(AuthFailed(address))
+    raise ApiError(code, message)

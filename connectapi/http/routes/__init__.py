@@ -1,0 +1,1 @@
+"""Connect API routes, one module per resource."""

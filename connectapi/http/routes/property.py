@@ -1,0 +1,42 @@
+"""GET /property and GET /catalog: any valid key."""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response
+
+from ...storage.properties import get_catalog
+from ..envelope import ok
+from ..views import room_type_view
+from ..gates import caller, context, rule
+
+blueprint = Blueprint("connect_property", __name__)
+
+
+@blueprint.get("/property")
+@rule()
+async def read_property() -> Response:
+    who = caller()
+    prop = who.property
+    return ok({
+        "id": prop.id,
+        "name": prop.name,
+        "timezone": prop.timezone,
+        "currency": prop.currency,
+        "scopes": list(who.key.scopes),
+        "products": {"channelManager": prop.channel_manager, "pms": prop.pms},
+        # What one key may POST to /bookings in a minute: the key's own bookings budget.
+        "bookingsPerMinute": context().budgets.get("bookings").limit,
+    })
+
+
+@blueprint.get("/catalog")
+@rule()
+async def read_catalog() -> Response:
+    catalog = await get_catalog(context().db, caller().property.id)
+    return ok({
+        "roomTypes": [room_type_view(r) for r in catalog.room_types],
+        "ratePlans": [
+            {"id": p.id, "roomTypeId": p.room_type_id, "name": p.name, "mealPlan": p.meal_plan}
+            for p in catalog.rate_plans
+        ],
+    })

@@ -1,0 +1,50 @@
+"""How records are shown in admin answers (the Connect API's own views live with its routes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..storage.records import ApiKey, Catalog, Property, RatePlan, RoomType
+
+
+def room_type_view(r: RoomType) -> dict[str, Any]:
+    return {"id": r.id, "name": r.name, "maxAdults": r.max_adults, "maxOccupancy": r.max_occupancy, "rooms": r.rooms}
+
+
+def rate_plan_view(p: RatePlan) -> dict[str, Any]:
+    return {
+        "id": p.id, "roomTypeId": p.room_type_id, "name": p.name, "mealPlan": p.meal_plan,
+        "minRate": p.min_rate, "maxRate": p.max_rate,
+    }
+
+
+def property_view(prop: Property, catalog: Catalog) -> dict[str, Any]:
+    return {
+        "id": prop.id,
+        "name": prop.name,
+        "timezone": prop.timezone,
+        "currency": prop.currency,
+        "products": {"channelManager": prop.channel_manager, "pms": prop.pms},
+        "pmsEntitled": prop.pms_entitled,
+        "status": prop.status,
+        "ownerEmail": prop.owner_email,
+        "bookingsPerDay": prop.bookings_per_day,
+        "guestConfirmation": prop.guest_confirmation,
+        "createdAt": prop.created_at,
+        "roomTypes": [room_type_view(r) for r in catalog.room_types],
+        "ratePlans": [rate_plan_view(p) for p in catalog.rate_plans],
+    }
+
+
+def key_view(key: ApiKey) -> dict[str, Any]:
+    return {
+        "id": key.id,
+        "propertyId": key.property_id,
+        "label": key.label,
+        "prefix": key.prefix,
+        "scopes": list(key.scopes),
+        "allowlist": list(key.allowlist),
+        "createdAt": key.created_at,
+        "lastUsedAt": key.last_used_at,
+        "revokedAt": key.revoked_at,
+    }

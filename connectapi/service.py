@@ -1,0 +1,155 @@
+"""Assembling the running service: record, actors, front; and serving it with hypercorn."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+import trio
+import trio_asyncio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+
+from .actors.front_door import FrontDoor, FrontDoorMessage
+from .actors.property_actor import PropertyActor, PropertyMessage
+from .config import Settings, resolve_admin_token
+from .domain.addresses import TrustedProxies
+from .engine import Clock, Registry, SystemClock, open_supervisor
+from .http.app import create_app
+from .http.context import FrontContext
+from .storage.database import Database, open_database
+from .storage.embedded import EmbeddedPostgres, dsn_for_database
+from .storage.migrations import migrate
+
+log = logging.getLogger("connectapi")
+EMBEDDED_DATABASE = "connectapi"
+
+
+@asynccontextmanager
+async def open_front(settings: Settings, db: Database, clock: Clock, admin_token: str) -> AsyncIterator[FrontContext]:
+    """The actors the front talks to, for the life of the block.
+
+    Shutdown runs inside out: property actors drain and stop first, the front door last.
+    """
+    grace = settings.shutdown_grace_seconds
+    async with open_supervisor(shutdown_grace=grace) as root:
+        front_door = await root.spawn(
+            "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024
+        )
+        async with open_supervisor(shutdown_grace=grace) as property_supervisor:
+            registry: Registry[int, PropertyMessage] = Registry(
+                property_supervisor,
+                lambda property_id: PropertyActor(property_id, settings.budgets, clock),
+                name="property",
+                idle_after=settings.actor_idle_seconds,
+                ask_timeout=settings.ask_timeout_seconds,
+            )
+            yield FrontContext(
+                db=db,
+                clock=clock,
+                budgets=settings.budgets,
+                proxies=TrustedProxies(settings.trusted_proxies),
+                front_door=front_door,
+                properties=registry,
+                admin_token=admin_token,
+                ask_timeout=settings.ask_timeout_seconds,
+            )
+
+
+def start_record(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
+    """The DSN of the record: DATABASE_URL, or the embedded server in the data dir."""
+    if settings.database_url:
+        return settings.database_url, None
+    embedded = EmbeddedPostgres(settings.data_dir)
+    return embedded.start(), embedded
+
+
+async def ensure_database(server_dsn: str, name: str) -> str:
+    """Create the embedded server's application database once; return its DSN."""
+
+    async def work() -> None:
+        conn = await asyncpg.connect(server_dsn)
+        try:
+            exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+            if not exists:
+                await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    await trio_asyncio.aio_as_trio(work)()
+    return dsn_for_database(server_dsn, name)
+
+
+def run_migrate(settings: Settings) -> list[int]:
+    dsn, embedded = start_record(settings)
+
+    async def main() -> list[int]:
+        async with trio_asyncio.open_loop():
+            app_dsn = dsn if embedded is None else await ensure_database(dsn, EMBEDDED_DATABASE)
+            async with open_database(app_dsn, min_size=1, max_size=1) as db:
+                return await migrate(db)
+
+    try:
+        return trio.run(main)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+def run_serve(settings: Settings) -> None:
+    token, generated = resolve_admin_token(settings)
+    dsn, embedded = start_record(settings)
+    try:
+        trio.run(_serve, settings, dsn, embedded is not None, token, generated)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+async def _serve(settings: Settings, dsn: str, embedded: bool, token: str, generated: bool) -> None:
+    async with trio_asyncio.open_loop():
+        app_dsn = await ensure_database(dsn, EMBEDDED_DATABASE) if embedded else dsn
+        async with open_database(app_dsn) as db:
+            applied = await migrate(db)
+            if applied:
+                log.info("applied migrations %s", applied)
+            async with open_front(settings, db, SystemClock(), token) as ctx:
+                config = HypercornConfig()
+                config.bind = [f"{settings.host}:{settings.port}"]
+                config.accesslog = None
+                config.graceful_timeout = settings.shutdown_grace_seconds
+                async with trio.open_nursery() as nursery:
+                    stop = trio.Event()
+                    nursery.start_soon(_wait_for_signal, stop)
+                    binds = await nursery.start(_serve_http, create_app(ctx), config, stop)
+                    _announce(binds, settings, token, generated)
+                    await stop.wait()
+                    log.info("stopping")
+
+
+async def _serve_http(app: object, config: HypercornConfig, stop: trio.Event,
+                      task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
+    await hypercorn_serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)  # type: ignore[arg-type]
+
+
+async def _wait_for_signal(stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            stop.set()
+            return
+
+
+def _announce(binds: list[str], settings: Settings, token: str, generated: bool) -> None:
+    url = binds[0] if binds else f"http://{settings.host}:{settings.port}"
+    print(f"connectapi listening on {url}", file=sys.stderr)
+    print(f"  Connect API: {url}/api/v1/connect-api/v1   admin: {url}/api/v1/admin", file=sys.stderr)
+    if generated:
+        # Shown this once; it is kept in the data dir for the CLI.
+        print(f"  operator token (generated, shown once): {token}", file=sys.stderr)
+    elif settings.admin_token is None:
+        print(f"  operator token: in {settings.data_dir / 'admin-token'}", file=sys.stderr)
+    sys.stderr.flush()

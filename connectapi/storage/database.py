@@ -1,0 +1,86 @@
+"""The pool, and the one bridge from Trio to asyncpg.
+
+Storage modules write their queries as asyncio coroutines taking a connection; callers
+run them through `Database.run` / `Database.transaction`, which cross into asyncio with
+trio-asyncio. Storage errors are translated here into ours, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import asyncpg
+import trio_asyncio
+
+T = TypeVar("T")
+Work = Callable[[asyncpg.Connection], Awaitable[T]]
+
+
+class StorageUnavailable(Exception):
+    """The record cannot be reached; the request may be retried later."""
+
+
+class Database:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def run(self, work: Work[T]) -> T:
+        return await trio_asyncio.aio_as_trio(self._run_aio)(work, False)
+
+    async def transaction(self, work: Work[T]) -> T:
+        return await trio_asyncio.aio_as_trio(self._run_aio)(work, True)
+
+    async def _run_aio(self, work: Work[T], in_transaction: bool) -> T:
+        try:
+            async with self._pool.acquire() as conn:
+                if in_transaction:
+                    async with conn.transaction():
+                        return await work(conn)
+                return await work(conn)
+        except (OSError, asyncpg.exceptions.CannotConnectNowError,
+                asyncpg.exceptions.ConnectionDoesNotExistError,
+                asyncpg.exceptions.InterfaceError) as exc:
+            raise StorageUnavailable(str(exc)) from exc
+
+    # Short forms for single statements.
+    async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        return await self.run(lambda c: c.fetch(sql, *args))
+
+    async def fetchrow(self, sql: str, *args: Any) -> asyncpg.Record | None:
+        return await self.run(lambda c: c.fetchrow(sql, *args))
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self.run(lambda c: c.fetchval(sql, *args))
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        return await self.run(lambda c: c.execute(sql, *args))
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog")
+
+
+def _json_dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _json_loads(text: str) -> Any:
+    import json
+
+    return json.loads(text)
+
+
+@asynccontextmanager
+async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10) -> AsyncIterator[Database]:
+    """A pool for the life of the block. Needs a running trio-asyncio loop."""
+    pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=30
+    )
+    try:
+        yield Database(pool)
+    finally:
+        await trio_asyncio.aio_as_trio(pool.close)()

@@ -1,0 +1,154 @@
+"""Properties and their catalog (room types, rate plans)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import asyncpg
+
+from ..domain.admin_models import PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
+from .database import Database
+from .records import Catalog, Property, RatePlan, RoomType
+
+HORIZON_DAYS = 365
+
+_PROPERTY_COLUMNS = """id, name, timezone, currency, channel_manager, pms, pms_entitled, status,
+    owner_email, bookings_per_day, guest_confirmation, created_at"""
+
+
+def property_of(row: asyncpg.Record) -> Property:
+    return Property(
+        id=row["id"], name=row["name"], timezone=row["timezone"], currency=row["currency"],
+        channel_manager=row["channel_manager"], pms=row["pms"], pms_entitled=row["pms_entitled"],
+        status=row["status"], owner_email=row["owner_email"], bookings_per_day=row["bookings_per_day"],
+        guest_confirmation=row["guest_confirmation"], created_at=row["created_at"],
+    )
+
+
+def _room_type_of(row: asyncpg.Record) -> RoomType:
+    return RoomType(row["id"], row["name"], row["max_adults"], row["max_occupancy"], row["rooms"])
+
+
+def _rate_plan_of(row: asyncpg.Record) -> RatePlan:
+    return RatePlan(row["id"], row["room_type_id"], row["name"], row["meal_plan"], row["min_rate"], row["max_rate"])
+
+
+async def _insert_room_type(conn: asyncpg.Connection, property_id: int, room: RoomTypeIn, today: date) -> RoomType:
+    row = await conn.fetchrow(
+        """INSERT INTO room_types (property_id, name, max_adults, max_occupancy, rooms)
+           VALUES ($1, $2, $3, $4, $5) RETURNING id, name, max_adults, max_occupancy, rooms""",
+        property_id, room.name, room.maxAdults, room.maxOccupancy or room.maxAdults, room.rooms,
+    )
+    # Every night of the writable horizon starts at the room count, already in sync.
+    await conn.execute(
+        """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version)
+           SELECT $1, $2, d::date, $3, 1, 1 FROM generate_series($4::date, $5::date, interval '1 day') AS d""",
+        property_id, row["id"], room.rooms, today, today + timedelta(days=HORIZON_DAYS),
+    )
+    return _room_type_of(row)
+
+
+async def _insert_rate_plan(
+    conn: asyncpg.Connection, property_id: int, room_type_id: int, name: str, meal_plan: str,
+    min_rate: int | None, max_rate: int | None,
+) -> RatePlan:
+    row = await conn.fetchrow(
+        """INSERT INTO rate_plans (property_id, room_type_id, name, meal_plan, min_rate, max_rate)
+           VALUES ($1, $2, $3, $4, $5, $6)
+           RETURNING id, room_type_id, name, meal_plan, min_rate, max_rate""",
+        property_id, room_type_id, name, meal_plan, min_rate, max_rate,
+    )
+    return _rate_plan_of(row)
+
+
+async def create_property(db: Database, body: PropertyIn, today: date) -> tuple[Property, Catalog]:
+    """The property, its room types and rate plans, and its availability, in one transaction."""
+
+    async def work(conn: asyncpg.Connection) -> tuple[Property, Catalog]:
+        row = await conn.fetchrow(
+            f"""INSERT INTO properties (name, timezone, currency, channel_manager, pms, pms_entitled,
+                    status, owner_email, bookings_per_day, guest_confirmation)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {_PROPERTY_COLUMNS}""",
+            body.name, body.timezone, body.currency, body.products.channelManager, body.products.pms,
+            body.pmsEntitled, body.status, body.ownerEmail, body.bookingsPerDay, body.guestConfirmation,
+        )
+        prop = property_of(row)
+        rooms = [await _insert_room_type(conn, prop.id, room, today) for room in body.roomTypes]
+        plans = [
+            await _insert_rate_plan(conn, prop.id, rooms[p.roomType].id, p.name, p.mealPlan, p.minRate, p.maxRate)
+            for p in body.ratePlans
+        ]
+        return prop, Catalog(tuple(rooms), tuple(plans))
+
+    return await db.transaction(work)
+
+
+async def get_property(db: Database, property_id: int) -> Property | None:
+    row = await db.fetchrow(f"SELECT {_PROPERTY_COLUMNS} FROM properties WHERE id = $1", property_id)
+    return None if row is None else property_of(row)
+
+
+async def get_catalog(db: Database, property_id: int) -> Catalog:
+    async def work(conn: asyncpg.Connection) -> Catalog:
+        rooms = await conn.fetch(
+            "SELECT id, name, max_adults, max_occupancy, rooms FROM room_types WHERE property_id = $1 ORDER BY id",
+            property_id,
+        )
+        plans = await conn.fetch(
+            """SELECT id, room_type_id, name, meal_plan, min_rate, max_rate FROM rate_plans
+               WHERE property_id = $1 ORDER BY id""",
+            property_id,
+        )
+        return Catalog(tuple(map(_room_type_of, rooms)), tuple(map(_rate_plan_of, plans)))
+
+    return await db.run(work)
+
+
+_PATCH_COLUMNS: dict[str, str] = {
+    "name": "name",
+    "status": "status",
+    "pmsEntitled": "pms_entitled",
+    "ownerEmail": "owner_email",
+    "bookingsPerDay": "bookings_per_day",
+    "guestConfirmation": "guest_confirmation",
+}
+
+
+async def patch_property(db: Database, property_id: int, patch: PropertyPatch) -> Property | None:
+    sent = patch.model_dump(exclude_unset=True)
+    assignments: list[str] = []
+    values: list[Any] = [property_id]
+    for field, value in sent.items():
+        if field == "products":
+            for column, key in (("channel_manager", "channelManager"), ("pms", "pms")):
+                values.append(value[key])
+                assignments.append(f"{column} = ${len(values)}")
+        else:
+            values.append(value)
+            assignments.append(f"{_PATCH_COLUMNS[field]} = ${len(values)}")
+    assignments.append("updated_at = now()")
+    row = await db.fetchrow(
+        f"UPDATE properties SET {', '.join(assignments)} WHERE id = $1 RETURNING {_PROPERTY_COLUMNS}", *values
+    )
+    return None if row is None else property_of(row)
+
+
+async def add_room_type(db: Database, property_id: int, body: RoomTypeIn, today: date) -> RoomType:
+    return await db.transaction(lambda conn: _insert_room_type(conn, property_id, body, today))
+
+
+class RoomTypeNotInProperty(Exception):
+    pass
+
+
+async def add_rate_plan(db: Database, property_id: int, body: RatePlanIn) -> RatePlan:
+    async def work(conn: asyncpg.Connection) -> RatePlan:
+        owner = await conn.fetchval("SELECT property_id FROM room_types WHERE id = $1", body.roomTypeId)
+        if owner != property_id:
+            raise RoomTypeNotInProperty(body.roomTypeId)
+        return await _insert_rate_plan(
+            conn, property_id, body.roomTypeId, body.name, body.mealPlan, body.minRate, body.maxRate
+        )
+
+    return await db.transaction(work)

