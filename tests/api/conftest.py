@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 import trio.testing
@@ -12,7 +14,10 @@ from connectapi.http.app import create_app
 from connectapi.service import open_front
 from connectapi.storage.database import Database
 
+from connectapi.http.gates import CONNECT_PREFIX
+
 from .harness import ADMIN_TOKEN, Harness
+from .probe import probe
 
 # 10:00 in Lisbon: far from midnight, so "today" is the same date in every test zone we use.
 START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -28,9 +33,25 @@ def env() -> dict[str, str]:
     return {}
 
 
+def run_on_mock_clock(fn: Any, clock: Any = None, instruments: Any = ()) -> Any:
+    """Every API test runs on a MockClock that stands still until the test jumps it."""
+    return trio.run(fn, clock=clock or trio.testing.MockClock(), instruments=instruments)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = str(Path(__file__).parent)
+    for item in items:
+        if str(item.path).startswith(here):
+            item.add_marker(pytest.mark.trio(run=run_on_mock_clock), append=False)
+
+
 @pytest.fixture
-async def api(db: Database, mock_clock: trio.testing.MockClock, env: dict[str, str]) -> AsyncIterator[Harness]:
+async def api(db: Database, env: dict[str, str]) -> AsyncIterator[Harness]:
+    mock_clock = trio.lowlevel.current_clock()
+    assert isinstance(mock_clock, trio.testing.MockClock), "API tests run on the mock clock"
     clock = FakeClock(START)
     async with open_front(settings_for(env), db, clock, ADMIN_TOKEN) as ctx:
         app = create_app(ctx)
+        app.register_blueprint(probe, url_prefix=CONNECT_PREFIX)
         yield Harness(app.test_client(), ctx, mock_clock)

@@ -1,0 +1,49 @@
+"""Test-only routes behind the real gates, one per kind of rule the later issues use."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+from quart import Blueprint, Response, request
+
+from connectapi.domain.budgets import RequestKind
+from connectapi.domain.validation import parse_model
+from connectapi.http.envelope import ok
+from connectapi.http.gates import caller, rule
+
+probe = Blueprint("probe", __name__)
+
+
+class Updates(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    updates: list[dict[str, int]]
+
+
+@probe.get("/probe/ari")
+@rule(scope="ari:read", product="channelManager")
+async def ari_read() -> Response:
+    return ok({"property": caller().property.id})
+
+
+@probe.put("/probe/ari")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def ari_write() -> Response:
+    body = parse_model(Updates, await request.get_data(as_text=False))
+    return ok({"entries": len(body.updates)}, 202)
+
+
+@probe.get("/probe/bookings")
+@rule(scope="bookings:read", product="pms")
+async def bookings_read() -> Response:
+    return ok([])
+
+
+@probe.post("/probe/bookings")
+@rule(scope="bookings:write", product="pms", kind=RequestKind.BOOKING_CREATE)
+async def bookings_create() -> Response:
+    return ok({}, 201)
+
+
+@probe.get("/probe/crash")
+@rule()
+async def crash() -> Response:
+    raise RuntimeError("secret internal detail: password=hunter2")

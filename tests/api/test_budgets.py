@@ -1,0 +1,216 @@
+"""Rate budgets over HTTP: exact sliding windows on the mock clock, shared per property."""
+
+from __future__ import annotations
+
+import http_sf
+import pytest
+import trio.testing
+
+from connectapi.actors.property_actor import ChargeCells
+from connectapi.domain.errors import ApiError
+
+from .harness import API, Answer, Harness
+
+SMALL = "requests=3,writes=2,property=5,property-writes=3,bookings=2,property-bookings=3,property-bookings-day=4,cells=100,ip=50,global=80"
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {"CONNECTAPI_BUDGETS": SMALL}
+
+
+def limited(answer: Answer, scope: str) -> int:
+    assert (answer.status, answer.code) == (429, "RATE_LIMITED"), answer.body
+    assert answer.data["scope"] == scope
+    retry = int(answer.headers["Retry-After"])
+    assert answer.data["retryAfterSeconds"] == retry
+    return retry
+
+
+def policies(answer: Answer) -> tuple[list[tuple[str, dict[str, int]]], list[tuple[str, dict[str, int]]]]:
+    policy = http_sf.parse(answer.headers["RateLimit-Policy"].encode(), tltype="list")
+    state = http_sf.parse(answer.headers["RateLimit"].encode(), tltype="list")
+    return policy, state  # type: ignore[return-value]
+
+
+async def test_requests_window_edges_are_exact(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    await api.call("GET", f"{API}/property", key=key)  # t=0
+    api.advance(10)
+    await api.call("GET", f"{API}/property", key=key)  # t=10
+    api.advance(10)
+    await api.call("GET", f"{API}/property", key=key)  # t=20
+    api.advance(39.5)  # t=59.5: the first is still counted
+    assert limited(await api.call("GET", f"{API}/property", key=key), "requests") == 1
+    api.advance(0.499)  # t=59.999
+    assert limited(await api.call("GET", f"{API}/property", key=key), "requests") == 1
+    api.advance(0.001)  # t=60: the request of t=0 has left the window
+    assert (await api.call("GET", f"{API}/property", key=key)).status == 200
+    assert limited(await api.call("GET", f"{API}/property", key=key), "requests") == 10
+
+
+async def test_ratelimit_headers_on_every_answer(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    first = await api.call("GET", f"{API}/property", key=key)
+    assert policies(first) == ([("requests", {"q": 3, "w": 60})], [("requests", {"r": 2, "t": 60})])
+    api.advance(15)
+    second = await api.call("GET", f"{API}/catalog", key=key)
+    assert policies(second)[1] == [("requests", {"r": 1, "t": 45})]
+    await api.call("GET", f"{API}/property", key=key)
+    refused = await api.call("GET", f"{API}/property", key=key)
+    assert policies(refused)[1] == [("requests", {"r": 0, "t": 45})]
+    assert limited(refused, "requests") == 45  # Retry-After never earlier than t
+    # PUT routes carry the writes policy too
+    put = await api.call("PUT", f"{API}/probe/ari", key=(await api.keyed_property())[1], body={"updates": []})
+    assert put.status == 202
+    assert policies(put) == (
+        [("requests", {"q": 3, "w": 60}), ("writes", {"q": 2, "w": 60})],
+        [("requests", {"r": 2, "t": 60}), ("writes", {"r": 1, "t": 60})],
+    )
+    # answers without a key carry the address's policy
+    anonymous = await api.call("GET", f"{API}/property")
+    assert policies(anonymous)[0] == [("ip", {"q": 50, "w": 60})]
+    missing = await api.call("GET", f"{API}/nowhere")
+    assert missing.status == 404 and policies(missing)[0] == [("ip", {"q": 50, "w": 60})]
+
+
+async def test_property_budget_is_shared_by_its_keys_and_refusals_are_not_charged(api: Harness) -> None:
+    prop = await api.create_property()
+    a = (await api.create_key(prop["id"]))["key"]
+    b = (await api.create_key(prop["id"]))["key"]
+    for key in (a, a, a):
+        assert (await api.call("GET", f"{API}/property", key=key)).status == 200
+    limited(await api.call("GET", f"{API}/property", key=a), "requests")
+    assert (await api.call("GET", f"{API}/property", key=b)).status == 200
+    assert (await api.call("GET", f"{API}/property", key=b)).status == 200
+    limited(await api.call("GET", f"{API}/property", key=b), "property")
+    # a's refused request charged nothing: b's refusal came at exactly five, not four
+    other_prop, other_key = await api.keyed_property(name="Elsewhere")
+    assert (await api.call("GET", f"{API}/property", key=other_key)).status == 200
+
+
+async def test_writes_budgets(api: Harness) -> None:
+    prop = await api.create_property()
+    a = (await api.create_key(prop["id"]))["key"]
+    b = (await api.create_key(prop["id"]))["key"]
+    body = {"updates": []}
+    assert (await api.call("PUT", f"{API}/probe/ari", key=a, body=body)).status == 202
+    assert (await api.call("PUT", f"{API}/probe/ari", key=a, body=body)).status == 202
+    limited(await api.call("PUT", f"{API}/probe/ari", key=a, body=body), "writes")
+    # reads on the same key are still allowed (requests has room)
+    assert (await api.call("GET", f"{API}/probe/ari", key=a)).status == 200
+    assert (await api.call("PUT", f"{API}/probe/ari", key=b, body=body)).status == 202
+    limited(await api.call("PUT", f"{API}/probe/ari", key=b, body=body), "property-writes")
+    api.advance(60)
+    assert (await api.call("PUT", f"{API}/probe/ari", key=b, body=body)).status == 202
+
+
+async def test_booking_budgets_and_the_rolling_day(api: Harness) -> None:
+    scopes = ["bookings:write"]
+    prop = await api.create_property()
+    keys = [(await api.create_key(prop["id"], scopes))["key"] for _ in range(3)]
+    assert (await api.call("POST", f"{API}/probe/bookings", key=keys[0])).status == 201
+    assert (await api.call("POST", f"{API}/probe/bookings", key=keys[0])).status == 201
+    limited(await api.call("POST", f"{API}/probe/bookings", key=keys[0]), "bookings")
+    assert (await api.call("POST", f"{API}/probe/bookings", key=keys[1])).status == 201
+    limited(await api.call("POST", f"{API}/probe/bookings", key=keys[1]), "property-bookings")
+    api.advance(60)
+    assert (await api.call("POST", f"{API}/probe/bookings", key=keys[2])).status == 201  # the 4th of the day
+    retry = limited(await api.call("POST", f"{API}/probe/bookings", key=keys[2]), "property-bookings-day")
+    assert retry == 24 * 3600 - 60
+    api.advance(24 * 3600 - 60 - 0.001)
+    limited(await api.call("POST", f"{API}/probe/bookings", key=keys[2]), "property-bookings-day")
+    api.advance(0.001)
+    assert (await api.call("POST", f"{API}/probe/bookings", key=keys[2])).status == 201
+
+
+async def test_owner_raises_the_daily_bookings_budget(api: Harness) -> None:
+    prop = await api.create_property(bookingsPerDay=6)
+    keys = [(await api.create_key(prop["id"], ["bookings:write"]))["key"] for _ in range(3)]
+    made = 0
+    for minute in range(3):
+        for key in keys:
+            answer = await api.call("POST", f"{API}/probe/bookings", key=key)
+            if answer.status == 201:
+                made += 1
+            elif answer.data["scope"] == "property-bookings-day":
+                break
+        api.advance(60)
+    assert made == 6
+    limited(await api.call("POST", f"{API}/probe/bookings", key=keys[0]), "property-bookings-day")
+
+
+async def test_cells_budget_is_charged_by_amount(api: Harness) -> None:
+    prop, _ = await api.keyed_property()
+    assert await api.ctx.properties.ask(prop["id"], ChargeCells(60)) is None
+    assert await api.ctx.properties.ask(prop["id"], ChargeCells(40)) is None
+    api.advance(30)
+    with pytest.raises(ApiError) as info:
+        await api.ctx.properties.ask(prop["id"], ChargeCells(1))
+    assert (info.value.code, info.value.scope, info.value.retry_after_seconds) == ("RATE_LIMITED", "cells", 30)
+    api.advance(30)
+    assert await api.ctx.properties.ask(prop["id"], ChargeCells(100)) is None
+
+
+async def test_ip_budget_counts_before_the_key_is_read(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    for _ in range(50):
+        await api.call("GET", f"{API}/nowhere", address="192.0.2.10")
+    answer = await api.call("GET", f"{API}/property", key=key, address="192.0.2.10")
+    limited(answer, "ip")
+    assert (await api.call("GET", f"{API}/property", key=key, address="192.0.2.11")).status == 200
+
+
+async def test_global_budget_counts_every_address(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    for i in range(80):
+        await api.call("GET", f"{API}/nowhere", address=f"192.0.2.{i + 1}")
+    limited(await api.call("GET", f"{API}/property", key=key, address="198.51.100.99"), "global")
+    api.advance(60)
+    assert (await api.call("GET", f"{API}/property", key=key, address="198.51.100.99")).status == 200
+
+
+async def test_ip_auth_blocks_before_any_lookup_even_with_a_valid_key(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    for _ in range(20):
+        assert (await api.call("GET", f"{API}/property", key="cak_live_" + "x" * 43)).status == 401
+    api.advance(59.999)
+    blocked = await api.call("GET", f"{API}/property", key=key)
+    assert limited(blocked, "ip-auth") == 1
+    # another address is unaffected
+    assert (await api.call("GET", f"{API}/property", key=key, address="198.51.100.8")).status == 200
+    api.advance(0.001)
+    assert (await api.call("GET", f"{API}/property", key=key)).status == 200
+
+
+async def test_ip_auth_refusals_are_not_themselves_401s(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    for _ in range(20):
+        await api.call("GET", f"{API}/property")
+    api.advance(30)
+    for _ in range(5):
+        limited(await api.call("GET", f"{API}/property"), "ip-auth")
+    api.advance(30)  # the 20 failures of t=0 leave; the 429s added none
+    assert (await api.call("GET", f"{API}/property", key=key)).status == 200
+
+
+async def test_property_actor_stops_when_idle_but_not_while_it_holds_a_day_window(api: Harness) -> None:
+    prop, key = await api.keyed_property(["bookings:write"])
+    assert (await api.call("GET", f"{API}/property", key=key)).status == 200
+    assert prop["id"] in api.ctx.properties
+    api.advance(299)
+    await trio.testing.wait_all_tasks_blocked()
+    assert prop["id"] in api.ctx.properties
+    api.advance(1)  # idle for the configured 300 s, its minute windows long empty
+    await trio.testing.wait_all_tasks_blocked()
+    assert prop["id"] not in api.ctx.properties
+
+    for _ in range(3):
+        assert (await api.call("POST", f"{API}/probe/bookings", key=key)).status in (201, 429)
+    api.advance(3600)
+    await trio.testing.wait_all_tasks_blocked()
+    # a day window still counts bookings: stopping now would forget them
+    assert prop["id"] in api.ctx.properties
+    api.advance(24 * 3600)
+    await trio.testing.wait_all_tasks_blocked()
+    assert prop["id"] not in api.ctx.properties
