@@ -1,0 +1,107 @@
+"""`connectapi serve` as a newcomer runs it: embedded record, token, kill -9, restart, stop."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import psutil
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Served:
+    def __init__(self, data_dir: Path, port: int) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
+        env["CONNECTAPI_DATA_DIR"] = str(data_dir)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "connectapi", "serve", "--port", str(port)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.url = f"http://127.0.0.1:{port}"
+
+    def _pump(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line)
+
+    def wait_for(self, text: str, timeout: float = 90) -> list[str]:
+        seen: list[str] = []
+        while True:
+            line = self.lines.get(timeout=timeout)
+            seen.append(line)
+            if text in line:
+                return seen
+
+    def read_until_blocked(self) -> list[str]:
+        seen = []
+        try:
+            while True:
+                seen.append(self.lines.get(timeout=1))
+        except queue.Empty:
+            return seen
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's exit is reaped by PID 1, which a sandbox may not do)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    pid_file = data_dir / "pgdata" / "postmaster.pid"
+    if not pid_file.exists():
+        return None
+    return int(pid_file.read_text().splitlines()[0])
+
+
+def test_serve_survives_sigkill_and_stops_cleanly(tmp_path: Path) -> None:
+    data_dir = tmp_path / "var"
+    port = free_port()
+    first = Served(data_dir, port)
+    try:
+        lines = first.wait_for("listening on")
+        lines += first.read_until_blocked()
+        token_lines = [line for line in lines if "operator token (generated, shown once)" in line]
+        assert len(token_lines) == 1
+        token = (data_dir / "admin-token").read_text().strip()
+        assert token in token_lines[0]
+        assert oct((data_dir / "admin-token").stat().st_mode & 0o777) == "0o600"
+        assert httpx.get(f"{first.url}/readyz").status_code == 200
+        auth = {"Authorization": f"Bearer {token}"}
+        example = Path(__file__).parents[2] / "docs" / "examples" / "property.json"
+        made = httpx.post(f"{first.url}/api/v1/admin/properties", content=example.read_bytes(), headers=auth)
+        assert made.status_code == 201
+    finally:
+        first.proc.kill()
+        first.proc.wait(10)
+
+    pg = postmaster_pid(data_dir)
+    assert pg is not None and running(pg), "the embedded server outlives a SIGKILLed service"
+
+    second = Served(data_dir, port)
+    try:
+        lines = second.wait_for("listening on") + second.read_until_blocked()
+        assert not any(token in line for line in lines), "the token is shown only when generated"
+        assert postmaster_pid(data_dir) == pg  # found and reused, not a second server
+        got = httpx.get(f"{second.url}/api/v1/admin/properties/{made.json()['data']['id']}", headers=auth)
+        assert got.status_code == 200 and got.json()["data"]["name"] == "Casa Azul"
+    finally:
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.proc.wait(30) == 0
+    assert not running(pg), "a clean stop stops the embedded server"

@@ -1,0 +1,52 @@
+"""Migrations against a real, empty database: in order, once, and safe to race."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+import trio_asyncio
+
+from connectapi.storage.database import open_database
+from connectapi.storage.embedded import dsn_for_database
+from connectapi.storage.migrations import bundled_migrations, is_migrated, migrate
+from tests.conftest import _admin
+
+
+@pytest.fixture
+async def empty_dsn(pg_server: str) -> AsyncIterator[str]:
+    name = f"m_{uuid.uuid4().hex[:16]}"
+    async with trio_asyncio.open_loop():
+        await _admin(pg_server, f'CREATE DATABASE "{name}"')
+        try:
+            yield dsn_for_database(pg_server, name)
+        finally:
+            await _admin(pg_server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_bundled_migrations_are_numbered_from_one() -> None:
+    versions = [m.version for m in bundled_migrations()]
+    assert versions == list(range(1, len(versions) + 1))
+
+
+async def test_migrate_applies_once(empty_dsn: str) -> None:
+    async with open_database(empty_dsn, min_size=1, max_size=2) as db:
+        assert not await is_migrated(db)
+        applied = await migrate(db)
+        assert applied == [m.version for m in bundled_migrations()]
+        assert await is_migrated(db)
+        assert await migrate(db) == []
+
+
+async def test_concurrent_migrations_serialise_on_the_advisory_lock(empty_dsn: str) -> None:
+    results: list[list[int]] = []
+    async with open_database(empty_dsn, min_size=2, max_size=4) as db:
+        async def one() -> None:
+            results.append(await migrate(db))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(one)
+    assert sorted(results, key=len) == [[], [], [m.version for m in bundled_migrations()]]
