@@ -23,6 +23,7 @@ from .http.app import create_app
 from .http.context import FrontContext
 from .storage.database import Database, open_database
 from .storage.embedded import EmbeddedPostgres, dsn_for_database
+from .storage.key_directory import KeyDirectory
 from .storage.migrations import migrate
 
 log = logging.getLogger("connectapi")
@@ -36,28 +37,33 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
     Shutdown runs inside out: property actors drain and stop first, the front door last.
     """
     grace = settings.shutdown_grace_seconds
-    async with open_supervisor(shutdown_grace=grace) as root:
-        front_door = await root.spawn(
-            "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024
-        )
-        async with open_supervisor(shutdown_grace=grace) as property_supervisor:
-            registry: Registry[int, PropertyMessage] = Registry(
-                property_supervisor,
-                lambda property_id: PropertyActor(property_id, settings.budgets, clock),
-                name="property",
-                idle_after=settings.actor_idle_seconds,
-                ask_timeout=settings.ask_timeout_seconds,
+    keys = KeyDirectory(db)
+    async with trio.open_nursery() as listeners:
+        await listeners.start(keys.listen)
+        async with open_supervisor(shutdown_grace=grace) as root:
+            front_door = await root.spawn(
+                "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024
             )
-            yield FrontContext(
-                db=db,
-                clock=clock,
-                budgets=settings.budgets,
-                proxies=TrustedProxies(settings.trusted_proxies),
-                front_door=front_door,
-                properties=registry,
-                admin_token=admin_token,
-                ask_timeout=settings.ask_timeout_seconds,
-            )
+            async with open_supervisor(shutdown_grace=grace) as property_supervisor:
+                registry: Registry[int, PropertyMessage] = Registry(
+                    property_supervisor,
+                    lambda property_id: PropertyActor(property_id, settings.budgets, clock),
+                    name="property",
+                    idle_after=settings.actor_idle_seconds,
+                    ask_timeout=settings.ask_timeout_seconds,
+                )
+                yield FrontContext(
+                    db=db,
+                    keys=keys,
+                    clock=clock,
+                    budgets=settings.budgets,
+                    proxies=TrustedProxies(settings.trusted_proxies),
+                    front_door=front_door,
+                    properties=registry,
+                    admin_token=admin_token,
+                    ask_timeout=settings.ask_timeout_seconds,
+                )
+        listeners.cancel_scope.cancel()
 
 
 def start_record(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import http_sf
 
@@ -11,8 +12,13 @@ from .sliding_window import WindowState, whole_seconds
 
 def policy_header(policies: Sequence[tuple[str, WindowState]]) -> str:
     """`"requests";q=120;w=60, "writes";q=30;w=60`"""
-    members = [(name, {"q": state.limit, "w": int(state.window)}) for name, state in policies]
-    return http_sf.ser(members)
+    return _policy_text(tuple((name, state.limit, int(state.window)) for name, state in policies))
+
+
+@lru_cache(maxsize=64)
+def _policy_text(policies: tuple[tuple[str, int, int], ...]) -> str:
+    # The same few policies on every answer: serialise each once.
+    return str(http_sf.ser([(name, {"q": limit, "w": window}) for name, limit, window in policies]))
 
 
 def ratelimit_header(policies: Sequence[tuple[str, WindowState]]) -> str:

@@ -13,10 +13,31 @@ from ._errors import ActorUnavailable, AskTimeout
 M = TypeVar("M")
 
 
+class Reply:
+    """A one-shot slot for the answer to an ask: lighter than a channel per ask."""
+
+    __slots__ = ("_done", "_result", "abandoned")
+
+    def __init__(self) -> None:
+        self._done = trio.Event()
+        self._result: outcome.Outcome[Any] | None = None
+        self.abandoned = False  # the asker gave up (timeout or cancel); nobody will read
+
+    def put(self, result: outcome.Outcome[Any]) -> None:
+        if self._result is None and not self.abandoned:
+            self._result = result
+            self._done.set()
+
+    async def get(self) -> Any:
+        await self._done.wait()
+        assert self._result is not None
+        return self._result.unwrap()
+
+
 @dataclass(frozen=True, slots=True)
 class Envelope(Generic[M]):
     message: M
-    reply: trio.MemorySendChannel[outcome.Outcome[Any]] | None
+    reply: Reply | None
 
 
 class Mailbox(Generic[M]):
@@ -38,17 +59,17 @@ class Mailbox(Generic[M]):
 
     async def ask(self, message: M, timeout: float) -> Any:
         """Send and wait for the reply; the actor's refusal arrives as the exception it raised."""
-        reply_send, reply_receive = trio.open_memory_channel[outcome.Outcome[Any]](1)
-        with reply_receive:
-            try:
-                with trio.fail_after(timeout):
-                    await self._send.send(Envelope(message, reply_send))
-                    result = await reply_receive.receive()
-            except trio.TooSlowError:
-                raise AskTimeout(f"{self.name} did not answer within {timeout}s") from None
-            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-                raise ActorUnavailable(self.name) from None
-        return result.unwrap()
+        reply = Reply()
+        try:
+            with trio.fail_after(timeout):
+                await self._send.send(Envelope(message, reply))
+                return await reply.get()
+        except trio.TooSlowError:
+            raise AskTimeout(f"{self.name} did not answer within {timeout}s") from None
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise ActorUnavailable(self.name) from None
+        finally:
+            reply.abandoned = True
 
     def close(self) -> None:
         """No new messages; the actor finishes what is queued, then stops."""

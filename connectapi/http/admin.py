@@ -59,6 +59,7 @@ async def patch_property(property_id: int) -> Response:
     patch = parse_model(PropertyPatch, await _body())
     ctx = context()
     prop = await properties.patch_property(ctx.db, property_id, patch)
+    ctx.keys.invalidate()
     if prop is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     return ok(property_view(prop, await properties.get_catalog(ctx.db, property_id)))
@@ -122,6 +123,7 @@ async def list_allowlist_refusals(property_id: int) -> Response:
 async def patch_key(key_id: int) -> Response:
     patch = parse_model(KeyPatch, await _body())
     key = await api_keys.patch_key(context().db, key_id, patch.label, patch.scopes, patch.allowlist)
+    context().keys.invalidate()
     if key is None:
         raise ApiError("KEY_NOT_FOUND", f"no live key {key_id}")
     return ok(key_view(key))
@@ -137,12 +139,14 @@ async def rotate_key(key_id: int) -> Response:
         )
     except api_keys.NoSuchKey:
         raise ApiError("KEY_NOT_FOUND", f"no live key {key_id}") from None
+    ctx.keys.invalidate()
     return ok({**key_view(key), "key": secret}, 201)
 
 
 @blueprint.post("/keys/<int:key_id>/revoke")
 async def revoke_key(key_id: int) -> Response:
     key = await api_keys.revoke_key(context().db, key_id, context().clock.now())
+    context().keys.invalidate()
     if key is None:
         raise ApiError("KEY_NOT_FOUND", f"no key {key_id}")
     return ok(key_view(key))

@@ -10,11 +10,13 @@ from ..domain.addresses import TrustedProxies
 from ..domain.budgets import Budgets
 from ..engine import Clock, Mailbox, Registry
 from ..storage.database import Database
+from ..storage.key_directory import KeyDirectory
 
 
 @dataclass(frozen=True, slots=True)
 class FrontContext:
     db: Database
+    keys: KeyDirectory
     clock: Clock
     budgets: Budgets
     proxies: TrustedProxies

@@ -94,7 +94,7 @@ async def run_gates() -> None:
     found = await _authenticate(ctx, address)
     key, prop = found.key, found.property
 
-    if not Allowlist(key.allowlist).allows(address):
+    if key.allowlist and not Allowlist(key.allowlist).allows(address):
         await api_keys.record_allowlist_refusal(ctx.db, key.id, prop.id, address, ctx.clock.now())
         await ctx.front_door.tell(AuthFailed(address))
         raise ApiError("IP_NOT_ALLOWED", "this key is not allowed from this address", {"address": address})
@@ -121,7 +121,7 @@ async def run_gates() -> None:
 
     g.caller = Caller(key, prop, address)
     now = ctx.clock.now()
-    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:
+    if ctx.keys.due_for_touch(key.id, key.last_used_at, now, LAST_USED_EVERY):
         await api_keys.touch_last_used(ctx.db, key.id, now, LAST_USED_EVERY)
 
 
@@ -132,7 +132,7 @@ async def _authenticate(ctx: FrontContext, address: str) -> KeyWithProperty:
         await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
     assert token is not None
     wanted = keyfmt.digest(token)
-    found = await api_keys.find_by_digest(ctx.db, wanted)
+    found = await ctx.keys.find(wanted)
     if found is None or not keyfmt.same_digest(found.digest, wanted):
         await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
     assert found is not None

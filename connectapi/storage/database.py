@@ -23,8 +23,9 @@ class StorageUnavailable(Exception):
 
 
 class Database:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, dsn: str) -> None:
         self._pool = pool
+        self.dsn = dsn  # for the few things that need a connection of their own (LISTEN)
 
     async def run(self, work: Work[T]) -> T:
         return await trio_asyncio.aio_as_trio(self._run_aio)(work, False)
@@ -58,6 +59,16 @@ class Database:
         return await self.run(lambda c: c.execute(sql, *args))
 
 
+async def _release_without_reset_query(conn: asyncpg.Connection) -> None:
+    """Release hook that skips asyncpg's reset query (RESET ALL, UNLISTEN *, advisory unlocks).
+
+    asyncpg still rolls back an open transaction on release. We never set session state
+    on pooled connections (no SET, no LISTEN, advisory locks are transaction-scoped), so
+    the reset query would only cost a round trip on every release: most of the price of
+    a short query.
+    """
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog")
 
@@ -78,9 +89,10 @@ def _json_loads(text: str) -> Any:
 async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10) -> AsyncIterator[Database]:
     """A pool for the life of the block. Needs a running trio-asyncio loop."""
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
-        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=30
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=30,
+        reset=_release_without_reset_query,
     )
     try:
-        yield Database(pool)
+        yield Database(pool, dsn)
     finally:
         await trio_asyncio.aio_as_trio(pool.close)()

@@ -1,0 +1,1 @@
+"""Load harness: `python -m bench` (or `make bench`)."""

@@ -1,0 +1,92 @@
+"""`python -m bench`: GET /property against a bare route on the same hypercorn, in one run.
+
+The server runs in its own process and the load in this one, so on a two-core machine
+each has a core. Rounds alternate bare / api so drift (heat, other load) hits both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+from .load import Run, load
+from .server import BARE_PATH
+
+API_PATH = "/api/v1/connect-api/v1/property"
+TARGET_RATIO = 0.60
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def summary(runs: list[Run]) -> dict[str, float]:
+    seconds = sum(r.seconds for r in runs)
+    latencies = [x for r in runs for x in r.latencies]
+    merged = Run(runs[0].path, seconds, sum(r.requests for r in runs), sum(r.errors for r in runs), latencies)
+    return {"rps": merged.rps, "p50_ms": merged.percentile(50) * 1000, "p99_ms": merged.percentile(99) * 1000,
+            "requests": merged.requests, "errors": merged.errors}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of one measured round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args()
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "bench.server", str(port)], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).parents[1])
+    try:
+        assert server.stdout is not None
+        ready = json.loads(server.stdout.readline())
+        auth = {"Authorization": f"Bearer {ready['key']}"}
+        results: dict[str, list[Run]] = {"bare": [], "api": []}
+
+        async def measure() -> None:
+            await load(port, BARE_PATH, {}, args.connections, 1.0)  # warm-up
+            await load(port, API_PATH, auth, args.connections, 1.0)
+            for _ in range(args.rounds):
+                results["bare"].append(await load(port, BARE_PATH, {}, args.connections, args.seconds))
+                results["api"].append(await load(port, API_PATH, auth, args.connections, args.seconds))
+
+        trio.run(measure)
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    bare, api = summary(results["bare"]), summary(results["api"])
+    ratio = api["rps"] / bare["rps"]
+    print(f"{'route':<28}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+    for name, row in (("bare quart-trio route", bare), ("GET /property", api)):
+        print(f"{name:<28}{row['rps']:>10.0f}{row['p50_ms']:>10.2f}{row['p99_ms']:>10.2f}{row['errors']:>8.0f}")
+    verdict = "meets" if ratio >= TARGET_RATIO else "MISSES"
+    print(f"throughput ratio GET /property / bare = {ratio:.2f} ({verdict} the {TARGET_RATIO:.0%} target)")
+    print(f"({args.connections} connections, {args.rounds} rounds of {args.seconds:.0f}s each, cores: {os.cpu_count()})")
+
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "latest.json").write_text(json.dumps({
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bare": bare, "api": api, "ratio": ratio,
+        "connections": args.connections, "rounds": args.rounds, "seconds": args.seconds,
+    }, indent=2))
+    return 0 if api["errors"] == 0 and bare["errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The service under load: the real app with budgets lifted, plus a bare route on the same hypercorn.
+
+Run by `bench/__main__.py` in its own process; prints one JSON line with the port and a key.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+import trio
+import trio_asyncio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from quart import Blueprint, Response
+
+from connectapi.config import Settings
+from connectapi.domain import api_keys as keyfmt
+from connectapi.domain.admin_models import PropertyIn
+from connectapi.engine import SystemClock
+from connectapi.http.app import create_app
+from connectapi.http.envelope import ok
+from connectapi.service import EMBEDDED_DATABASE, ensure_database, open_front
+from connectapi.storage import api_keys, properties
+from connectapi.storage.database import open_database
+from connectapi.storage.embedded import EmbeddedPostgres
+from connectapi.storage.migrations import migrate
+
+LIFTED = ",".join(f"{name}=1000000000" for name in ("ip", "global", "requests", "property"))
+BARE_PATH = "/bench/bare"
+
+bare = Blueprint("bench_bare", __name__)
+
+
+@bare.get(BARE_PATH)
+async def bare_route() -> Response:
+    # The same envelope and a body of the same size class as GET /property, with no gates and no I/O.
+    return ok({"id": 1, "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
+               "scopes": ["ari:read"], "products": {"channelManager": True, "pms": True}, "bookingsPerMinute": 20})
+
+
+async def main(port: int, dsn: str | None) -> None:
+    settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_BUDGETS": LIFTED})
+    async with trio_asyncio.open_loop():
+        app_dsn = dsn if dsn else await ensure_database(EMBEDDED_DSN, EMBEDDED_DATABASE)
+        async with open_database(app_dsn) as db:
+            await migrate(db)
+            clock = SystemClock()
+            body = PropertyIn.model_validate(json.loads((Path(__file__).parents[1] / "docs/examples/property.json").read_text()))
+            prop, _ = await properties.create_property(db, body, clock.now().date())
+            secret = keyfmt.new_key()
+            await api_keys.create_key(db, prop.id, "bench", keyfmt.digest(secret), keyfmt.display_prefix(secret),
+                                      ["ari:read"], [])
+            async with open_front(settings, db, clock, "bench-operator") as ctx:
+                app = create_app(ctx)
+                app.register_blueprint(bare)
+                config = HypercornConfig()
+                config.bind = [f"127.0.0.1:{port}"]
+                config.accesslog = None
+                config.errorlog = None
+                stop = trio.Event()
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(lambda task_status: serve(
+                        app, config, shutdown_trigger=stop.wait, task_status=task_status))
+                    print(json.dumps({"port": port, "key": secret}), flush=True)
+                    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for _ in signals:
+                            break
+                    stop.set()
+
+
+EMBEDDED_DSN = ""
+
+if __name__ == "__main__":
+    import os
+
+    chosen_port = int(sys.argv[1])
+    database_url = os.environ.get("DATABASE_URL")
+    embedded = None
+    if not database_url:
+        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="connectapi-bench-")))
+        EMBEDDED_DSN = embedded.start()
+    try:
+        trio.run(main, chosen_port, database_url)
+    finally:
+        if embedded is not None:
+            embedded.stop()
