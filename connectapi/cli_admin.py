@@ -30,6 +30,10 @@ def add_admin_commands(commands: Any) -> None:
     update.add_argument("property_id", type=int)
     update.add_argument("--file", required=True)
 
+    mapping = prop.add_parser("map", help="set the channel-manager mapping from a JSON body")
+    mapping.add_argument("property_id", type=int)
+    mapping.add_argument("--file", required=True)
+
     room = things.add_parser("room-type", help="room types").add_subparsers(dest="action", required=True)
     add_room = room.add_parser("add")
     add_room.add_argument("property_id", type=int)
@@ -79,6 +83,8 @@ def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
             return "POST", "/properties", _read_body(args.file)
         if action == "get":
             return "GET", f"/properties/{args.property_id}", None
+        if action == "map":
+            return "PUT", f"/properties/{args.property_id}/channel-mapping", _read_body(args.file)
         return "PATCH", f"/properties/{args.property_id}", _read_body(args.file)
     if thing == "room-type":
         return "POST", f"/properties/{args.property_id}/room-types", _read_body(args.file)

@@ -110,6 +110,27 @@ class PropertyPatch(Strict):
     guestConfirmation: StrictBool | None = None
 
 
+ChannelId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+
+
+class ChannelMappingIn(Strict):
+    """The channel manager's ids for a property's own: `{cmPropertyId, roomTypes: {id: cmId}, ratePlans: {id: cmId}}`."""
+
+    cmPropertyId: ChannelId
+    roomTypes: dict[str, ChannelId] = {}
+    ratePlans: dict[str, ChannelId] = {}
+
+    @field_validator("roomTypes", "ratePlans")
+    @classmethod
+    def _numeric_keys_distinct_values(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not key.isdigit():
+                raise ValueError(f"{key!r} is not one of our numeric ids")
+        if len(set(value.values())) != len(value):
+            raise ValueError("two of our ids map to the same channel-manager id")
+        return value
+
+
 def _check_scopes(value: list[str]) -> list[str]:
     problems = scopes.scope_problems(value)
     if problems:

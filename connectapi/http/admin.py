@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from quart import Blueprint, Response, request
 
 from ..domain import api_keys as keyfmt
-from ..domain.admin_models import KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
+from ..domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
 from ..domain.errors import ApiError
 from ..domain.validation import parse_model
 from ..storage import api_keys, properties
@@ -86,6 +86,21 @@ async def add_rate_plan(property_id: int) -> Response:
             [{"path": "roomTypeId", "message": "not a room type of this property"}],
         ) from None
     return ok(rate_plan_view(plan), 201)
+
+
+@blueprint.put("/properties/<int:property_id>/channel-mapping")
+async def set_channel_mapping(property_id: int) -> Response:
+    body = parse_model(ChannelMappingIn, await _body())
+    await _property_or_404(property_id)
+    rooms = {int(k): v for k, v in body.roomTypes.items()}
+    plans = {int(k): v for k, v in body.ratePlans.items()}
+    try:
+        await properties.set_channel_mapping(context().db, property_id, body.cmPropertyId, rooms, plans)
+    except properties.NotInProperty as exc:
+        issues = [{"path": f"roomTypes.{i}", "message": "not a room type of this property"} for i in exc.room_types]
+        issues += [{"path": f"ratePlans.{i}", "message": "not a rate plan of this property"} for i in exc.rate_plans]
+        raise ApiError("VALIDATION", "the mapping names ids of another property", issues) from None
+    return ok({"cmPropertyId": body.cmPropertyId, "roomTypes": body.roomTypes, "ratePlans": body.ratePlans})
 
 
 @blueprint.post("/properties/<int:property_id>/keys")

@@ -142,6 +142,37 @@ class RoomTypeNotInProperty(Exception):
     pass
 
 
+class NotInProperty(Exception):
+    """Ids named in a mapping that are not the property's."""
+
+    def __init__(self, room_types: list[int], rate_plans: list[int]) -> None:
+        super().__init__(room_types, rate_plans)
+        self.room_types = room_types
+        self.rate_plans = rate_plans
+
+
+async def set_channel_mapping(
+    db: Database, property_id: int, cm_property_id: str, room_types: dict[int, str], rate_plans: dict[int, str]
+) -> None:
+    """Replace the property's mapping: ids not named lose theirs. All or nothing."""
+
+    async def work(conn: asyncpg.Connection) -> None:
+        own_rooms = {r["id"] for r in await conn.fetch("SELECT id FROM room_types WHERE property_id = $1", property_id)}
+        own_plans = {r["id"] for r in await conn.fetch("SELECT id FROM rate_plans WHERE property_id = $1", property_id)}
+        foreign_rooms = sorted(set(room_types) - own_rooms)
+        foreign_plans = sorted(set(rate_plans) - own_plans)
+        if foreign_rooms or foreign_plans:
+            raise NotInProperty(foreign_rooms, foreign_plans)
+        await conn.execute("UPDATE properties SET cm_property_id = $2, updated_at = now() WHERE id = $1",
+                           property_id, cm_property_id)
+        await conn.execute("UPDATE room_types SET cm_id = NULL WHERE property_id = $1", property_id)
+        await conn.execute("UPDATE rate_plans SET cm_id = NULL WHERE property_id = $1", property_id)
+        await conn.executemany("UPDATE room_types SET cm_id = $2 WHERE id = $1", list(room_types.items()))
+        await conn.executemany("UPDATE rate_plans SET cm_id = $2 WHERE id = $1", list(rate_plans.items()))
+
+    await db.transaction(work)
+
+
 async def add_rate_plan(db: Database, property_id: int, body: RatePlanIn) -> RatePlan:
     async def work(conn: asyncpg.Connection) -> RatePlan:
         owner = await conn.fetchval("SELECT property_id FROM room_types WHERE id = $1", body.roomTypeId)

@@ -144,3 +144,31 @@ async def test_unknown_keys(api: Harness) -> None:
     assert (await api.admin("POST", "/keys/424242/revoke")).code == "KEY_NOT_FOUND"
     assert (await api.admin("PATCH", "/keys/424242", {"label": "x"})).code == "KEY_NOT_FOUND"
     assert (await api.admin("POST", "/properties/424242/keys", {"label": "x", "scopes": []})).code == "PROPERTY_NOT_FOUND"
+
+
+async def test_channel_mapping(api: Harness) -> None:
+    prop = await api.create_property()
+    other = await api.create_property(name="Other")
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    body = {"cmPropertyId": "cm-prop-1", "roomTypes": {str(room): "cm-rt-1"}, "ratePlans": {str(plan): "cm-rp-1"}}
+    answer = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping", body)
+    assert answer.status == 200 and answer.data == body
+    row = await api.ctx.db.fetchrow(
+        """SELECT p.cm_property_id, r.cm_id AS room_cm, q.cm_id AS plan_cm FROM properties p
+           JOIN room_types r ON r.id = $2 JOIN rate_plans q ON q.id = $3 WHERE p.id = $1""",
+        prop["id"], room, plan,
+    )
+    assert tuple(row) == ("cm-prop-1", "cm-rt-1", "cm-rp-1")
+    # ids of another property: refused, and the mapping is left as it was
+    stolen = {"cmPropertyId": "cm-x", "roomTypes": {str(other["roomTypes"][0]["id"]): "cm-rt-9"}}
+    refused = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping", stolen)
+    assert (refused.status, refused.code) == (400, "VALIDATION")
+    assert refused.data["details"] == [{"path": f"roomTypes.{other['roomTypes'][0]['id']}",
+                                        "message": "not a room type of this property"}]
+    assert await api.ctx.db.fetchval("SELECT cm_property_id FROM properties WHERE id = $1", prop["id"]) == "cm-prop-1"
+    dupes = {"cmPropertyId": "cm-x", "roomTypes": {str(room): "same", str(prop["roomTypes"][1]["id"]): "same"}}
+    assert (await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping", dupes)).code == "VALIDATION"
+    # channel-manager ids never reach an integrator
+    key = (await api.create_key(prop["id"]))["key"]
+    for path in ("/property", "/catalog"):
+        assert "cm-" not in str((await api.call("GET", f"{API}{path}", key=key)).body)
