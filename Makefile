@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench clean
+.PHONY: install run test typecheck bench clean
 
 install: $(STAMP)
 
@@ -18,7 +18,11 @@ run: install
 	$(BIN)/connectapi serve
 
 test: install
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
+
+typecheck: install
+	$(BIN)/python -m mypy
 
 bench: install
 	$(BIN)/python -m bench

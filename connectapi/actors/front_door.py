@@ -73,11 +73,11 @@ class FrontDoor(Actor[FrontDoorMessage]):
             wait = failures.wait_for(now, 1)
             if wait is not None:
                 seconds = whole_seconds(wait)
-                refusal = ApiError(
+                blocked = ApiError(
                     "RATE_LIMITED",
                     f"too many failed authentications from this address; retry in {seconds}s",
                     scope="ip-auth",
                     retry_after_seconds=seconds,
                 )
-                return Entry(ip.state(now), refusal)
+                return Entry(ip.state(now), blocked)
         return Entry(ip.state(now), None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import http_sf
 
@@ -18,12 +19,13 @@ def policy_header(policies: Sequence[tuple[str, WindowState]]) -> str:
 @lru_cache(maxsize=64)
 def _policy_text(policies: tuple[tuple[str, int, int], ...]) -> str:
     # The same few policies on every answer: serialise each once.
-    return str(http_sf.ser([(name, {"q": limit, "w": window}) for name, limit, window in policies]))
+    members: list[Any] = [(name, {"q": limit, "w": window}) for name, limit, window in policies]
+    return str(http_sf.ser(members))
 
 
 def ratelimit_header(policies: Sequence[tuple[str, WindowState]]) -> str:
     """`"requests";r=117;t=42`: remaining and seconds until quota starts to return."""
-    members = [
+    members: list[Any] = [
         (name, {"r": state.remaining, "t": whole_seconds(state.reset_after)}) for name, state in policies
     ]
-    return http_sf.ser(members)
+    return str(http_sf.ser(members))

@@ -52,22 +52,22 @@ async def run_incarnation(
     The caller has already awaited `actor.on_start()`.
     """
     while True:
+        envelope: Envelope[M] | None = None
         if idle_after is None:
             try:
                 envelope = await receive.receive()
             except trio.EndOfChannel:
                 return False
         else:
-            envelope = None
             with trio.move_on_after(idle_after):
                 try:
                     envelope = await receive.receive()
                 except trio.EndOfChannel:
                     return False
-            if envelope is None:
-                if actor.may_stop_when_idle():
-                    return True
-                continue
+        if envelope is None:
+            if actor.may_stop_when_idle():
+                return True
+            continue
         await _deliver(actor, envelope)
         for _ in range(DRAIN_BATCH - 1):
             try:

@@ -29,7 +29,8 @@ def check_admin_token() -> None:
 
 
 async def _body() -> bytes:
-    return await request.get_data(cache=False, as_text=False)
+    data = await request.get_data(cache=False, as_text=False)
+    return data if isinstance(data, bytes) else data.encode()
 
 
 async def _property_or_404(property_id: int) -> Property:

@@ -89,7 +89,9 @@ async def run_gates() -> None:
 
     assert request.url_rule is not None and request.url_rule.endpoint is not None
     view = current_app.view_functions[request.url_rule.endpoint]
-    route: RouteRule = view.connect_rule  # type: ignore[attr-defined]
+    route = getattr(view, "connect_rule", None)
+    if not isinstance(route, RouteRule):
+        raise RuntimeError(f"{request.url_rule.endpoint} is under the API prefix without a rule()")
 
     found = await _authenticate(ctx, address)
     key, prop = found.key, found.property

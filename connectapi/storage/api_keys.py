@@ -122,7 +122,7 @@ async def find_by_digest(db: Database, digest: bytes) -> KeyWithProperty | None:
     prop = dict(row)
     prop["id"] = row["p_id"]
     prop["created_at"] = row["p_created_at"]
-    return KeyWithProperty(_key_of(row), bytes(row["digest"]), property_of(prop))  # type: ignore[arg-type]
+    return KeyWithProperty(_key_of(row), bytes(row["digest"]), property_of(prop))
 
 
 async def touch_last_used(db: Database, key_id: int, at: datetime, every: timedelta) -> None:

@@ -28,10 +28,12 @@ class Database:
         self.dsn = dsn  # for the few things that need a connection of their own (LISTEN)
 
     async def run(self, work: Work[T]) -> T:
-        return await trio_asyncio.aio_as_trio(self._run_aio)(work, False)
+        result: T = await trio_asyncio.aio_as_trio(self._run_aio)(work, False)
+        return result
 
     async def transaction(self, work: Work[T]) -> T:
-        return await trio_asyncio.aio_as_trio(self._run_aio)(work, True)
+        result: T = await trio_asyncio.aio_as_trio(self._run_aio)(work, True)
+        return result
 
     async def _run_aio(self, work: Work[T], in_transaction: bool) -> T:
         try:

