@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
@@ -57,16 +58,26 @@ def pg_template(pg_server: str) -> str:
     return pg_server
 
 
+@asynccontextmanager
+async def scratch_database(server_dsn: str, template: str | None = None) -> AsyncIterator[str]:
+    """A new database (empty, or copied from `template`) dropped afterwards; yields its DSN.
+
+    Needs a running trio-asyncio loop.
+    """
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    copy = f' TEMPLATE "{template}"' if template else ""
+    await _admin(server_dsn, f'CREATE DATABASE "{name}"{copy}')
+    try:
+        yield dsn_for_database(server_dsn, name)
+    finally:
+        await _admin(server_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
     """A new database copied from the migrated template, inside a trio-asyncio loop."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    async with trio_asyncio.open_loop():
-        await _admin(pg_template, f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
-        try:
-            yield dsn_for_database(pg_template, name)
-        finally:
-            await _admin(pg_template, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with trio_asyncio.open_loop(), scratch_database(pg_template, TEMPLATE) as dsn:
+        yield dsn
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -10,20 +9,14 @@ import trio
 import trio_asyncio
 
 from connectapi.storage.database import open_database
-from connectapi.storage.embedded import dsn_for_database
 from connectapi.storage.migrations import bundled_migrations, is_migrated, migrate
-from tests.conftest import _admin
+from tests.conftest import scratch_database
 
 
 @pytest.fixture
 async def empty_dsn(pg_server: str) -> AsyncIterator[str]:
-    name = f"m_{uuid.uuid4().hex[:16]}"
-    async with trio_asyncio.open_loop():
-        await _admin(pg_server, f'CREATE DATABASE "{name}"')
-        try:
-            yield dsn_for_database(pg_server, name)
-        finally:
-            await _admin(pg_server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with trio_asyncio.open_loop(), scratch_database(pg_server) as dsn:
+        yield dsn
 
 
 def test_bundled_migrations_are_numbered_from_one() -> None:
