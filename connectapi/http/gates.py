@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from quart import current_app, g, request
 
@@ -73,7 +73,6 @@ def context() -> FrontContext:
 async def run_gates() -> None:
     ctx = context()
     address = ctx.proxies.client_address(request.remote_addr or "", request.headers.get("X-Forwarded-For"))
-    g.client_address = address
     routed = request.routing_exception is None
 
     entry = await ctx.front_door.ask(Admit(address, needs_key=routed), ctx.ask_timeout)
@@ -132,17 +131,15 @@ async def _authenticate(ctx: FrontContext, address: str) -> KeyWithProperty:
     token = keyfmt.bearer_token(request.headers.get("Authorization"))
     if token is None or not keyfmt.is_well_formed(token):
         await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
-    assert token is not None
     wanted = keyfmt.digest(token)
     found = await ctx.keys.find(wanted)
     if found is None or not keyfmt.same_digest(found.digest, wanted):
         await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
-    assert found is not None
     if found.key.revoked_at is not None:
         await _refuse_auth(ctx, address, "API_KEY_REVOKED", "this API key was revoked or rotated")
     return found
 
 
-async def _refuse_auth(ctx: FrontContext, address: str, code: str, message: str) -> None:
+async def _refuse_auth(ctx: FrontContext, address: str, code: str, message: str) -> NoReturn:
     await ctx.front_door.tell(AuthFailed(address))
     raise ApiError(code, message)
