@@ -47,7 +47,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             async with open_supervisor(shutdown_grace=grace) as property_supervisor:
                 registry: Registry[int, PropertyMessage] = Registry(
                     property_supervisor,
-                    lambda property_id: PropertyActor(property_id, settings.budgets, clock),
+                    lambda property_id: PropertyActor(property_id, settings.budgets, clock, db),
                     name="property",
                     idle_after=settings.actor_idle_seconds,
                     ask_timeout=settings.ask_timeout_seconds,

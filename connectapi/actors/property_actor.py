@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from datetime import datetime
+
+from ..domain.ari_write import WritePlan
 from ..domain.budgets import KEY_BUDGETS, PROPERTY_BUDGETS, Budgets, RequestKind
 from ..domain.errors import ApiError
 from ..domain.sliding_window import WindowState
 from ..engine import Actor, Clock
+from ..storage.database import Database, StorageUnavailable
 from ._budget_book import BudgetBook
+from .ari_writer import Answer, IdempotencyClaim, apply_write
 
 _PROPERTY = "property"
 
@@ -37,27 +42,46 @@ class ChargeCells:
     cells: int
 
 
-PropertyMessage = AdmitRequest | ChargeCells
+@dataclass(frozen=True, slots=True)
+class ApplyWrite:
+    """Charge the plan's cells, then apply it; answers the write's Answer."""
+
+    key_id: int
+    plan: WritePlan
+    now: datetime
+    claim: IdempotencyClaim | None
+
+
+PropertyMessage = AdmitRequest | ChargeCells | ApplyWrite
 
 
 class PropertyActor(Actor[PropertyMessage]):
-    replied_errors = (ApiError,)
+    # A record that cannot be reached is the asker's problem to report, not a reason to
+    # restart and lose the budget windows.
+    replied_errors = (ApiError, StorageUnavailable)
 
-    def __init__(self, property_id: int, budgets: Budgets, clock: Clock) -> None:
+    def __init__(self, property_id: int, budgets: Budgets, clock: Clock, db: Database) -> None:
         self.property_id = property_id
+        self._db = db
         self._budgets = budgets
         self._book = BudgetBook(budgets)
         self._clock = clock
 
-    async def handle(self, message: PropertyMessage) -> Admitted | None:
+    async def handle(self, message: PropertyMessage) -> Admitted | Answer | None:
         now = self._clock.monotonic()
         match message:
             case AdmitRequest():
                 return self._admit(now, message)
             case ChargeCells(cells):
-                window = self._book.window("cells", _PROPERTY)
-                self._book.charge_all(now, [(window, "cells", cells)])
+                self._charge_cells(now, cells)
                 return None
+            case ApplyWrite(key_id, plan, wall_now, claim):
+                self._charge_cells(now, plan.requested_cells)
+                return await apply_write(self._db, self.property_id, key_id, plan, wall_now, claim)
+
+    def _charge_cells(self, now: float, cells: int) -> None:
+        window = self._book.window("cells", _PROPERTY)
+        self._book.charge_all(now, [(window, "cells", cells)])
 
     def _admit(self, now: float, request: AdmitRequest) -> Admitted:
         charges = [(self._book.window(name, request.key_id), name, 1) for name in KEY_BUDGETS[request.kind]]

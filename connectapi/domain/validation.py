@@ -43,10 +43,14 @@ def parse_json(raw: bytes) -> Any:
 
 
 def parse_model(model: type[M], raw: bytes) -> M:
-    payload = parse_json(raw)
+    return parse_payload(model, parse_json(raw))
+
+
+def parse_payload(model: type[M], payload: Any) -> M:
+    """Validate parsed JSON in JSON mode, so strict models still take dates as ISO strings."""
     if not isinstance(payload, dict):
         raise validation_error([{"path": "$", "message": "body must be a JSON object"}])
     try:
-        return model.model_validate(payload)
+        return model.model_validate_json(json.dumps(payload))
     except ValidationError as exc:
         raise ApiError("VALIDATION", "request does not match the schema", issues_of(exc)) from None

@@ -17,7 +17,7 @@ from .envelope import ok
 from .gates import context
 from .views import key_view, property_view, rate_plan_view, room_type_view
 
-ADMIN_PREFIX = "/api/v1/admin"
+from ..domain.paths import ADMIN_PREFIX as ADMIN_PREFIX
 blueprint = Blueprint("admin", __name__, url_prefix=ADMIN_PREFIX)
 
 

@@ -15,6 +15,8 @@ from ..engine import ActorUnavailable, AskTimeout
 from ..storage.database import StorageUnavailable
 from . import admin, envelope, gates, health
 from .context import FrontContext
+from .routes import ari as ari_routes
+from .routes import batches as batch_routes
 from .routes import property as property_routes
 
 log = logging.getLogger("connectapi.http")
@@ -35,7 +37,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
 
     app.register_blueprint(health.blueprint)
     app.register_blueprint(admin.blueprint)
-    app.register_blueprint(property_routes.blueprint, url_prefix=gates.CONNECT_PREFIX)
+    for routes in (property_routes, ari_routes, batch_routes):
+        app.register_blueprint(routes.blueprint, url_prefix=gates.CONNECT_PREFIX)
 
     @app.before_request
     async def gate() -> None:

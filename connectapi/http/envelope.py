@@ -28,6 +28,14 @@ def ok(data: Any, status: int = 200, message: str | None = None) -> Response:
     return Response(_dumps(body), status=status, content_type="application/json")
 
 
+def replay(status: int, stored: dict[str, Any]) -> Response:
+    """A stored answer, sent again for a repeated idempotency key."""
+    body = {"statuscode": status, "message": stored["message"], "data": stored["data"]}
+    response = Response(_dumps(body), status=status, content_type="application/json")
+    response.headers["X-Idempotent-Replay"] = "true"
+    return response
+
+
 def error(err: ApiError) -> Response:
     body = {"statuscode": err.status, "message": err.message, "data": err.data()}
     response = Response(_dumps(body), status=err.status, content_type="application/json")

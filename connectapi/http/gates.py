@@ -23,7 +23,7 @@ from ..storage import api_keys
 from ..storage.records import ApiKey, KeyWithProperty, Property
 from .context import FrontContext
 
-CONNECT_PREFIX = "/api/v1/connect-api/v1"
+from ..domain.paths import CONNECT_PREFIX as CONNECT_PREFIX
 MAX_BODY_BYTES = 1_048_576
 # lastUsedAt is written at most this often per key, so a busy key is not a write per request.
 LAST_USED_EVERY = timedelta(seconds=60)

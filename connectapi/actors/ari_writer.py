@@ -1,0 +1,122 @@
+"""Applying one planned ARI write to the record: one transaction, under the property's lock.
+
+Run by the property's actor, so writes of a property are applied one at a time in this
+process; the row lock on the property serialises them across processes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from ..domain import ari_write
+from ..domain.ari_write import Resource, WritePlan
+from ..domain.errors import ApiError
+from ..domain.money import currency_exponent
+from ..storage import ari, idempotency
+from ..storage.database import Database
+
+from ..domain.paths import CONNECT_PREFIX
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyClaim:
+    route: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer to store and send: a status, a message, the envelope's `data`."""
+
+    status: int
+    message: str
+    data: dict[str, Any]
+
+    @classmethod
+    def refusal(cls, err: ApiError) -> Answer:
+        return cls(err.status, err.message, err.data())
+
+    def stored(self) -> dict[str, Any]:
+        return {"message": self.message, "data": self.data}
+
+
+async def apply_write(db: Database, property_id: int, key_id: int, plan: WritePlan, now: datetime,
+                      claim: IdempotencyClaim | None) -> Answer:
+    async def work(conn: asyncpg.Connection) -> Answer:
+        answer = await _apply(conn, property_id, key_id, plan, now)
+        if claim is not None:
+            await idempotency.finish(conn, property_id, claim.route, claim.key, answer.status, answer.stored())
+        return answer
+
+    return await db.transaction(work)
+
+
+async def _apply(conn: asyncpg.Connection, property_id: int, key_id: int, plan: WritePlan, now: datetime) -> Answer:
+    prop = await ari.lock_property(conn, property_id)
+    resource = plan.resource
+    entries = list(plan.entries)
+    rejected: list[ari_write.Rejection] = []
+
+    if resource is Resource.AVAILABILITY:
+        unknown = ari_write.unknown_ids(plan, await ari.room_type_ids(conn, property_id))
+        if unknown:
+            return Answer.refusal(ApiError("UNKNOWN_ROOM_TYPE", "room types not of this property",
+                                           {"roomTypeIds": unknown}))
+    else:
+        policies = await ari.rate_plan_policies(conn, property_id)
+        unknown = ari_write.unknown_ids(plan, set(policies))
+        if unknown:
+            return Answer.refusal(ApiError("UNKNOWN_RATE_PLAN", "rate plans not of this property",
+                                           {"ratePlanIds": unknown}))
+        if resource is Resource.RATES:
+            got = ari_write.currency_mismatch(plan, prop["currency"])
+            if got is not None:
+                return Answer.refusal(ApiError("CURRENCY_MISMATCH", f"rates must be in {prop['currency']}",
+                                               {"expected": prop["currency"], "got": got}))
+            rejected = ari_write.policy_rejections(plan, policies, prop["currency"])
+            if len(rejected) == len(entries):
+                views = [r.view() for r in rejected]
+                return Answer.refusal(ApiError("NOTHING_ACCEPTED", "every entry is outside its plan's rate policy",
+                                               {"rejected": views}))
+            refused = {r.index for r in rejected}
+            entries = [e for e in entries if e.index not in refused]
+
+    values = ari_write.merge(resource, entries)
+    if resource is Resource.RATES:
+        scale = 10 ** currency_exponent(prop["currency"])
+        values = {cell: major * scale for cell, major in values.items()}
+    cells = list(values)
+    if resource is Resource.AVAILABILITY:
+        current: dict[Any, Any] = await ari.current_availability(conn, cells)
+    elif resource is Resource.RATES:
+        current = await ari.current_rates(conn, cells)
+    else:
+        current = await ari.current_restrictions(conn, cells)
+    changed, noop = ari_write.changed_cells(resource, values, current)
+
+    batch = uuid.uuid4()
+    if changed:
+        if resource is Resource.AVAILABILITY:
+            await ari.write_availability(conn, property_id, batch, changed)
+        elif resource is Resource.RATES:
+            await ari.write_rates(conn, property_id, batch, changed)
+        else:
+            await ari.write_restrictions(conn, property_id, batch, changed)
+    rejected_views = [r.view() for r in rejected]
+    await ari.insert_batch(conn, batch, property_id, key_id, resource.value, now, plan.requested_cells,
+                           len(changed), noop, rejected_views)
+    return Answer(202, "Accepted", {
+        "batchId": str(batch),
+        "resource": resource.value,
+        "requestedCells": plan.requested_cells,
+        "acceptedCells": len(changed),
+        "noopCells": noop,
+        "rejected": rejected_views,
+        "pushedBy": resource.pushed_by,
+        "poll": f"{CONNECT_PREFIX}/batches/{batch}",
+    })

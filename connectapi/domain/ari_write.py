@@ -1,0 +1,206 @@
+"""Planning an ARI write, without I/O: check the body, expand ranges, merge last-write-wins.
+
+Order (documented in docs/decisions.md): entry count, schema, then each entry's range,
+past nights, horizon and weekday mask, then the request's cell count. Everything here
+runs before any budget is charged; ids, currency and rate policy need the record and
+come later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, timedelta
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import dates
+from .ari_models import (
+    RESTRICTION_FIELDS,
+    AvailabilityBody,
+    RateEntry,
+    RatesBody,
+    RestrictionEntry,
+    RestrictionsBody,
+)
+from .errors import ApiError
+from .validation import parse_payload
+
+MAX_UPDATES = 1000
+MAX_CELLS = 5000
+HORIZON_DAYS = 365
+
+
+class Resource(Enum):
+    AVAILABILITY = "availability"
+    RATES = "rates"
+    RESTRICTIONS = "restrictions"
+
+    @property
+    def pushed_by(self) -> str:
+        return "inventory-drain" if self is Resource.AVAILABILITY else "ari-projector"
+
+
+_BODIES: dict[Resource, type[BaseModel]] = {
+    Resource.AVAILABILITY: AvailabilityBody,
+    Resource.RATES: RatesBody,
+    Resource.RESTRICTIONS: RestrictionsBody,
+}
+
+Cell = tuple[int, date]  # (room type or rate plan id, night)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryCells:
+    """One entry of the body, expanded: its entity, its nights, and what it sets."""
+
+    index: int
+    entity_id: int
+    nights: tuple[date, ...]
+    value: Any  # availability: int; rates: whole major units; restrictions: {field: value}
+    currency: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    resource: Resource
+    entries: tuple[EntryCells, ...]
+
+    @property
+    def requested_cells(self) -> int:
+        """Cells named by the body after expansion; a cell named twice counts twice."""
+        return sum(len(e.nights) for e in self.entries)
+
+    def entity_ids(self) -> set[int]:
+        return {e.entity_id for e in self.entries}
+
+
+def plan_write(resource: Resource, payload: Any, today: date) -> WritePlan:
+    """Check and expand a parsed body; raises the contract's 400s."""
+    if isinstance(payload, dict) and isinstance(payload.get("updates"), list):
+        count = len(payload["updates"])
+        if count > MAX_UPDATES:
+            raise ApiError("TOO_MANY_UPDATES", f"at most {MAX_UPDATES} entries per request",
+                           {"max": MAX_UPDATES, "got": count})
+    body = parse_payload(_BODIES[resource], payload)
+    updates: list[Any] = body.updates  # type: ignore[attr-defined]
+
+    last_night = today + timedelta(days=HORIZON_DAYS)
+    total = 0
+    masks = []
+    for index, entry in enumerate(updates):
+        mask = dates.mask_of(getattr(entry, "days", None))
+        _check_range(index, entry.dateFrom, entry.dateTo, mask, today, last_night)
+        masks.append(mask)
+        total += dates.count_nights(entry.dateFrom, entry.dateTo, mask)
+    if total > MAX_CELLS:
+        raise ApiError("TOO_MANY_CELLS", f"at most {MAX_CELLS} cells per request", {"max": MAX_CELLS, "got": total})
+
+    return WritePlan(resource, tuple(_expand(resource, i, e, m) for i, (e, m) in enumerate(zip(updates, masks))))
+
+
+def _check_range(index: int, first: date, last: date, mask: frozenset[int], today: date, last_night: date) -> None:
+    where = {"index": index, "dateFrom": first.isoformat(), "dateTo": last.isoformat()}
+    if last < first:
+        raise ApiError("RANGE_INVALID", "dateTo is before dateFrom", where)
+    first_night = dates.first_masked(first, last, mask)
+    final_night = dates.last_masked(first, last, mask)
+    if first_night is None or final_night is None:
+        raise ApiError("RANGE_INVALID", "the weekday mask leaves no night in the range", where)
+    if first_night < today:
+        raise ApiError("RANGE_INVALID", "a night is in the past", {**where, "today": today.isoformat()})
+    if final_night > last_night:
+        raise ApiError("HORIZON", f"the last writable night is {last_night.isoformat()}",
+                       {**where, "lastNight": last_night.isoformat()})
+
+
+def _expand(resource: Resource, index: int, entry: Any, mask: frozenset[int]) -> EntryCells:
+    nights = tuple(dates.nights(entry.dateFrom, entry.dateTo, mask))
+    if resource is Resource.AVAILABILITY:
+        return EntryCells(index, entry.roomTypeId, nights, entry.available)
+    if isinstance(entry, RateEntry):
+        return EntryCells(index, entry.ratePlanId, nights, entry.rate, entry.currency)
+    assert isinstance(entry, RestrictionEntry)
+    return EntryCells(index, entry.ratePlanId, nights, entry.sent_fields())
+
+
+def merge(resource: Resource, entries: Iterable[EntryCells]) -> dict[Cell, Any]:
+    """The value each cell ends with, in body order: the last write to a cell wins.
+
+    Restrictions merge field by field: a later entry overrides only the fields it sends.
+    """
+    cells: dict[Cell, Any] = {}
+    if resource is Resource.RESTRICTIONS:
+        for entry in entries:
+            for night in entry.nights:
+                fields = cells.setdefault((entry.entity_id, night), {})
+                fields.update(entry.value)
+    else:
+        for entry in entries:
+            for night in entry.nights:
+                cells[(entry.entity_id, night)] = entry.value
+    return cells
+
+
+def apply_restrictions(current: Mapping[str, Any] | None, sent: Mapping[str, Any]) -> dict[str, Any]:
+    """A restriction cell after a write: the record's fields, with the sent ones replaced."""
+    base = {name: None for name in RESTRICTION_FIELDS} if current is None else dict(current)
+    base.update(sent)
+    return base
+
+
+def unknown_ids(plan: WritePlan, known: set[int]) -> list[int]:
+    return sorted(plan.entity_ids() - known)
+
+
+def currency_mismatch(plan: WritePlan, expected: str) -> str | None:
+    """The first currency of the body that is not the property's, if any."""
+    for entry in plan.entries:
+        if entry.currency is not None and entry.currency != expected:
+            return entry.currency
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    index: int
+    cells: int
+    error: str
+
+    def view(self) -> dict[str, Any]:
+        return {"cells": self.cells, "error": self.error}
+
+
+def policy_rejections(plan: WritePlan, policies: Mapping[int, tuple[int | None, int | None]],
+                      currency: str) -> list[Rejection]:
+    """Rates entries outside their plan's [minRate, maxRate]: refused whole."""
+    refused = []
+    for entry in plan.entries:
+        low, high = policies.get(entry.entity_id, (None, None))
+        if low is not None and entry.value < low:
+            refused.append(Rejection(entry.index, len(entry.nights),
+                                     f"rate {entry.value} {currency} is below the plan's minimum of {low}"))
+        elif high is not None and entry.value > high:
+            refused.append(Rejection(entry.index, len(entry.nights),
+                                     f"rate {entry.value} {currency} is above the plan's maximum of {high}"))
+    return refused
+
+
+NO_OPINION: dict[str, Any] = {name: None for name in RESTRICTION_FIELDS}
+
+
+def changed_cells(resource: Resource, values: Mapping[Cell, Any],
+                  current: Mapping[Cell, Any]) -> tuple[dict[Cell, Any], int]:
+    """The cells whose value differs from the record (with restrictions made whole), and
+    how many were equal (no-ops)."""
+    changed: dict[Cell, Any] = {}
+    for cell, value in values.items():
+        before = current.get(cell)
+        if resource is Resource.RESTRICTIONS:
+            before = NO_OPINION if before is None else before
+            value = apply_restrictions(before, value)
+        if value != before:
+            changed[cell] = value
+    return changed, len(values) - len(changed)

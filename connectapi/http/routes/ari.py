@@ -1,0 +1,163 @@
+"""Availability, rates and restrictions: reads from the record, writes through the property actor."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import trio
+from quart import Blueprint, Response, request
+
+from ...actors.ari_writer import Answer, IdempotencyClaim
+from ...actors.property_actor import ApplyWrite
+from ...domain import idempotency as idem
+from ...domain.ari_models import RESTRICTION_FIELDS
+from ...domain.ari_write import Resource, plan_write
+from ...domain.budgets import RequestKind
+from ...domain.errors import ApiError
+from ...domain.validation import parse_json
+from ...engine import ActorCrashed, ActorUnavailable
+from ...storage import ari, idempotency
+from ...storage.database import StorageUnavailable
+from ...storage.properties import get_catalog
+from ..envelope import ok, replay
+from ..gates import caller, context, rule
+
+blueprint = Blueprint("connect_ari", __name__)
+
+MAX_READ_DAYS = 500
+DEFAULT_READ_DAYS = 30
+
+
+def _read_range() -> tuple[date, date]:
+    zone = ZoneInfo(caller().property.timezone)
+    issues = []
+    parsed: dict[str, date] = {}
+    for name in ("from", "to"):
+        text = request.args.get(name)
+        if text is None:
+            continue
+        try:
+            if len(text) != 10:
+                raise ValueError
+            parsed[name] = date.fromisoformat(text)
+        except ValueError:
+            issues.append({"path": name, "message": "must be a date YYYY-MM-DD"})
+    if issues:
+        raise ApiError("VALIDATION", "query does not match the schema", issues)
+    first = parsed.get("from") or context().clock.today(zone)
+    last = parsed.get("to") or first + timedelta(days=DEFAULT_READ_DAYS)
+    if last < first:
+        raise ApiError("RANGE_INVALID", "to is before from", {"from": first.isoformat(), "to": last.isoformat()})
+    if (last - first).days > MAX_READ_DAYS:
+        raise ApiError("RANGE_INVALID", f"to is more than {MAX_READ_DAYS} days after from",
+                       {"from": first.isoformat(), "to": last.isoformat(), "maxDays": MAX_READ_DAYS})
+    return first, last
+
+
+def _grouped(rows: list[Any], id_column: str, order: list[int], night: Any) -> list[dict[str, Any]]:
+    by_id: dict[int, list[dict[str, Any]]] = {i: [] for i in order}
+    for row in rows:
+        by_id.setdefault(row[id_column], []).append(night(row))
+    return [{"id": i, "nights": by_id[i]} for i in order]
+
+
+@blueprint.get("/availability")
+@rule(scope="ari:read", product="channelManager")
+async def read_availability() -> Response:
+    first, last = _read_range()
+    ctx, prop = context(), caller().property
+    catalog = await get_catalog(ctx.db, prop.id)
+    rows = await ari.read_availability(ctx.db, prop.id, first, last)
+    groups = _grouped(rows, "room_type_id", [r.id for r in catalog.room_types],
+                      lambda r: {"date": r["night"].isoformat(), "available": r["available"]})
+    return ok({"from": first.isoformat(), "to": last.isoformat(),
+               "roomTypes": [{"roomTypeId": g["id"], "nights": g["nights"]} for g in groups]})
+
+
+@blueprint.get("/rates")
+@rule(scope="ari:read", product="channelManager")
+async def read_rates() -> Response:
+    first, last = _read_range()
+    ctx, prop = context(), caller().property
+    catalog = await get_catalog(ctx.db, prop.id)
+    rows = await ari.read_rates(ctx.db, prop.id, first, last)
+    groups = _grouped(rows, "rate_plan_id", [p.id for p in catalog.rate_plans],
+                      lambda r: {"date": r["night"].isoformat(), "rateMinor": r["rate_minor"]})
+    return ok({"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency,
+               "ratePlans": [{"ratePlanId": g["id"], "nights": g["nights"]} for g in groups]})
+
+
+@blueprint.get("/restrictions")
+@rule(scope="ari:read", product="channelManager")
+async def read_restrictions() -> Response:
+    first, last = _read_range()
+    ctx, prop = context(), caller().property
+    catalog = await get_catalog(ctx.db, prop.id)
+    rows = await ari.read_restrictions(ctx.db, prop.id, first, last)
+    held = {(r["rate_plan_id"], r["night"]): r for r in rows}
+    span = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    plans = []
+    for plan in catalog.rate_plans:
+        nights = []
+        for night in span:
+            row = held.get((plan.id, night))
+            fields = {name: None if row is None else row[col]
+                      for name, col in ari.RESTRICTION_COLUMNS.items()}
+            nights.append({"date": night.isoformat(), **{name: fields[name] for name in RESTRICTION_FIELDS}})
+        plans.append({"ratePlanId": plan.id, "nights": nights})
+    return ok({"from": first.isoformat(), "to": last.isoformat(), "ratePlans": plans})
+
+
+async def _write(resource: Resource) -> Response:
+    ctx, who = context(), caller()
+    key = idem.checked_key(request.headers.get(idem.HEADER))
+    raw = await request.get_data(as_text=False)
+    payload = parse_json(raw if isinstance(raw, bytes) else raw.encode())
+    plan = plan_write(resource, payload, ctx.clock.today(ZoneInfo(who.property.timezone)))
+
+    claim = None
+    if key is not None:
+        route = f"PUT /{resource.value}"
+        stored = await idempotency.claim(ctx.db, who.property.id, route, key, idem.body_hash(payload),
+                                         ctx.clock.now(), idem.RETENTION, idem.STALE_IN_FLIGHT)
+        if stored is not None:
+            if not stored.same_body:
+                raise ApiError("IDEMPOTENCY_KEY_REUSED", "this idempotency key was used with another body")
+            if stored.in_flight or stored.status is None or stored.response is None:
+                raise ApiError("IDEMPOTENCY_IN_FLIGHT", "a request with this idempotency key is still running")
+            return replay(stored.status, stored.response)
+        claim = IdempotencyClaim(route, key)
+
+    try:
+        answer: Answer = await ctx.properties.ask(
+            who.property.id, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
+    except (ApiError, ActorCrashed, ActorUnavailable, StorageUnavailable):
+        # Nothing was written (refused by the cells budget, or rolled back): free the key.
+        # A timeout keeps the claim: the write may still commit, and a stale claim expires.
+        if claim is not None:
+            with trio.CancelScope(shield=True):
+                await idempotency.release(ctx.db, who.property.id, claim.route, claim.key)
+        raise
+    if answer.status >= 400:
+        raise ApiError(answer.data["code"], answer.message, answer.data.get("details"))
+    return ok(answer.data, answer.status, answer.message)
+
+
+@blueprint.put("/availability")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def write_availability() -> Response:
+    return await _write(Resource.AVAILABILITY)
+
+
+@blueprint.put("/rates")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def write_rates() -> Response:
+    return await _write(Resource.RATES)
+
+
+@blueprint.put("/restrictions")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def write_restrictions() -> Response:
+    return await _write(Resource.RESTRICTIONS)

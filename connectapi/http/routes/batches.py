@@ -1,0 +1,41 @@
+"""GET /batches/{batchId}: what became of one write."""
+
+from __future__ import annotations
+
+import uuid
+
+from quart import Blueprint, Response
+
+from ...domain.errors import ApiError
+from ...storage import ari
+from ..envelope import ok
+from ..gates import caller, context, rule
+
+blueprint = Blueprint("connect_batches", __name__)
+
+
+@blueprint.get("/batches/<batch_id>")
+@rule(scope="ari:read", product="channelManager")
+async def read_batch(batch_id: str) -> Response:
+    not_found = ApiError("BATCH_NOT_FOUND", "no such batch on this property")
+    try:
+        wanted = uuid.UUID(batch_id)
+    except ValueError:
+        raise not_found from None
+    found = await ari.get_batch(context().db, caller().property.id, wanted)
+    if found is None:
+        raise not_found
+    pending = int(found["pending_cells"])
+    return ok({
+        "batchId": str(found["id"]),
+        "resource": found["resource"],
+        "createdAt": found["created_at"],
+        "requestedCells": found["requested_cells"],
+        "acceptedCells": found["accepted_cells"],
+        "noopCells": found["noop_cells"],
+        "rejected": found["rejected"],
+        "status": "pending" if pending else "completed",
+        "pendingCells": pending,
+        # The channel manager's last error for the property: set by the pipeline (issue 4).
+        "lastError": None,
+    })

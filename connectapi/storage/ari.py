@@ -1,0 +1,187 @@
+"""ARI cells: reads for the GET routes, and the bulk statements of a write.
+
+Writes run inside the caller's transaction (`conn`), under the property's row lock.
+Each write statement is one bulk statement over arrays, never one per cell.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime
+from typing import Any
+
+import asyncpg
+
+from .database import Database
+
+Cell = tuple[int, date]
+
+# Record fields <-> API fields of a restriction cell.
+RESTRICTION_COLUMNS: dict[str, str] = {
+    "stopSell": "stop_sell",
+    "closedToArrival": "closed_to_arrival",
+    "closedToDeparture": "closed_to_departure",
+    "minStayArrival": "min_stay_arrival",
+    "minStayThrough": "min_stay_through",
+    "maxStay": "max_stay",
+}
+
+
+async def lock_property(conn: asyncpg.Connection, property_id: int) -> asyncpg.Record:
+    """Serialise writes of a property across processes; returns what the checks need."""
+    return await conn.fetchrow("SELECT id, currency, timezone FROM properties WHERE id = $1 FOR UPDATE", property_id)
+
+
+async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:
+    return {r["id"] for r in await conn.fetch("SELECT id FROM room_types WHERE property_id = $1", property_id)}
+
+
+async def rate_plan_policies(conn: asyncpg.Connection, property_id: int) -> dict[int, tuple[int | None, int | None]]:
+    rows = await conn.fetch("SELECT id, min_rate, max_rate FROM rate_plans WHERE property_id = $1", property_id)
+    return {r["id"]: (r["min_rate"], r["max_rate"]) for r in rows}
+
+
+def _columns(cells: list[Cell]) -> tuple[list[int], list[date]]:
+    return [c[0] for c in cells], [c[1] for c in cells]
+
+
+async def current_availability(conn: asyncpg.Connection, cells: list[Cell]) -> dict[Cell, int]:
+    ids, nights = _columns(cells)
+    rows = await conn.fetch(
+        """SELECT c.room_type_id, c.night, c.available
+           FROM unnest($1::bigint[], $2::date[]) AS w (id, night)
+           JOIN availability_cells c ON c.room_type_id = w.id AND c.night = w.night""",
+        ids, nights,
+    )
+    return {(r["room_type_id"], r["night"]): r["available"] for r in rows}
+
+
+async def current_rates(conn: asyncpg.Connection, cells: list[Cell]) -> dict[Cell, int]:
+    ids, nights = _columns(cells)
+    rows = await conn.fetch(
+        """SELECT c.rate_plan_id, c.night, c.rate_minor
+           FROM unnest($1::bigint[], $2::date[]) AS w (id, night)
+           JOIN rate_cells c ON c.rate_plan_id = w.id AND c.night = w.night""",
+        ids, nights,
+    )
+    return {(r["rate_plan_id"], r["night"]): r["rate_minor"] for r in rows}
+
+
+async def current_restrictions(conn: asyncpg.Connection, cells: list[Cell]) -> dict[Cell, dict[str, Any]]:
+    ids, nights = _columns(cells)
+    rows = await conn.fetch(
+        f"""SELECT c.rate_plan_id, c.night, {', '.join('c.' + col for col in RESTRICTION_COLUMNS.values())}
+            FROM unnest($1::bigint[], $2::date[]) AS w (id, night)
+            JOIN restriction_cells c ON c.rate_plan_id = w.id AND c.night = w.night""",
+        ids, nights,
+    )
+    return {
+        (r["rate_plan_id"], r["night"]): {name: r[col] for name, col in RESTRICTION_COLUMNS.items()} for r in rows
+    }
+
+
+async def write_availability(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID,
+                             values: dict[Cell, int]) -> None:
+    ids, nights = _columns(list(values))
+    await conn.execute(
+        """INSERT INTO availability_cells AS c (property_id, room_type_id, night, available, version, pushed_version,
+                                                last_batch_id)
+           SELECT $1, w.id, w.night, w.available, nextval('ari_versions'), 0, $2
+           FROM unnest($3::bigint[], $4::date[], $5::integer[]) AS w (id, night, available)
+           ON CONFLICT (room_type_id, night) DO UPDATE
+           SET available = EXCLUDED.available, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id""",
+        property_id, batch, ids, nights, list(values.values()),
+    )
+
+
+async def write_rates(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID, values: dict[Cell, int]) -> None:
+    ids, nights = _columns(list(values))
+    await conn.execute(
+        """INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, rate_minor, version, last_batch_id)
+           SELECT $1, w.id, w.night, w.rate_minor, nextval('ari_versions'), $2
+           FROM unnest($3::bigint[], $4::date[], $5::bigint[]) AS w (id, night, rate_minor)
+           ON CONFLICT (rate_plan_id, night) DO UPDATE
+           SET rate_minor = EXCLUDED.rate_minor, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id""",
+        property_id, batch, ids, nights, list(values.values()),
+    )
+
+
+async def write_restrictions(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID,
+                             values: dict[Cell, dict[str, Any]]) -> None:
+    ids, nights = _columns(list(values))
+    columns = list(RESTRICTION_COLUMNS.items())
+    arrays = [[v[name] for v in values.values()] for name, _ in columns]
+    types = ["boolean", "boolean", "boolean", "integer", "integer", "integer"]
+    unnest_args = ", ".join(f"${i + 5}::{t}[]" for i, t in enumerate(types))
+    names = ", ".join(col for _, col in columns)
+    await conn.execute(
+        f"""INSERT INTO restriction_cells AS c (property_id, rate_plan_id, night, {names}, version, last_batch_id)
+            SELECT $1, w.id, w.night, {', '.join('w.' + col for _, col in columns)}, nextval('ari_versions'), $2
+            FROM unnest($3::bigint[], $4::date[], {unnest_args}) AS w (id, night, {names})
+            ON CONFLICT (rate_plan_id, night) DO UPDATE
+            SET {', '.join(f'{col} = EXCLUDED.{col}' for _, col in columns)},
+                version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id""",
+        property_id, batch, ids, nights, *arrays,
+    )
+
+
+async def insert_batch(conn: asyncpg.Connection, batch: uuid.UUID, property_id: int, key_id: int, resource: str,
+                       created_at: datetime, requested: int, accepted: int, noop: int,
+                       rejected: list[dict[str, Any]]) -> None:
+    await conn.execute(
+        """INSERT INTO write_batches (id, property_id, key_id, resource, created_at, requested_cells,
+                                      accepted_cells, noop_cells, rejected)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
+        batch, property_id, key_id, resource, created_at, requested, accepted, noop, rejected,
+    )
+
+
+_CELL_TABLES = {"availability": "availability_cells", "rates": "rate_cells", "restrictions": "restriction_cells"}
+
+
+async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> dict[str, Any] | None:
+    """The batch with its pending cells: its own cells (last written by it) still dirty."""
+
+    async def work(conn: asyncpg.Connection) -> dict[str, Any] | None:
+        row = await conn.fetchrow(
+            """SELECT id, resource, created_at, requested_cells, accepted_cells, noop_cells, rejected
+               FROM write_batches WHERE id = $1 AND property_id = $2""",
+            batch, property_id,
+        )
+        if row is None:
+            return None
+        pending = 0
+        if row["accepted_cells"]:
+            pending = await conn.fetchval(
+                f"SELECT count(*) FROM {_CELL_TABLES[row['resource']]} "
+                "WHERE last_batch_id = $1 AND version > pushed_version",
+                batch,
+            )
+        return {**dict(row), "pending_cells": pending}
+
+    return await db.run(work)
+
+
+async def read_availability(db: Database, property_id: int, first: date, last: date) -> list[asyncpg.Record]:
+    return await db.fetch(
+        """SELECT c.room_type_id, c.night, c.available FROM availability_cells c
+           WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.room_type_id, c.night""",
+        property_id, first, last,
+    )
+
+
+async def read_rates(db: Database, property_id: int, first: date, last: date) -> list[asyncpg.Record]:
+    return await db.fetch(
+        """SELECT c.rate_plan_id, c.night, c.rate_minor FROM rate_cells c
+           WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.rate_plan_id, c.night""",
+        property_id, first, last,
+    )
+
+
+async def read_restrictions(db: Database, property_id: int, first: date, last: date) -> list[asyncpg.Record]:
+    return await db.fetch(
+        f"""SELECT c.rate_plan_id, c.night, {', '.join('c.' + col for col in RESTRICTION_COLUMNS.values())}
+            FROM restriction_cells c
+            WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.rate_plan_id, c.night""",
+        property_id, first, last,
+    )
