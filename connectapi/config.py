@@ -31,6 +31,7 @@ class Settings:
     actor_idle_seconds: float = 300.0
     ask_timeout_seconds: float = 10.0
     shutdown_grace_seconds: float = 10.0
+    janitor_every_seconds: float = 3600.0
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod

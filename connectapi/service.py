@@ -16,12 +16,15 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from .actors.front_door import FrontDoor, FrontDoorMessage
 from .actors.property_actor import PropertyActor, PropertyMessage
+from .actors.property_writer import PropertyWriter, WriterMessage
 from .config import Settings, resolve_admin_token
 from .domain.addresses import TrustedProxies
 from .engine import Clock, Registry, SystemClock, open_supervisor
 from .http.app import create_app
 from .http.context import FrontContext
-from .storage.database import Database, open_database
+from .domain import idempotency as idem
+from .storage import idempotency
+from .storage.database import Database, StorageUnavailable, open_database
 from .storage.embedded import EmbeddedPostgres, dsn_for_database
 from .storage.key_directory import KeyDirectory
 from .storage.migrations import migrate
@@ -38,8 +41,9 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
     """
     grace = settings.shutdown_grace_seconds
     keys = KeyDirectory(db)
-    async with trio.open_nursery() as listeners:
-        await listeners.start(keys.listen)
+    async with trio.open_nursery() as background:
+        await background.start(keys.listen)
+        background.start_soon(purge_idempotency_keys, db, clock, settings.janitor_every_seconds)
         async with open_supervisor(shutdown_grace=grace) as root:
             front_door = await root.spawn(
                 "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024
@@ -47,8 +51,15 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             async with open_supervisor(shutdown_grace=grace) as property_supervisor:
                 registry: Registry[int, PropertyMessage] = Registry(
                     property_supervisor,
-                    lambda property_id: PropertyActor(property_id, settings.budgets, clock, db),
+                    lambda property_id: PropertyActor(property_id, settings.budgets, clock),
                     name="property",
+                    idle_after=settings.actor_idle_seconds,
+                    ask_timeout=settings.ask_timeout_seconds,
+                )
+                writers: Registry[int, WriterMessage] = Registry(
+                    property_supervisor,
+                    lambda property_id: PropertyWriter(property_id, db),
+                    name="writer",
                     idle_after=settings.actor_idle_seconds,
                     ask_timeout=settings.ask_timeout_seconds,
                 )
@@ -60,10 +71,24 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                     proxies=TrustedProxies(settings.trusted_proxies),
                     front_door=front_door,
                     properties=registry,
+                    writers=writers,
                     admin_token=admin_token,
                     ask_timeout=settings.ask_timeout_seconds,
                 )
-        listeners.cancel_scope.cancel()
+        background.cancel_scope.cancel()
+
+
+async def purge_idempotency_keys(db: Database, clock: Clock, every: float) -> None:
+    """Idempotency keys are kept 7 days; forget older ones, now and then on."""
+    while True:
+        try:
+            purged = await idempotency.purge(db, clock.now() - idem.RETENTION)
+        except StorageUnavailable as exc:
+            log.warning("could not purge idempotency keys: %s", exc)
+        else:
+            if purged:
+                log.info("purged %d idempotency keys older than %s", purged, idem.RETENTION)
+        await trio.sleep(every)
 
 
 def start_record(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:

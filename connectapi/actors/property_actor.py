@@ -1,23 +1,19 @@
 """One actor per property: the key and property budgets, shared by all of the property's keys.
 
-Later issues give it the property's writes and its inventory lock; budgets come first
-because every request of the property passes here before anything is read or written.
+Every request of the property passes here before anything is read or written, so this
+actor never awaits I/O: it answers in microseconds whatever the property's writes are
+doing (those run in its PropertyWriter).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from datetime import datetime
-
-from ..domain.ari_write import WritePlan
 from ..domain.budgets import KEY_BUDGETS, PROPERTY_BUDGETS, Budgets, RequestKind
 from ..domain.errors import ApiError
 from ..domain.sliding_window import WindowState
 from ..engine import Actor, Clock
-from ..storage.database import Database, StorageUnavailable
 from ._budget_book import BudgetBook
-from .ari_writer import Answer, IdempotencyClaim, apply_write
 
 _PROPERTY = "property"
 
@@ -42,32 +38,19 @@ class ChargeCells:
     cells: int
 
 
-@dataclass(frozen=True, slots=True)
-class ApplyWrite:
-    """Charge the plan's cells, then apply it; answers the write's Answer."""
-
-    key_id: int
-    plan: WritePlan
-    now: datetime
-    claim: IdempotencyClaim | None
-
-
-PropertyMessage = AdmitRequest | ChargeCells | ApplyWrite
+PropertyMessage = AdmitRequest | ChargeCells
 
 
 class PropertyActor(Actor[PropertyMessage]):
-    # A record that cannot be reached is the asker's problem to report, not a reason to
-    # restart and lose the budget windows.
-    replied_errors = (ApiError, StorageUnavailable)
+    replied_errors = (ApiError,)
 
-    def __init__(self, property_id: int, budgets: Budgets, clock: Clock, db: Database) -> None:
+    def __init__(self, property_id: int, budgets: Budgets, clock: Clock) -> None:
         self.property_id = property_id
-        self._db = db
         self._budgets = budgets
         self._book = BudgetBook(budgets)
         self._clock = clock
 
-    async def handle(self, message: PropertyMessage) -> Admitted | Answer | None:
+    async def handle(self, message: PropertyMessage) -> Admitted | None:
         now = self._clock.monotonic()
         match message:
             case AdmitRequest():
@@ -75,9 +58,6 @@ class PropertyActor(Actor[PropertyMessage]):
             case ChargeCells(cells):
                 self._charge_cells(now, cells)
                 return None
-            case ApplyWrite(key_id, plan, wall_now, claim):
-                self._charge_cells(now, plan.requested_cells)
-                return await apply_write(self._db, self.property_id, key_id, plan, wall_now, claim)
 
     def _charge_cells(self, now: float, cells: int) -> None:
         window = self._book.window("cells", _PROPERTY)

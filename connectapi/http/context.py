@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..actors.front_door import FrontDoorMessage
 from ..actors.property_actor import PropertyMessage
+from ..actors.property_writer import WriterMessage
 from ..domain.addresses import TrustedProxies
 from ..domain.budgets import Budgets
 from ..engine import Clock, Mailbox, Registry
@@ -22,5 +23,6 @@ class FrontContext:
     proxies: TrustedProxies
     front_door: Mailbox[FrontDoorMessage]
     properties: Registry[int, PropertyMessage]
+    writers: Registry[int, WriterMessage]
     admin_token: str
     ask_timeout: float

@@ -48,7 +48,7 @@ async def create_key(
 ) -> ApiKey:
     async def work(conn: asyncpg.Connection) -> ApiKey:
         # The row lock on the property serialises concurrent creations against the limit.
-        await conn.execute("SELECT 1 FROM properties WHERE id = $1 FOR UPDATE", property_id)
+        await conn.execute("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
         live = await conn.fetchval(
             "SELECT count(*) FROM api_keys WHERE property_id = $1 AND revoked_at IS NULL", property_id
         )

@@ -28,8 +28,13 @@ RESTRICTION_COLUMNS: dict[str, str] = {
 
 
 async def lock_property(conn: asyncpg.Connection, property_id: int) -> asyncpg.Record:
-    """Serialise writes of a property across processes; returns what the checks need."""
-    return await conn.fetchrow("SELECT id, currency, timezone FROM properties WHERE id = $1 FOR UPDATE", property_id)
+    """Serialise writes of a property across processes; returns what the checks need.
+
+    NO KEY UPDATE, not UPDATE: it excludes other writers but not the KEY SHARE locks that
+    foreign-key checks take, so inserts that name the property (an idempotency claim, a
+    key) do not wait behind a write.
+    """
+    return await conn.fetchrow("SELECT id, currency, timezone FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
 
 
 async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:

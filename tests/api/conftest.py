@@ -47,6 +47,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
+def db_dsn(db: Database) -> str:
+    return db.dsn
+
+
+@pytest.fixture
 async def api(db: Database, env: dict[str, str]) -> AsyncIterator[Harness]:
     mock_clock = trio.lowlevel.current_clock()
     assert isinstance(mock_clock, trio.testing.MockClock), "API tests run on the mock clock"

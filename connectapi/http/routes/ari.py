@@ -10,7 +10,8 @@ import trio
 from quart import Blueprint, Response, request
 
 from ...actors.ari_writer import Answer, IdempotencyClaim
-from ...actors.property_actor import ApplyWrite
+from ...actors.property_actor import ChargeCells
+from ...actors.property_writer import ApplyWrite
 from ...domain import idempotency as idem
 from ...domain.ari_models import RESTRICTION_FIELDS
 from ...domain.ari_write import Resource, plan_write
@@ -131,7 +132,8 @@ async def _write(resource: Resource) -> Response:
         claim = IdempotencyClaim(route, key)
 
     try:
-        answer: Answer = await ctx.properties.ask(
+        await ctx.properties.ask(who.property.id, ChargeCells(plan.requested_cells), ctx.ask_timeout)
+        answer: Answer = await ctx.writers.ask(
             who.property.id, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
     except (ApiError, ActorCrashed, ActorUnavailable, StorageUnavailable):
         # Nothing was written (refused by the cells budget, or rolled back): free the key.

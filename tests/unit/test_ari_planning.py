@@ -1,0 +1,104 @@
+"""Planning ARI writes without I/O: masks, limits, ranges, horizon, last write wins."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from connectapi.domain import dates
+from connectapi.domain.ari_write import Resource, changed_cells, merge, plan_write
+from connectapi.domain.errors import ApiError
+
+TODAY = date(2026, 11, 22)  # a Sunday
+
+
+def rates(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"updates": [{"ratePlanId": 1, "currency": "EUR", "rate": 100, **e} for e in entries]}
+
+
+def refused(resource: Resource, payload: Any) -> ApiError:
+    with pytest.raises(ApiError) as info:
+        plan_write(resource, payload, TODAY)
+    return info.value
+
+
+@given(st.dates(date(2026, 1, 1), date(2027, 12, 31)), st.integers(0, 40),
+       st.sets(st.integers(0, 6), min_size=1))
+def test_count_nights_matches_the_expansion(first: date, span: int, mask: set[int]) -> None:
+    last = first + timedelta(days=span)
+    listed = list(dates.nights(first, last, frozenset(mask)))
+    assert dates.count_nights(first, last, frozenset(mask)) == len(listed)
+    assert all(n.weekday() in mask for n in listed)
+    assert dates.first_masked(first, last, frozenset(mask)) == (listed[0] if listed else None)
+    assert dates.last_masked(first, last, frozenset(mask)) == (listed[-1] if listed else None)
+
+
+def test_weekday_mask_expands_to_those_weekdays() -> None:
+    plan = plan_write(Resource.RATES, rates({"dateFrom": "2026-11-23", "dateTo": "2026-12-06", "days": ["fr", "sa"]}),
+                      TODAY)
+    assert plan.entries[0].nights == (date(2026, 11, 27), date(2026, 11, 28), date(2026, 12, 4), date(2026, 12, 5))
+    assert plan.requested_cells == 4
+
+
+def test_range_and_horizon_refusals() -> None:
+    err = refused(Resource.RATES, rates({"dateFrom": "2026-11-25", "dateTo": "2026-11-24"}))
+    assert err.code == "RANGE_INVALID"
+    err = refused(Resource.RATES, rates({"dateFrom": "2026-11-23", "dateTo": "2026-11-24", "days": ["sa"]}))
+    assert err.code == "RANGE_INVALID"  # the mask leaves no night
+    err = refused(Resource.RATES, rates({"dateFrom": "2026-11-21", "dateTo": "2026-11-24"}))
+    assert err.code == "RANGE_INVALID" and err.details["today"] == "2026-11-22"  # type: ignore[index]
+    # a past day the mask skips is not a past night
+    plan = plan_write(Resource.RATES, rates({"dateFrom": "2026-11-20", "dateTo": "2026-11-24", "days": ["mo"]}), TODAY)
+    assert plan.entries[0].nights == (date(2026, 11, 23),)
+    last = TODAY + timedelta(days=365)
+    assert plan_write(Resource.RATES, rates({"dateFrom": str(last), "dateTo": str(last)}), TODAY).requested_cells == 1
+    err = refused(Resource.RATES, rates({"dateFrom": str(last), "dateTo": str(last + timedelta(days=1))}))
+    assert err.code == "HORIZON" and err.details["lastNight"] == str(last)  # type: ignore[index]
+
+
+def test_limits() -> None:
+    entry = {"dateFrom": "2026-11-23", "dateTo": "2026-11-23"}
+    assert refused(Resource.RATES, rates(*[entry] * 1001)).code == "TOO_MANY_UPDATES"
+    assert plan_write(Resource.RATES, rates(*[entry] * 1000), TODAY).requested_cells == 1000
+    year = {"dateFrom": "2026-11-23", "dateTo": "2027-11-22"}  # 365 nights
+    err = refused(Resource.RATES, rates(*[year] * 14))  # 5110 cells
+    assert err.code == "TOO_MANY_CELLS" and err.details == {"max": 5000, "got": 5110}
+    assert plan_write(Resource.RATES, rates(*[year] * 13, *[entry] * 255), TODAY).requested_cells == 5000
+
+
+def test_last_write_wins_and_restrictions_merge_by_field() -> None:
+    plan = plan_write(Resource.RATES, rates(
+        {"dateFrom": "2026-11-23", "dateTo": "2026-11-25", "rate": 100},
+        {"dateFrom": "2026-11-24", "dateTo": "2026-11-24", "rate": 150},
+    ), TODAY)
+    assert merge(Resource.RATES, plan.entries) == {
+        (1, date(2026, 11, 23)): 100, (1, date(2026, 11, 24)): 150, (1, date(2026, 11, 25)): 100}
+    plan = plan_write(Resource.RESTRICTIONS, {"updates": [
+        {"ratePlanId": 1, "dateFrom": "2026-11-23", "dateTo": "2026-11-24", "stopSell": True, "maxStay": 5},
+        {"ratePlanId": 1, "dateFrom": "2026-11-24", "dateTo": "2026-11-24", "stopSell": False, "minStayArrival": 2},
+    ]}, TODAY)
+    merged = merge(Resource.RESTRICTIONS, plan.entries)
+    assert merged[(1, date(2026, 11, 24))] == {"stopSell": False, "maxStay": 5, "minStayArrival": 2}
+    current = {(1, date(2026, 11, 23)): {"stopSell": True, "closedToArrival": None, "closedToDeparture": True,
+                                         "minStayArrival": None, "minStayThrough": None, "maxStay": 5}}
+    changed, noop = changed_cells(Resource.RESTRICTIONS, merged, current)
+    assert noop == 1 and list(changed) == [(1, date(2026, 11, 24))]
+
+
+@pytest.mark.parametrize(("entry", "path"), [
+    ({"available": "5"}, "updates[0].available"),
+    ({"available": 5.5}, "updates[0].available"),
+    ({"available": True}, "updates[0].available"),
+    ({"available": -1}, "updates[0].available"),
+    ({"available": 1, "days": ["mo"]}, "updates[0].days"),
+    ({"available": 1, "dateFrom": "2026-13-01"}, "updates[0].dateFrom"),
+    ({"available": 1, "extra": 1}, "updates[0].extra"),
+])
+def test_availability_validation(entry: dict[str, Any], path: str) -> None:
+    body = {"updates": [{"roomTypeId": 1, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", **entry}]}
+    err = refused(Resource.AVAILABILITY, body)
+    assert err.code == "VALIDATION" and path in [d["path"] for d in err.details]  # type: ignore[union-attr]
