@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,7 @@ def run_on_mock_clock(fn: Any, clock: Any = None, instruments: Any = ()) -> Any:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = str(Path(__file__).parent)
     for item in items:
-        if str(item.path).startswith(here):
+        if str(item.path).startswith(here) and inspect.iscoroutinefunction(item.obj):
             item.add_marker(pytest.mark.trio(run=run_on_mock_clock), append=False)
 
 
@@ -51,8 +53,9 @@ def db_dsn(db: Database) -> str:
     return db.dsn
 
 
-@pytest.fixture
-async def api(db: Database, env: dict[str, str]) -> AsyncIterator[Harness]:
+@asynccontextmanager
+async def open_harness(db: Database, env: dict[str, str] | None = None) -> AsyncIterator[Harness]:
+    """The whole front over `db`; run it on a MockClock (trio.run(..., clock=MockClock()))."""
     mock_clock = trio.lowlevel.current_clock()
     assert isinstance(mock_clock, trio.testing.MockClock), "API tests run on the mock clock"
     clock = FakeClock(START)
@@ -60,3 +63,9 @@ async def api(db: Database, env: dict[str, str]) -> AsyncIterator[Harness]:
         app = create_app(ctx)
         app.register_blueprint(probe, url_prefix=CONNECT_PREFIX)
         yield Harness(app.test_client(), ctx, mock_clock)
+
+
+@pytest.fixture
+async def api(db: Database, env: dict[str, str]) -> AsyncIterator[Harness]:
+    async with open_harness(db, env) as harness:
+        yield harness
