@@ -1,4 +1,8 @@
-"""`python -m bench`: GET /property against a bare route on the same hypercorn, in one run.
+"""`python -m bench`: the service's speed targets, measured in one run.
+
+- GET /property against a bare quart-trio route on the same hypercorn (target: >= 60%).
+- PUT /rates of ~5000 cells against a raw asyncpg bulk upsert of the same cells
+  (targets: p50 under 150 ms, within 3x of the raw upsert).
 
 The server runs in its own process and the load in this one, so on a two-core machine
 each has a core. Rounds alternate bare / api so drift (heat, other load) hits both.
@@ -18,11 +22,14 @@ from pathlib import Path
 
 import trio
 
+from . import ari_write
 from .load import Run, load
 from .server import BARE_PATH
 
 API_PATH = "/api/v1/connect-api/v1/property"
 TARGET_RATIO = 0.60
+WRITE_P50_MS = 150.0
+WRITE_RATIO = 3.0
 
 
 def free_port() -> int:
@@ -44,6 +51,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of one measured round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--write-rounds", type=int, default=20, help="PUT /rates rounds of ~5000 cells")
     args = parser.parse_args()
 
     port = free_port()
@@ -63,6 +71,7 @@ def main() -> int:
                 results["api"].append(await load(port, API_PATH, auth, args.connections, args.seconds))
 
         trio.run(measure)
+        writes = ari_write.measure(ready, args.write_rounds)
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -79,10 +88,22 @@ def main() -> int:
     print(f"throughput ratio GET /property / bare = {ratio:.2f} ({verdict} the {TARGET_RATIO:.0%} target)")
     print(f"({args.connections} connections, {args.rounds} rounds of {args.seconds:.0f}s each, cores: {os.cpu_count()})")
 
+    print()
+    print(f"PUT /rates, {writes['cells']} cells ({writes['rounds']} rounds, every cell changed each round)")
+    print(f"{'':<28}{'p50 ms':>10}{'p99 ms':>10}{'cells/s':>12}")
+    print(f"{'PUT /rates (202)':<28}{writes['route_p50_ms']:>10.1f}{writes['route_p99_ms']:>10.1f}"
+          f"{writes['route_cells_per_s']:>12.0f}")
+    print(f"{'raw asyncpg bulk upsert':<28}{writes['raw_p50_ms']:>10.1f}{writes['raw_p99_ms']:>10.1f}"
+          f"{writes['raw_cells_per_s']:>12.0f}")
+    p50_ok = writes["route_p50_ms"] < WRITE_P50_MS
+    ratio_ok = writes["ratio"] <= WRITE_RATIO
+    print(f"route p50 {'meets' if p50_ok else 'MISSES'} the {WRITE_P50_MS:.0f} ms target; route / raw = "
+          f"{writes['ratio']:.2f} ({'meets' if ratio_ok else 'MISSES'} the {WRITE_RATIO:.0f}x target)")
+
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps({
-        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bare": bare, "api": api, "ratio": ratio,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bare": bare, "api": api, "ratio": ratio, "ari_write": writes,
         "connections": args.connections, "rounds": args.rounds, "seconds": args.seconds,
     }, indent=2))
     return 0 if api["errors"] == 0 and bare["errors"] == 0 else 1

@@ -29,7 +29,9 @@ from connectapi.storage.database import open_database
 from connectapi.storage.embedded import EmbeddedPostgres
 from connectapi.storage.migrations import migrate
 
-LIFTED = ",".join(f"{name}=1000000000" for name in ("ip", "global", "requests", "property"))
+LIFTED = ",".join(f"{name}=1000000000" for name in
+                  ("ip", "global", "requests", "property", "writes", "property-writes", "cells"))
+BENCH_PLANS = 14
 BARE_PATH = "/bench/bare"
 
 bare = Blueprint("bench_bare", __name__)
@@ -49,11 +51,14 @@ async def main(port: int, dsn: str | None) -> None:
         async with open_database(app_dsn) as db:
             await migrate(db)
             clock = SystemClock()
-            body = PropertyIn.model_validate(json.loads((Path(__file__).parents[1] / "docs/examples/property.json").read_text()))
-            prop, _ = await properties.create_property(db, body, clock.now().date())
+            example = json.loads((Path(__file__).parents[1] / "docs/examples/property.json").read_text())
+            # Several plans without a rate policy, for the rates bench.
+            example["ratePlans"] = [{"roomType": 0, "name": f"Plan {i}", "mealPlan": "RO"} for i in range(BENCH_PLANS)]
+            body = PropertyIn.model_validate(example)
+            prop, catalog = await properties.create_property(db, body, clock.now().date())
             secret = keyfmt.new_key()
             await api_keys.create_key(db, prop.id, "bench", keyfmt.digest(secret), keyfmt.display_prefix(secret),
-                                      ["ari:read"], [])
+                                      ["ari:read", "ari:write"], [])
             async with open_front(settings, db, clock, "bench-operator") as ctx:
                 app = create_app(ctx)
                 app.register_blueprint(bare)
@@ -65,7 +70,9 @@ async def main(port: int, dsn: str | None) -> None:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(lambda task_status: serve(
                         app, config, shutdown_trigger=stop.wait, task_status=task_status))
-                    print(json.dumps({"port": port, "key": secret}), flush=True)
+                    print(json.dumps({"port": port, "key": secret, "dsn": app_dsn, "property": prop.id,
+                                      "timezone": prop.timezone,
+                                      "ratePlans": [p.id for p in catalog.rate_plans]}), flush=True)
                     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                         async for _ in signals:
                             break

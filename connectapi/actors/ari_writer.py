@@ -90,31 +90,27 @@ async def _apply(conn: asyncpg.Connection, property_id: int, key_id: int, plan: 
     if resource is Resource.RATES:
         scale = 10 ** currency_exponent(prop["currency"])
         values = {cell: major * scale for cell, major in values.items()}
-    cells = list(values)
-    if resource is Resource.AVAILABILITY:
-        current: dict[Any, Any] = await ari.current_availability(conn, cells)
-    elif resource is Resource.RATES:
-        current = await ari.current_rates(conn, cells)
-    else:
-        current = await ari.current_restrictions(conn, cells)
-    changed, noop = ari_write.changed_cells(resource, values, current)
-
     batch = uuid.uuid4()
-    if changed:
-        if resource is Resource.AVAILABILITY:
-            await ari.write_availability(conn, property_id, batch, changed)
-        elif resource is Resource.RATES:
-            await ari.write_rates(conn, property_id, batch, changed)
-        else:
+    if resource is Resource.AVAILABILITY:
+        accepted = await ari.upsert_availability(conn, property_id, batch, values)
+    elif resource is Resource.RATES:
+        accepted = await ari.upsert_rates(conn, property_id, batch, values)
+    else:
+        # Restrictions merge sent fields into the record's, so the record is read first.
+        current = await ari.current_restrictions(conn, list(values))
+        changed, _ = ari_write.changed_cells(resource, values, current)
+        if changed:
             await ari.write_restrictions(conn, property_id, batch, changed)
+        accepted = len(changed)
+    noop = len(values) - accepted
     rejected_views = [r.view() for r in rejected]
     await ari.insert_batch(conn, batch, property_id, key_id, resource.value, now, plan.requested_cells,
-                           len(changed), noop, rejected_views)
+                           accepted, noop, rejected_views)
     return Answer(202, "Accepted", {
         "batchId": str(batch),
         "resource": resource.value,
         "requestedCells": plan.requested_cells,
-        "acceptedCells": len(changed),
+        "acceptedCells": accepted,
         "noopCells": noop,
         "rejected": rejected_views,
         "pushedBy": resource.pushed_by,

@@ -50,28 +50,6 @@ def _columns(cells: list[Cell]) -> tuple[list[int], list[date]]:
     return [c[0] for c in cells], [c[1] for c in cells]
 
 
-async def current_availability(conn: asyncpg.Connection, cells: list[Cell]) -> dict[Cell, int]:
-    ids, nights = _columns(cells)
-    rows = await conn.fetch(
-        """SELECT c.room_type_id, c.night, c.available
-           FROM unnest($1::bigint[], $2::date[]) AS w (id, night)
-           JOIN availability_cells c ON c.room_type_id = w.id AND c.night = w.night""",
-        ids, nights,
-    )
-    return {(r["room_type_id"], r["night"]): r["available"] for r in rows}
-
-
-async def current_rates(conn: asyncpg.Connection, cells: list[Cell]) -> dict[Cell, int]:
-    ids, nights = _columns(cells)
-    rows = await conn.fetch(
-        """SELECT c.rate_plan_id, c.night, c.rate_minor
-           FROM unnest($1::bigint[], $2::date[]) AS w (id, night)
-           JOIN rate_cells c ON c.rate_plan_id = w.id AND c.night = w.night""",
-        ids, nights,
-    )
-    return {(r["rate_plan_id"], r["night"]): r["rate_minor"] for r in rows}
-
-
 async def current_restrictions(conn: asyncpg.Connection, cells: list[Cell]) -> dict[Cell, dict[str, Any]]:
     ids, nights = _columns(cells)
     rows = await conn.fetch(
@@ -85,30 +63,46 @@ async def current_restrictions(conn: asyncpg.Connection, cells: list[Cell]) -> d
     }
 
 
-async def write_availability(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID,
-                             values: dict[Cell, int]) -> None:
+async def upsert_availability(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID,
+                              values: dict[Cell, int]) -> int:
+    """Write the cells that differ from the record, marked dirty; returns how many.
+
+    One statement: cells equal to the record are skipped by the conflict clause, so
+    finding the no-ops costs no read.
+    """
     ids, nights = _columns(list(values))
-    await conn.execute(
-        """INSERT INTO availability_cells AS c (property_id, room_type_id, night, available, version, pushed_version,
-                                                last_batch_id)
-           SELECT $1, w.id, w.night, w.available, nextval('ari_versions'), 0, $2
-           FROM unnest($3::bigint[], $4::date[], $5::integer[]) AS w (id, night, available)
-           ON CONFLICT (room_type_id, night) DO UPDATE
-           SET available = EXCLUDED.available, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id""",
+    written: int = await conn.fetchval(
+        """WITH written AS (
+               INSERT INTO availability_cells AS c (property_id, room_type_id, night, available, version,
+                                                    pushed_version, last_batch_id)
+               SELECT $1, w.id, w.night, w.available, nextval('ari_versions'), 0, $2
+               FROM unnest($3::bigint[], $4::date[], $5::integer[]) AS w (id, night, available)
+               ON CONFLICT (room_type_id, night) DO UPDATE
+               SET available = EXCLUDED.available, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id
+               WHERE c.available IS DISTINCT FROM EXCLUDED.available
+               RETURNING 1)
+           SELECT count(*) FROM written""",
         property_id, batch, ids, nights, list(values.values()),
     )
+    return written
 
 
-async def write_rates(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID, values: dict[Cell, int]) -> None:
+async def upsert_rates(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID, values: dict[Cell, int]) -> int:
+    """As upsert_availability, for rates in minor units."""
     ids, nights = _columns(list(values))
-    await conn.execute(
-        """INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, rate_minor, version, last_batch_id)
-           SELECT $1, w.id, w.night, w.rate_minor, nextval('ari_versions'), $2
-           FROM unnest($3::bigint[], $4::date[], $5::bigint[]) AS w (id, night, rate_minor)
-           ON CONFLICT (rate_plan_id, night) DO UPDATE
-           SET rate_minor = EXCLUDED.rate_minor, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id""",
+    written: int = await conn.fetchval(
+        """WITH written AS (
+               INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, rate_minor, version, last_batch_id)
+               SELECT $1, w.id, w.night, w.rate_minor, nextval('ari_versions'), $2
+               FROM unnest($3::bigint[], $4::date[], $5::bigint[]) AS w (id, night, rate_minor)
+               ON CONFLICT (rate_plan_id, night) DO UPDATE
+               SET rate_minor = EXCLUDED.rate_minor, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id
+               WHERE c.rate_minor IS DISTINCT FROM EXCLUDED.rate_minor
+               RETURNING 1)
+           SELECT count(*) FROM written""",
         property_id, batch, ids, nights, list(values.values()),
     )
+    return written
 
 
 async def write_restrictions(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID,
