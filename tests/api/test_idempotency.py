@@ -177,10 +177,11 @@ async def test_which_refusals_charge_cells(api: Harness) -> None:
     assert (await api.call("PUT", f"{API}/rates", key=key, body=policy)).code == "NOTHING_ACCEPTED"
     assert (await put(api, key, nights(room, 1))).data["scope"] == "cells"
     api.advance(60)
-    # a replay charges nothing
-    await put(api, key, nights(room, 10, 2), "charge-once-1")
-    assert (await put(api, key, nights(room, 10, 2), "charge-once-1")).headers["X-Idempotent-Replay"] == "true"
-    # and a write refused by the cells budget leaves its key free for the retry
+    # a replay is a write like any other: charged before anything is read
+    await put(api, key, nights(room, 5, 2), "charge-both-1")
+    assert (await put(api, key, nights(room, 5, 2), "charge-both-1")).headers["X-Idempotent-Replay"] == "true"
+    assert (await put(api, key, nights(room, 1))).data["scope"] == "cells"
+    # and a write refused by the cells budget leaves its key unused for the retry
     api.advance(60)
     await put(api, key, nights(room, 5, 6))
     assert (await put(api, key, nights(room, 6, 7), "retry-later-1")).data["scope"] == "cells"

@@ -117,6 +117,8 @@ async def _write(resource: Resource) -> Response:
     raw = await request.get_data(as_text=False)
     payload = parse_json(raw if isinstance(raw, bytes) else raw.encode())
     plan = plan_write(resource, payload, ctx.clock.today(ZoneInfo(who.property.timezone)))
+    # Cells are charged before anything is read or written: the idempotency record too.
+    await ctx.properties.ask(who.property.id, ChargeCells(plan.requested_cells), ctx.ask_timeout)
 
     claim = None
     if key is not None:
@@ -132,12 +134,11 @@ async def _write(resource: Resource) -> Response:
         claim = IdempotencyClaim(route, key)
 
     try:
-        await ctx.properties.ask(who.property.id, ChargeCells(plan.requested_cells), ctx.ask_timeout)
         answer: Answer = await ctx.writers.ask(
             who.property.id, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
-    except (ApiError, ActorCrashed, ActorUnavailable, StorageUnavailable):
-        # Nothing was written (refused by the cells budget, or rolled back): free the key.
-        # A timeout keeps the claim: the write may still commit, and a stale claim expires.
+    except (ActorCrashed, ActorUnavailable, StorageUnavailable):
+        # Rolled back or never run: free the key for the retry. A timeout keeps the claim:
+        # the write may still commit, and a stale claim expires.
         if claim is not None:
             with trio.CancelScope(shield=True):
                 await idempotency.release(ctx.db, who.property.id, claim.route, claim.key)
