@@ -57,11 +57,12 @@ def _read_range() -> tuple[date, date]:
     return first, last
 
 
-def _grouped(rows: list[Any], id_column: str, order: list[int], night: Any) -> list[dict[str, Any]]:
+def _grouped(rows: list[Any], id_column: str, id_name: str, order: list[int], night: Any) -> list[dict[str, Any]]:
+    """Rows (ordered by entity, night) as `[{<id_name>: id, nights: [...]}]`, one per entity in `order`."""
     by_id: dict[int, list[dict[str, Any]]] = {i: [] for i in order}
     for row in rows:
         by_id.setdefault(row[id_column], []).append(night(row))
-    return [{"id": i, "nights": by_id[i]} for i in order]
+    return [{id_name: i, "nights": by_id[i]} for i in order]
 
 
 @blueprint.get("/availability")
@@ -71,10 +72,9 @@ async def read_availability() -> Response:
     ctx, prop = context(), caller().property
     catalog = await get_catalog(ctx.db, prop.id)
     rows = await ari.read_availability(ctx.db, prop.id, first, last)
-    groups = _grouped(rows, "room_type_id", [r.id for r in catalog.room_types],
+    groups = _grouped(rows, "room_type_id", "roomTypeId", [r.id for r in catalog.room_types],
                       lambda r: {"date": r["night"].isoformat(), "available": r["available"]})
-    return ok({"from": first.isoformat(), "to": last.isoformat(),
-               "roomTypes": [{"roomTypeId": g["id"], "nights": g["nights"]} for g in groups]})
+    return ok({"from": first.isoformat(), "to": last.isoformat(), "roomTypes": groups})
 
 
 @blueprint.get("/rates")
@@ -84,10 +84,9 @@ async def read_rates() -> Response:
     ctx, prop = context(), caller().property
     catalog = await get_catalog(ctx.db, prop.id)
     rows = await ari.read_rates(ctx.db, prop.id, first, last)
-    groups = _grouped(rows, "rate_plan_id", [p.id for p in catalog.rate_plans],
+    groups = _grouped(rows, "rate_plan_id", "ratePlanId", [p.id for p in catalog.rate_plans],
                       lambda r: {"date": r["night"].isoformat(), "rateMinor": r["rate_minor"]})
-    return ok({"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency,
-               "ratePlans": [{"ratePlanId": g["id"], "nights": g["nights"]} for g in groups]})
+    return ok({"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency, "ratePlans": groups})
 
 
 @blueprint.get("/restrictions")
