@@ -45,7 +45,7 @@ class Answer:
         return {"message": self.message, "data": self.data}
 
 
-async def apply_write(db: Database, property_id: int, key_id: int, plan: WritePlan, now: datetime,
+async def apply_write(db: Database, property_id: int, key_id: int | None, plan: WritePlan, now: datetime,
                       claim: IdempotencyClaim | None) -> Answer:
     async def work(conn: asyncpg.Connection) -> Answer:
         answer = await _apply(conn, property_id, key_id, plan, now)
@@ -56,7 +56,8 @@ async def apply_write(db: Database, property_id: int, key_id: int, plan: WritePl
     return await db.transaction(work)
 
 
-async def _apply(conn: asyncpg.Connection, property_id: int, key_id: int, plan: WritePlan, now: datetime) -> Answer:
+async def _apply(conn: asyncpg.Connection, property_id: int, key_id: int | None, plan: WritePlan,
+                 now: datetime) -> Answer:
     prop = await ari.lock_property(conn, property_id)
     resource = plan.resource
     entries = list(plan.entries)

@@ -124,7 +124,8 @@ async def write_restrictions(conn: asyncpg.Connection, property_id: int, batch: 
     )
 
 
-async def insert_batch(conn: asyncpg.Connection, batch: uuid.UUID, property_id: int, key_id: int, resource: str,
+async def insert_batch(conn: asyncpg.Connection, batch: uuid.UUID, property_id: int, key_id: int | None,
+                       resource: str,
                        created_at: datetime, requested: int, accepted: int, noop: int,
                        rejected: list[dict[str, Any]]) -> None:
     await conn.execute(
@@ -143,8 +144,10 @@ async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> dict[st
 
     async def work(conn: asyncpg.Connection) -> dict[str, Any] | None:
         row = await conn.fetchrow(
-            """SELECT id, resource, created_at, requested_cells, accepted_cells, noop_cells, rejected
-               FROM write_batches WHERE id = $1 AND property_id = $2""",
+            """SELECT b.id, b.resource, b.created_at, b.requested_cells, b.accepted_cells, b.noop_cells, b.rejected,
+                      p.cm_last_error
+               FROM write_batches b JOIN properties p ON p.id = b.property_id
+               WHERE b.id = $1 AND b.property_id = $2""",
             batch, property_id,
         )
         if row is None:

@@ -42,8 +42,10 @@ async def _insert_room_type(conn: asyncpg.Connection, property_id: int, room: Ro
     )
     # Every night of the writable horizon starts at the room count, already in sync.
     await conn.execute(
-        """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version)
-           SELECT $1, $2, d::date, $3, 1, 1 FROM generate_series($4::date, $5::date, interval '1 day') AS d""",
+        """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version,
+                                          pushed_available)
+           SELECT $1, $2, d::date, $3, 1, 1, $3
+           FROM generate_series($4::date, $5::date, interval '1 day') AS d""",
         property_id, row["id"], room.rooms, today, today + timedelta(days=HORIZON_DAYS),
     )
     return _room_type_of(row)

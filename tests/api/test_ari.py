@@ -231,3 +231,15 @@ async def test_scopes_and_product(api: Harness) -> None:
     await api.admin("PATCH", f"/properties/{prop['id']}", {"products": {"channelManager": False, "pms": True}})
     for path in ("/availability", "/rates", "/restrictions", "/batches/x"):
         assert (await api.call("GET", f"{API}{path}", key=reader)).code == "CHANNEL_MANAGER_DISABLED"
+
+
+async def test_batch_reports_the_channel_managers_last_error(api: Harness) -> None:
+    from connectapi.storage import pushes
+
+    prop, key, room, _ = await setup(api)
+    made = await put(api, key, "availability", {"roomTypeId": room, "dateFrom": "2026-11-23",
+                                                "dateTo": "2026-11-23", "available": 1})
+    await pushes.record_outcome(api.ctx.db, prop["id"], api.ctx.clock.now(), "failed", "HTTP 500 from the channel manager")
+    assert (await api.call("GET", made.data["poll"], key=key)).data["lastError"] == "HTTP 500 from the channel manager"
+    await pushes.record_outcome(api.ctx.db, prop["id"], api.ctx.clock.now(), "ok", None)
+    assert (await api.call("GET", made.data["poll"], key=key)).data["lastError"] is None

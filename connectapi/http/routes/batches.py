@@ -36,6 +36,6 @@ async def read_batch(batch_id: str) -> Response:
         "rejected": found["rejected"],
         "status": "pending" if pending else "completed",
         "pendingCells": pending,
-        # The channel manager's last error for the property: set by the pipeline (issue 4).
-        "lastError": None,
+        # The channel manager's last error for the property; cleared by a successful push.
+        "lastError": found["cm_last_error"],
     })

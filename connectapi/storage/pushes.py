@@ -1,0 +1,110 @@
+"""The pushers' side of the cells: what is dirty, and marking what was sent.
+
+A cell is dirty while version > pushed_version. A push reads dirty cells with their
+version, sends them (or drops those equal to what the channel manager already holds),
+then marks exactly those versions pushed: a write that landed meanwhile has a newer
+version and stays dirty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import asyncpg
+
+from .ari import RESTRICTION_COLUMNS
+from .database import Database
+
+Cell = tuple[int, date]
+
+
+@dataclass(frozen=True, slots=True)
+class DirtyCell:
+    entity_id: int
+    night: date
+    version: int
+    value: Any  # availability: int; rates: minor units; restrictions: {API field: value}
+    pushed: Any  # what the channel manager holds, None when unknown
+
+
+async def dirty_availability(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+    rows = await db.fetch(
+        """SELECT room_type_id, night, version, available, pushed_available FROM availability_cells
+           WHERE property_id = $1 AND version > pushed_version ORDER BY room_type_id, night LIMIT $2""",
+        property_id, limit,
+    )
+    return [DirtyCell(r["room_type_id"], r["night"], r["version"], r["available"], r["pushed_available"])
+            for r in rows]
+
+
+async def dirty_rates(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+    rows = await db.fetch(
+        """SELECT rate_plan_id, night, version, rate_minor, pushed_rate_minor FROM rate_cells
+           WHERE property_id = $1 AND version > pushed_version ORDER BY rate_plan_id, night LIMIT $2""",
+        property_id, limit,
+    )
+    return [DirtyCell(r["rate_plan_id"], r["night"], r["version"], r["rate_minor"], r["pushed_rate_minor"])
+            for r in rows]
+
+
+async def dirty_restrictions(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+    rows = await db.fetch(
+        f"""SELECT rate_plan_id, night, version, pushed_fields,
+                   {', '.join(RESTRICTION_COLUMNS.values())}
+            FROM restriction_cells
+            WHERE property_id = $1 AND version > pushed_version ORDER BY rate_plan_id, night LIMIT $2""",
+        property_id, limit,
+    )
+    return [DirtyCell(r["rate_plan_id"], r["night"], r["version"],
+                      {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}, r["pushed_fields"])
+            for r in rows]
+
+
+async def _mark(conn: asyncpg.Connection, table: str, id_column: str, pushed_column: str, cast: str,
+                cells: list[DirtyCell]) -> int:
+    if not cells:
+        return 0
+    status: str = await conn.execute(
+        f"""UPDATE {table} AS c SET pushed_version = w.version, {pushed_column} = w.value
+            FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::{cast}[]) AS w (id, night, version, value)
+            WHERE c.{id_column} = w.id AND c.night = w.night AND c.pushed_version < w.version""",
+        [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
+        [c.value for c in cells],
+    )
+    return int(status.split()[-1])
+
+
+async def mark_availability_pushed(db: Database, cells: list[DirtyCell]) -> int:
+    """Record that the channel manager holds these versions; returns how many were marked."""
+    return await db.run(lambda conn: _mark(conn, "availability_cells", "room_type_id", "pushed_available",
+                                           "integer", cells))
+
+
+async def mark_rates_pushed(db: Database, cells: list[DirtyCell]) -> int:
+    return await db.run(lambda conn: _mark(conn, "rate_cells", "rate_plan_id", "pushed_rate_minor", "bigint", cells))
+
+
+async def mark_restrictions_pushed(db: Database, cells: list[DirtyCell]) -> int:
+    return await db.run(lambda conn: _mark(conn, "restriction_cells", "rate_plan_id", "pushed_fields", "jsonb",
+                                           cells))
+
+
+async def dirty_counts(db: Database, property_id: int) -> dict[str, int]:
+    row = await db.fetchrow(
+        """SELECT (SELECT count(*) FROM availability_cells WHERE property_id = $1 AND version > pushed_version) AS a,
+                  (SELECT count(*) FROM rate_cells WHERE property_id = $1 AND version > pushed_version) AS r,
+                  (SELECT count(*) FROM restriction_cells WHERE property_id = $1 AND version > pushed_version) AS s""",
+        property_id,
+    )
+    assert row is not None
+    return {"availability": row["a"], "rates": row["r"], "restrictions": row["s"]}
+
+
+async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, error: str | None) -> None:
+    """The channel manager's last answer for the property; lastError clears on success."""
+    await db.execute(
+        """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4 WHERE id = $1""",
+        property_id, at, outcome, error,
+    )

@@ -1,0 +1,95 @@
+"""The pushers' view of the record: dirty cells, and marking exactly the versions sent."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import trio
+
+from connectapi.actors.ari_writer import apply_write
+from connectapi.domain.admin_models import PropertyIn
+from connectapi.domain.ari_write import Resource, plan_write
+from connectapi.storage import properties, pushes
+from connectapi.storage.database import Database
+from connectapi.storage.key_directory import KeyDirectory
+
+TODAY = date(2026, 11, 22)
+NOW = datetime(2026, 11, 22, 10, tzinfo=UTC)
+
+
+async def a_property(db: Database) -> tuple[int, int, int]:
+    body = PropertyIn.model_validate({
+        "name": "P", "timezone": "UTC", "currency": "EUR", "products": {"channelManager": True, "pms": False},
+        "roomTypes": [{"name": "D", "maxAdults": 2, "rooms": 4}],
+        "ratePlans": [{"roomType": 0, "name": "R", "mealPlan": "RO"}],
+    })
+    prop, catalog = await properties.create_property(db, body, TODAY)
+    return prop.id, catalog.room_types[0].id, catalog.rate_plans[0].id
+
+
+async def write(db: Database, property_id: int, resource: Resource, *updates: dict[str, object]) -> None:
+    plan = plan_write(resource, {"updates": list(updates)}, TODAY)
+    answer = await apply_write(db, property_id, None, plan, NOW, None)
+    assert answer.status == 202, answer.data
+
+
+async def test_new_property_is_in_sync(db: Database) -> None:
+    pid, _, _ = await a_property(db)
+    assert await pushes.dirty_counts(db, pid) == {"availability": 0, "rates": 0, "restrictions": 0}
+    assert await pushes.dirty_availability(db, pid, 100) == []
+
+
+async def test_marking_pushed_keeps_a_newer_write_dirty(db: Database) -> None:
+    pid, room, plan = await a_property(db)
+    await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
+                                                 "dateTo": "2026-11-24", "available": 2})
+    dirty = await pushes.dirty_availability(db, pid, 100)
+    assert [(c.night, c.value, c.pushed) for c in dirty] == [(date(2026, 11, 23), 2, 4), (date(2026, 11, 24), 2, 4)]
+    # a write lands between the read and the mark
+    await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-24",
+                                                 "dateTo": "2026-11-24", "available": 1})
+    assert await pushes.mark_availability_pushed(db, dirty) == 2
+    still = await pushes.dirty_availability(db, pid, 100)
+    assert [(c.night, c.value, c.pushed) for c in still] == [(date(2026, 11, 24), 1, 2)]
+    # marking the same versions again changes nothing
+    assert await pushes.mark_availability_pushed(db, dirty) == 0
+
+
+async def test_rates_and_restrictions(db: Database) -> None:
+    pid, _, plan = await a_property(db)
+    await write(db, pid, Resource.RATES, {"ratePlanId": plan, "dateFrom": "2026-11-23", "dateTo": "2026-11-23",
+                                          "rate": 120, "currency": "EUR"})
+    await write(db, pid, Resource.RESTRICTIONS, {"ratePlanId": plan, "dateFrom": "2026-11-23",
+                                                 "dateTo": "2026-11-23", "stopSell": True, "maxStay": 4})
+    assert await pushes.dirty_counts(db, pid) == {"availability": 0, "rates": 1, "restrictions": 1}
+    rates = await pushes.dirty_rates(db, pid, 10)
+    assert [(c.value, c.pushed) for c in rates] == [(12000, None)]
+    restrictions = await pushes.dirty_restrictions(db, pid, 10)
+    assert restrictions[0].value == {"stopSell": True, "closedToArrival": None, "closedToDeparture": None,
+                                     "minStayArrival": None, "minStayThrough": None, "maxStay": 4}
+    assert await pushes.mark_rates_pushed(db, rates) == 1
+    assert await pushes.mark_restrictions_pushed(db, restrictions) == 1
+    assert await pushes.dirty_counts(db, pid) == {"availability": 0, "rates": 0, "restrictions": 0}
+    # what the channel manager holds is remembered
+    await write(db, pid, Resource.RESTRICTIONS, {"ratePlanId": plan, "dateFrom": "2026-11-23",
+                                                 "dateTo": "2026-11-23", "maxStay": 5})
+    again = await pushes.dirty_restrictions(db, pid, 10)
+    assert again[0].pushed == restrictions[0].value
+
+
+async def test_outcome_is_recorded_without_clearing_the_key_cache(db: Database) -> None:
+    pid, _, _ = await a_property(db)
+    directory = KeyDirectory(db)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(directory.listen)
+        before = directory.generation
+        await pushes.record_outcome(db, pid, NOW, "failed", "HTTP 500")
+        await db.execute("UPDATE properties SET status = 'active' WHERE id = $1", pid)  # this one notifies
+        with trio.fail_after(5):
+            while directory.generation == before:
+                await trio.sleep(0.01)
+        await trio.sleep(0.2)
+        assert directory.generation == before + 1
+        nursery.cancel_scope.cancel()
+    row = await db.fetchrow("SELECT cm_last_outcome, cm_last_error FROM properties WHERE id = $1", pid)
+    assert row is not None and tuple(row) == ("failed", "HTTP 500")
