@@ -32,6 +32,12 @@ class Settings:
     ask_timeout_seconds: float = 10.0
     shutdown_grace_seconds: float = 10.0
     janitor_every_seconds: float = 3600.0
+    # The channel manager: unset URL means the in-process sandbox.
+    cm_url: str | None = None
+    cm_key: str | None = None
+    # Hold every push to the channel manager (maintenance); writes are still accepted.
+    push_paused: bool = False
+    push_sweep_seconds: float = 30.0
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -53,7 +59,12 @@ class Settings:
             admin_token=env.get("CONNECTAPI_ADMIN_TOKEN") or None,
             trusted_proxies=proxies,
             budgets=budgets,
+            cm_url=env.get("CONNECTAPI_CM_URL") or None,
+            cm_key=env.get("CONNECTAPI_CM_KEY") or None,
+            push_paused=env.get("CONNECTAPI_PUSH_PAUSED", "").lower() in ("1", "true", "yes"),
         )
+        if settings.cm_url and not settings.cm_key:
+            raise ConfigError("CONNECTAPI_CM_URL is set without CONNECTAPI_CM_KEY")
         return settings.with_overrides(**overrides)
 
     def with_overrides(self, **overrides: object) -> Settings:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import secrets
 import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import asyncpg
 import trio
@@ -16,7 +18,13 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from .actors.front_door import FrontDoor, FrontDoorMessage
 from .actors.property_actor import PropertyActor, PropertyMessage
+from .actors.channel_manager import ChannelManagerActor
 from .actors.property_writer import PropertyWriter, WriterMessage
+from .actors.push_scheduler import PushScheduler
+from .actors.pushers import AriProjector, InventoryDrain, Wake
+from .channel.client import open_channel_manager
+from .channel.sandbox.serve import serve_sandbox
+from .channel.sandbox.state import SandboxState
 from .config import Settings, resolve_admin_token
 from .domain.addresses import TrustedProxies
 from .engine import Clock, Registry, SystemClock, open_supervisor
@@ -44,37 +52,54 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
     async with trio.open_nursery() as background:
         await background.start(keys.listen)
         background.start_soon(purge_idempotency_keys, db, clock, settings.janitor_every_seconds)
-        async with open_supervisor(shutdown_grace=grace) as root:
-            front_door = await root.spawn(
-                "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024
-            )
-            async with open_supervisor(shutdown_grace=grace) as property_supervisor:
-                registry: Registry[int, PropertyMessage] = Registry(
-                    property_supervisor,
-                    lambda property_id: PropertyActor(property_id, settings.budgets, clock),
-                    name="property",
-                    idle_after=settings.actor_idle_seconds,
-                    ask_timeout=settings.ask_timeout_seconds,
+        sandbox: SandboxState | None = None
+        stop_sandbox = trio.Event()
+        if settings.cm_url and settings.cm_key:
+            cm_url, cm_key = settings.cm_url, settings.cm_key
+        else:
+            sandbox, cm_key = SandboxState(), secrets.token_urlsafe(24)
+            cm_url = await background.start(serve_sandbox, sandbox, cm_key, clock, "127.0.0.1", 0, stop_sandbox)
+        async with open_channel_manager(cm_url, cm_key) as client:
+            channel = ChannelManagerActor(client, clock)
+            async with open_supervisor(shutdown_grace=grace) as root:
+                front_door = await root.spawn(
+                    "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024
                 )
-                writers: Registry[int, WriterMessage] = Registry(
-                    property_supervisor,
-                    lambda property_id: PropertyWriter(property_id, db),
-                    name="writer",
-                    idle_after=settings.actor_idle_seconds,
-                    ask_timeout=settings.ask_timeout_seconds,
-                )
-                yield FrontContext(
-                    db=db,
-                    keys=keys,
-                    clock=clock,
-                    budgets=settings.budgets,
-                    proxies=TrustedProxies(settings.trusted_proxies),
-                    front_door=front_door,
-                    properties=registry,
-                    writers=writers,
-                    admin_token=admin_token,
-                    ask_timeout=settings.ask_timeout_seconds,
-                )
+                async with open_supervisor(shutdown_grace=grace) as property_supervisor:
+                    def registry(name: str, factory: Any, mailbox_size: int = 256) -> Registry[int, Any]:
+                        return Registry(property_supervisor, factory, name=name, idle_after=settings.actor_idle_seconds,
+                                        ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size)
+
+                    budgets: Registry[int, PropertyMessage] = registry(
+                        "property", lambda pid: PropertyActor(pid, settings.budgets, clock))
+                    writers: Registry[int, WriterMessage] = registry("writer", lambda pid: PropertyWriter(pid, db))
+                    # One queued wake is as good as many: a mailbox of one.
+                    drains: Registry[int, Wake] = registry(
+                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock), 1)
+                    projectors: Registry[int, Wake] = registry(
+                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock), 1)
+                    scheduler = PushScheduler(drains, projectors, settings.push_paused)
+                    async with trio.open_nursery() as sweeps:
+                        if not settings.push_paused:
+                            sweeps.start_soon(scheduler.sweep_forever, db, settings.push_sweep_seconds)
+                        yield FrontContext(
+                            db=db,
+                            keys=keys,
+                            clock=clock,
+                            budgets=settings.budgets,
+                            proxies=TrustedProxies(settings.trusted_proxies),
+                            front_door=front_door,
+                            properties=budgets,
+                            writers=writers,
+                            pushes=scheduler,
+                            channel=channel,
+                            sandbox=sandbox,
+                            sandbox_url=cm_url if sandbox is not None else None,
+                            admin_token=admin_token,
+                            ask_timeout=settings.ask_timeout_seconds,
+                        )
+                        sweeps.cancel_scope.cancel()
+        stop_sandbox.set()
         background.cancel_scope.cancel()
 
 

@@ -57,6 +57,14 @@ class Mailbox(Generic[M]):
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise ActorUnavailable(self.name) from None
 
+    def try_tell(self, message: M) -> bool:
+        """Queue a message if there is room now; False when the mailbox is full or closed."""
+        try:
+            self._send.send_nowait(Envelope(message, None))
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
     async def ask(self, message: M, timeout: float) -> Any:
         """Send and wait for the reply; the actor's refusal arrives as the exception it raised."""
         reply = Reply()

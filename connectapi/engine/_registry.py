@@ -83,6 +83,12 @@ class Registry(Generic[K, M]):
                     raise
         raise AssertionError("unreachable")
 
+    async def try_tell(self, key: K, message: M) -> bool:
+        """Tell without waiting for room: False when the actor's mailbox is full (for
+        messages such as a wake-up, where one already queued is as good as two)."""
+        mailbox = await self.mailbox(key)
+        return mailbox.try_tell(message)
+
     async def tell(self, key: K, message: M) -> None:
         mailbox = await self.mailbox(key)
         await mailbox.tell(message)

@@ -46,6 +46,13 @@ async def create_property() -> Response:
     ctx = context()
     today = ctx.clock.today(ZoneInfo(body.timezone))
     prop, catalog = await properties.create_property(ctx.db, body, today)
+    if ctx.sandbox is not None:
+        # In sandbox mode the property exists on the channel manager too, mapped.
+        cm_property = await ctx.channel.create_property(prop.name, prop.currency)
+        rooms = {r.id: await ctx.channel.create_room_type(cm_property, r.name, r.rooms) for r in catalog.room_types}
+        plans = {p.id: await ctx.channel.create_rate_plan(cm_property, rooms[p.room_type_id], p.name)
+                 for p in catalog.rate_plans}
+        await properties.set_channel_mapping(ctx.db, prop.id, cm_property, rooms, plans)
     return ok(property_view(prop, catalog), 201)
 
 
@@ -72,6 +79,10 @@ async def add_room_type(property_id: int) -> Response:
     prop = await _property_or_404(property_id)
     ctx = context()
     room = await properties.add_room_type(ctx.db, property_id, body, ctx.clock.today(ZoneInfo(prop.timezone)))
+    ids = await properties.channel_ids(ctx.db, property_id)
+    if ctx.sandbox is not None and ids is not None and ids.property_id is not None:
+        await properties.map_room_type(ctx.db, room.id, await ctx.channel.create_room_type(ids.property_id, room.name,
+                                                                                           room.rooms))
     return ok(room_type_view(room), 201)
 
 
@@ -79,13 +90,18 @@ async def add_room_type(property_id: int) -> Response:
 async def add_rate_plan(property_id: int) -> Response:
     body = parse_model(RatePlanIn, await _body())
     await _property_or_404(property_id)
+    ctx = context()
     try:
-        plan = await properties.add_rate_plan(context().db, property_id, body)
+        plan = await properties.add_rate_plan(ctx.db, property_id, body)
     except properties.RoomTypeNotInProperty:
         raise ApiError(
             "VALIDATION", "roomTypeId is not a room type of this property",
             [{"path": "roomTypeId", "message": "not a room type of this property"}],
         ) from None
+    ids = await properties.channel_ids(ctx.db, property_id)
+    if ctx.sandbox is not None and ids is not None and ids.property_id and plan.room_type_id in ids.room_types:
+        cm_plan = await ctx.channel.create_rate_plan(ids.property_id, ids.room_types[plan.room_type_id], plan.name)
+        await properties.map_rate_plan(ctx.db, plan.id, cm_plan)
     return ok(rate_plan_view(plan), 201)
 
 

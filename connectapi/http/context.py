@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..actors.front_door import FrontDoorMessage
+from ..actors.channel_manager import ChannelManagerActor
 from ..actors.property_actor import PropertyMessage
+from ..actors.push_scheduler import PushScheduler
+from ..channel.sandbox.state import SandboxState
 from ..actors.property_writer import WriterMessage
 from ..domain.addresses import TrustedProxies
 from ..domain.budgets import Budgets
@@ -24,5 +27,9 @@ class FrontContext:
     front_door: Mailbox[FrontDoorMessage]
     properties: Registry[int, PropertyMessage]
     writers: Registry[int, WriterMessage]
+    pushes: PushScheduler
+    channel: ChannelManagerActor
+    sandbox: SandboxState | None  # the in-process sandbox channel manager, when no real one is configured
+    sandbox_url: str | None
     admin_token: str
     ask_timeout: float

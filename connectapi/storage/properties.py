@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -153,6 +154,14 @@ class NotInProperty(Exception):
         self.rate_plans = rate_plans
 
 
+async def map_room_type(db: Database, room_type_id: int, cm_id: str) -> None:
+    await db.execute("UPDATE room_types SET cm_id = $2 WHERE id = $1", room_type_id, cm_id)
+
+
+async def map_rate_plan(db: Database, rate_plan_id: int, cm_id: str) -> None:
+    await db.execute("UPDATE rate_plans SET cm_id = $2 WHERE id = $1", rate_plan_id, cm_id)
+
+
 async def set_channel_mapping(
     db: Database, property_id: int, cm_property_id: str, room_types: dict[int, str], rate_plans: dict[int, str]
 ) -> None:
@@ -185,3 +194,37 @@ async def add_rate_plan(db: Database, property_id: int, body: RatePlanIn) -> Rat
         )
 
     return await db.transaction(work)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelIds:
+    """The channel manager's ids for a property and its catalog; None where unmapped."""
+
+    property_id: str | None
+    currency: str
+    room_types: dict[int, str]
+    rate_plans: dict[int, str]
+
+
+async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
+    async def work(conn: asyncpg.Connection) -> ChannelIds | None:
+        prop = await conn.fetchrow("SELECT cm_property_id, currency FROM properties WHERE id = $1", property_id)
+        if prop is None:
+            return None
+        rooms = await conn.fetch("SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL",
+                                 property_id)
+        plans = await conn.fetch("SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL",
+                                 property_id)
+        return ChannelIds(prop["cm_property_id"], prop["currency"], {r["id"]: r["cm_id"] for r in rooms},
+                          {r["id"]: r["cm_id"] for r in plans})
+
+    return await db.run(work)
+
+
+async def properties_with_dirty_cells(db: Database) -> list[int]:
+    rows = await db.fetch(
+        """SELECT property_id FROM availability_cells WHERE version > pushed_version
+           UNION SELECT property_id FROM rate_cells WHERE version > pushed_version
+           UNION SELECT property_id FROM restriction_cells WHERE version > pushed_version"""
+    )
+    return sorted(r["property_id"] for r in rows)

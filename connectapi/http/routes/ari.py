@@ -144,6 +144,9 @@ async def _write(resource: Resource) -> Response:
         raise
     if answer.status >= 400:
         raise ApiError(answer.data["code"], answer.message, answer.data.get("details"))
+    if answer.data["acceptedCells"]:
+        availability = resource is Resource.AVAILABILITY
+        await ctx.pushes.wake(who.property.id, availability, not availability)
     return ok(answer.data, answer.status, answer.message)
 
 

@@ -1,0 +1,164 @@
+"""Per property: the InventoryDrain (availability) and the AriProjector (rates and restrictions).
+
+Each round reads the property's dirty cells, drops those equal to what the channel
+manager already holds, coalesces the rest into one call, sends it through the
+ChannelManagerActor, then marks exactly the versions it read as pushed. A failure leaves
+the cells dirty and the round is tried again when the property's pause ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import trio
+
+from ..domain.channel_values import rate_text, restriction_fields
+from ..domain.coalesce import RangeValue, coalesce
+from ..engine import Actor, Clock
+from ..storage import properties, pushes
+from ..storage.database import Database, StorageUnavailable
+from ..storage.pushes import DirtyCell
+from .channel_manager import ChannelManagerActor, PushOutcome
+
+log = logging.getLogger("connectapi.channel")
+MAX_CELLS_PER_PUSH = 50_000  # a year of 20 room types is 7,320: this bounds a body, not a workload
+RETRY_UNMAPPED = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """There may be dirty cells: push until there are none (or the property is paused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    sent_cells: int
+    dropped_cells: int
+    outcome: PushOutcome | None  # None when nothing needed sending
+
+
+class _Pusher(Actor[Wake]):
+    replied_errors = (StorageUnavailable,)
+    kind = ""
+
+    def __init__(self, property_id: int, db: Database, cm: ChannelManagerActor, clock: Clock) -> None:
+        self.property_id = property_id
+        self._db = db
+        self._cm = cm
+        self._clock = clock
+
+    async def handle(self, message: Wake) -> None:
+        while True:
+            done = await self.push_round()
+            if done is None:
+                return  # nothing dirty left
+            if done.outcome is not None and not done.outcome.ok:
+                delay = (done.outcome.retry_at or self._clock.monotonic()) - self._clock.monotonic()
+                await trio.sleep(max(0.0, delay))
+
+    async def push_round(self) -> Round | None:
+        raise NotImplementedError
+
+    async def _send(self, kind: str, values: list[dict[str, Any]]) -> PushOutcome:
+        outcome = await self._cm.push(self.property_id, kind, values)  # type: ignore[arg-type]
+        now = self._clock.now()
+        if outcome.ok and outcome.warnings:
+            error = f"the channel manager dropped {len(outcome.warnings)} value(s): {outcome.warnings[0]}"
+            await pushes.record_outcome(self._db, self.property_id, now, "partial", error)
+        elif outcome.ok:
+            await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
+        else:
+            await pushes.record_outcome(self._db, self.property_id, now, "failed", outcome.error)
+        return outcome
+
+    async def _unmapped(self, what: str) -> Round:
+        error = f"not mapped to the channel manager: {what}"
+        await pushes.record_outcome(self._db, self.property_id, self._clock.now(), "failed", error)
+        return Round(0, 0, PushOutcome(False, error=error, retry_at=self._clock.monotonic() + RETRY_UNMAPPED))
+
+
+def _split(cells: list[DirtyCell]) -> tuple[list[DirtyCell], list[DirtyCell]]:
+    """(to send, to drop): a cell equal to what the channel manager holds is only marked."""
+    send = [c for c in cells if c.value != c.pushed]
+    drop = [c for c in cells if c.value == c.pushed]
+    return send, drop
+
+
+def _by_entity(cells: Sequence[tuple[int, date, Hashable]]) -> dict[int, dict[date, Hashable]]:
+    grouped: dict[int, dict[date, Hashable]] = {}
+    for entity, night, value in cells:
+        grouped.setdefault(entity, {})[night] = value
+    return grouped
+
+
+class InventoryDrain(_Pusher):
+    kind = "availability"
+
+    async def push_round(self) -> Round | None:
+        dirty = await pushes.dirty_availability(self._db, self.property_id, MAX_CELLS_PER_PUSH)
+        if not dirty:
+            return None
+        send, drop = _split(dirty)
+        outcome = None
+        if send:
+            ids = await properties.channel_ids(self._db, self.property_id)
+            missing = sorted({c.entity_id for c in send} - set(ids.room_types if ids else {}))
+            if ids is None or ids.property_id is None or missing:
+                return await self._unmapped(f"room types {missing}" if ids and ids.property_id else "property")
+            values = [
+                {"property_id": ids.property_id, "room_type_id": ids.room_types[v.entity_id],
+                 "date_from": v.first.isoformat(), "date_to": v.last.isoformat(), "availability": v.value}
+                for entity, cells in _by_entity([(c.entity_id, c.night, c.value) for c in send]).items()
+                for v in coalesce(entity, cells, weekday_masks=False)
+            ]
+            outcome = await self._send("availability", values)
+            if not outcome.ok:
+                return Round(0, 0, outcome)
+        await pushes.mark_availability_pushed(self._db, dirty)
+        return Round(len(send), len(drop), outcome)
+
+
+class AriProjector(_Pusher):
+    kind = "restrictions"
+
+    async def push_round(self) -> Round | None:
+        rates = await pushes.dirty_rates(self._db, self.property_id, MAX_CELLS_PER_PUSH)
+        restrictions = await pushes.dirty_restrictions(self._db, self.property_id, MAX_CELLS_PER_PUSH)
+        if not rates and not restrictions:
+            return None
+        send_rates, drop_rates = _split(rates)
+        send_restrictions, drop_restrictions = _split(restrictions)
+        outcome = None
+        if send_rates or send_restrictions:
+            ids = await properties.channel_ids(self._db, self.property_id)
+            plans = {c.entity_id for c in send_rates + send_restrictions}
+            missing = sorted(plans - set(ids.rate_plans if ids else {}))
+            if ids is None or ids.property_id is None or missing:
+                return await self._unmapped(f"rate plans {missing}" if ids and ids.property_id else "property")
+            # One value per plan and night: the rate and the restrictions that changed.
+            merged: dict[tuple[int, date], dict[str, Any]] = {}
+            for cell in send_rates:
+                merged.setdefault((cell.entity_id, cell.night), {})["rate"] = rate_text(cell.value, ids.currency)
+            for cell in send_restrictions:
+                merged.setdefault((cell.entity_id, cell.night), {}).update(restriction_fields(cell.value))
+            frozen = [(plan, night, tuple(sorted(fields.items()))) for (plan, night), fields in merged.items()]
+            values = [
+                {"property_id": ids.property_id, "rate_plan_id": ids.rate_plans[v.entity_id],
+                 "date_from": v.first.isoformat(), "date_to": v.last.isoformat(),
+                 **({"days": list(v.days)} if v.days else {}), **dict(v.value)}  # type: ignore[call-overload]
+                for plan, cells in _by_entity(frozen).items()
+                for v in coalesce(plan, cells, weekday_masks=True)
+            ]
+            outcome = await self._send("restrictions", values)
+            if not outcome.ok:
+                return Round(0, 0, outcome)
+        await pushes.mark_rates_pushed(self._db, rates)
+        await pushes.mark_restrictions_pushed(self._db, restrictions)
+        return Round(len(send_rates) + len(send_restrictions), len(drop_rates) + len(drop_restrictions), outcome)
+
+
+__all__ = ["AriProjector", "InventoryDrain", "RangeValue", "Round", "Wake"]

@@ -1,0 +1,33 @@
+"""Our cells as the channel manager's values, and back.
+
+Restrictions fields with no opinion (null) go out as the channel manager's neutral
+values: no stop-sell and no closure, minimum stays of 1, maximum stay 0 (no maximum).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from .money import currency_exponent
+
+# our field -> (the channel manager's field, the value that means "no restriction")
+CM_RESTRICTIONS: dict[str, tuple[str, Any]] = {
+    "stopSell": ("stop_sell", False),
+    "closedToArrival": ("closed_to_arrival", False),
+    "closedToDeparture": ("closed_to_departure", False),
+    "minStayArrival": ("min_stay_arrival", 1),
+    "minStayThrough": ("min_stay_through", 1),
+    "maxStay": ("max_stay", 0),
+}
+
+
+def rate_text(rate_minor: int, currency: str) -> str:
+    """Minor units as the channel manager's decimal string in major units: 12000 EUR -> "120.00"."""
+    exponent = currency_exponent(currency)
+    return f"{Decimal(rate_minor).scaleb(-exponent):.{exponent}f}"
+
+
+def restriction_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    return {cm: (neutral if fields.get(ours) is None else fields[ours])
+            for ours, (cm, neutral) in CM_RESTRICTIONS.items()}

@@ -1,0 +1,116 @@
+"""From PUT to the sandbox channel manager's grid, through the pushers (mock clock, real HTTP)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+import trio
+
+from connectapi.storage import pushes
+
+from .harness import API, Harness
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {"CONNECTAPI_PUSH_PAUSED": "0"}
+
+
+async def settled(api: Harness, property_id: int, tries: int = 100_000) -> None:
+    """Until no cell of the property is dirty. Bounded by tries: the mock clock stands still."""
+    for _ in range(tries):
+        counts = await pushes.dirty_counts(api.ctx.db, property_id)
+        if not any(counts.values()):
+            return
+        await trio.sleep(0)
+    raise AssertionError(f"still dirty: {counts}")
+
+
+def grid(api: Harness, prop: dict[str, Any]) -> Any:
+    assert api.ctx.sandbox is not None
+    cm_id = next(iter(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])).id
+    return api.ctx.sandbox.properties[cm_id]
+
+
+async def test_a_property_is_created_and_mapped_on_the_sandbox(api: Harness) -> None:
+    prop = await api.create_property()
+    held = grid(api, prop)
+    assert len(held.room_types) == 2 and len(held.rate_plans) == 2
+    mapped = await api.ctx.db.fetchval("SELECT count(*) FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL",
+                                       prop["id"])
+    assert mapped == 2
+
+
+async def test_every_resource_reaches_the_grid_coalesced(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    year_end = str(date(2026, 11, 23) + timedelta(days=364))
+    answers = [
+        await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
+            {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": year_end, "available": 5}]}),
+        await api.call("PUT", f"{API}/rates", key=key, body={"updates": [
+            {"ratePlanId": plan, "dateFrom": "2026-11-23", "dateTo": year_end, "rate": 120, "currency": "EUR"},
+            {"ratePlanId": plan, "dateFrom": "2026-11-23", "dateTo": year_end, "rate": 150, "currency": "EUR",
+             "days": ["fr", "sa"]}]}),
+        await api.call("PUT", f"{API}/restrictions", key=key, body={"updates": [
+            {"ratePlanId": plan, "dateFrom": "2026-12-24", "dateTo": "2026-12-26", "stopSell": True,
+             "minStayArrival": 2}]}),
+    ]
+    assert [a.status for a in answers] == [202, 202, 202]
+    await settled(api, prop["id"])
+    held = grid(api, prop)
+    cm_room = next(iter(held.room_types))
+    cm_plan = next(cm for cm, p in held.rate_plans.items() if p["title"] == "Flexible")
+    assert held.availability[cm_room][date(2026, 11, 23)] == 5 and held.availability[cm_room][date(2027, 11, 22)] == 5
+    assert held.restrictions[cm_plan][date(2026, 11, 27)]["rate"] == "150.00"  # a Friday
+    assert held.restrictions[cm_plan][date(2026, 11, 30)]["rate"] == "120.00"
+    assert held.restrictions[cm_plan][date(2026, 12, 25)] == {
+        "rate": "150.00", "stop_sell": True, "closed_to_arrival": False, "closed_to_departure": False,
+        "min_stay_arrival": 2, "min_stay_through": 1, "max_stay": 0}
+    stats = api.ctx.sandbox.stats if api.ctx.sandbox else None
+    assert stats is not None
+    # a year of one value is one value in one call; the rates' weekend pattern is two
+    assert stats.availability_calls == 1
+    for answer in answers:
+        batch = await api.call("GET", answer.data["poll"], key=key)
+        assert (batch.data["status"], batch.data["pendingCells"], batch.data["lastError"]) == ("completed", 0, None)
+
+
+async def test_only_changed_cells_are_sent(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    entry = {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-29", "available": 3}
+    await api.call("PUT", f"{API}/availability", key=key, body={"updates": [entry]})
+    await settled(api, prop["id"])
+    assert api.ctx.sandbox is not None
+    sent = api.ctx.sandbox.stats.cells
+    # the same values again: no-ops, nothing dirty, nothing sent
+    again = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [entry]})
+    assert again.data["acceptedCells"] == 0
+    # one night changed: one cell sent
+    await api.call("PUT", f"{API}/availability", key=key, body={"updates": [{**entry, "dateFrom": "2026-11-25",
+                                                                             "dateTo": "2026-11-25", "available": 1}]})
+    await settled(api, prop["id"])
+    assert api.ctx.sandbox.stats.cells == sent + 1
+
+
+async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    assert api.ctx.sandbox is not None
+    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "500", 1
+    made = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
+        {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "available": 2}]})
+    for _ in range(100_000):
+        if await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", prop["id"]) == "failed":
+            break
+        await trio.sleep(0)
+    batch = await api.call("GET", made.data["poll"], key=key)
+    assert batch.data["status"] == "pending" and "HTTP 500" in batch.data["lastError"]
+    api.advance(2.0)  # the first backoff is under 2 s (jittered)
+    await settled(api, prop["id"])
+    batch = await api.call("GET", made.data["poll"], key=key)
+    assert (batch.data["status"], batch.data["lastError"]) == ("completed", None)
+    assert api.ctx.sandbox.stats.failed == 1
