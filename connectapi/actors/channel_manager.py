@@ -83,6 +83,10 @@ class ChannelManagerActor:
     def paused_until(self, property_id: int) -> float:
         return self._state(property_id).paused_until
 
+    def failures(self, property_id: int) -> int:
+        """Failed calls in a row for the property (429s excluded: those are pacing, not failure)."""
+        return self._state(property_id).failures
+
     async def push(self, property_id: int, kind: Kind, values: list[dict[str, Any]]) -> PushOutcome:
         """Send one call for the property, when its lane, its pause and its budget allow."""
         state = self._state(property_id)

@@ -131,6 +131,12 @@ class ChannelMappingIn(Strict):
         return value
 
 
+class SandboxFaultsIn(Strict):
+    mode: Literal["ok", "429", "500", "timeout"]
+    count: Annotated[StrictInt, Field(ge=0, le=10_000)] = 1
+    retryAfter: Annotated[StrictInt, Field(ge=0, le=3600)] | None = None
+
+
 def _check_scopes(value: list[str]) -> list[str]:
     problems = scopes.scope_problems(value)
     if problems:

@@ -13,6 +13,7 @@ from ..domain.errors import ApiError
 from ..domain.validation import parse_model
 from ..storage import api_keys, properties
 from ..storage.records import Property
+from .body import raw_body
 from .envelope import ok
 from .gates import context
 from .views import key_view, property_view, rate_plan_view, room_type_view
@@ -28,11 +29,6 @@ def check_admin_token() -> None:
         raise ApiError("ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")
 
 
-async def _body() -> bytes:
-    data = await request.get_data(cache=False, as_text=False)
-    return data if isinstance(data, bytes) else data.encode()
-
-
 async def _property_or_404(property_id: int) -> Property:
     prop = await properties.get_property(context().db, property_id)
     if prop is None:
@@ -42,7 +38,7 @@ async def _property_or_404(property_id: int) -> Property:
 
 @blueprint.post("/properties")
 async def create_property() -> Response:
-    body = parse_model(PropertyIn, await _body())
+    body = parse_model(PropertyIn, await raw_body())
     ctx = context()
     today = ctx.clock.today(ZoneInfo(body.timezone))
     prop, catalog = await properties.create_property(ctx.db, body, today)
@@ -64,7 +60,7 @@ async def read_property(property_id: int) -> Response:
 
 @blueprint.patch("/properties/<int:property_id>")
 async def patch_property(property_id: int) -> Response:
-    patch = parse_model(PropertyPatch, await _body())
+    patch = parse_model(PropertyPatch, await raw_body())
     ctx = context()
     prop = await properties.patch_property(ctx.db, property_id, patch)
     ctx.keys.invalidate()
@@ -75,7 +71,7 @@ async def patch_property(property_id: int) -> Response:
 
 @blueprint.post("/properties/<int:property_id>/room-types")
 async def add_room_type(property_id: int) -> Response:
-    body = parse_model(RoomTypeIn, await _body())
+    body = parse_model(RoomTypeIn, await raw_body())
     prop = await _property_or_404(property_id)
     ctx = context()
     room = await properties.add_room_type(ctx.db, property_id, body, ctx.clock.today(ZoneInfo(prop.timezone)))
@@ -88,7 +84,7 @@ async def add_room_type(property_id: int) -> Response:
 
 @blueprint.post("/properties/<int:property_id>/rate-plans")
 async def add_rate_plan(property_id: int) -> Response:
-    body = parse_model(RatePlanIn, await _body())
+    body = parse_model(RatePlanIn, await raw_body())
     await _property_or_404(property_id)
     ctx = context()
     try:
@@ -107,7 +103,7 @@ async def add_rate_plan(property_id: int) -> Response:
 
 @blueprint.put("/properties/<int:property_id>/channel-mapping")
 async def set_channel_mapping(property_id: int) -> Response:
-    body = parse_model(ChannelMappingIn, await _body())
+    body = parse_model(ChannelMappingIn, await raw_body())
     await _property_or_404(property_id)
     rooms = {int(k): v for k, v in body.roomTypes.items()}
     plans = {int(k): v for k, v in body.ratePlans.items()}
@@ -122,7 +118,7 @@ async def set_channel_mapping(property_id: int) -> Response:
 
 @blueprint.post("/properties/<int:property_id>/keys")
 async def create_key(property_id: int) -> Response:
-    body = parse_model(KeyIn, await _body())
+    body = parse_model(KeyIn, await raw_body())
     await _property_or_404(property_id)
     secret = keyfmt.new_key()
     try:
@@ -153,7 +149,7 @@ async def list_allowlist_refusals(property_id: int) -> Response:
 
 @blueprint.patch("/keys/<int:key_id>")
 async def patch_key(key_id: int) -> Response:
-    patch = parse_model(KeyPatch, await _body())
+    patch = parse_model(KeyPatch, await raw_body())
     key = await api_keys.patch_key(context().db, key_id, patch.label, patch.scopes, patch.allowlist)
     context().keys.invalidate()
     if key is None:

@@ -102,6 +102,35 @@ async def dirty_counts(db: Database, property_id: int) -> dict[str, int]:
     return {"availability": row["a"], "rates": row["r"], "restrictions": row["s"]}
 
 
+async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
+    """The record's side of GET /sync: dirty counts, the last outcome, the newest pending batch."""
+
+    async def work(conn: asyncpg.Connection) -> dict[str, Any]:
+        prop = await conn.fetchrow(
+            "SELECT cm_last_push_at, cm_last_outcome, cm_last_error FROM properties WHERE id = $1", property_id)
+        newest = await conn.fetchrow(
+            """SELECT id, pending FROM (
+               SELECT b.id, b.created_at, (SELECT count(*) FROM availability_cells c WHERE c.last_batch_id = b.id
+                                                                        AND c.version > c.pushed_version)
+                          + (SELECT count(*) FROM rate_cells c WHERE c.last_batch_id = b.id
+                                                                 AND c.version > c.pushed_version)
+                          + (SELECT count(*) FROM restriction_cells c WHERE c.last_batch_id = b.id
+                                                                        AND c.version > c.pushed_version) AS pending
+               FROM write_batches b
+               WHERE b.property_id = $1 AND b.accepted_cells > 0
+               ORDER BY b.created_at DESC, b.id DESC LIMIT 50) AS recent
+               WHERE pending > 0 ORDER BY created_at DESC, id DESC LIMIT 1""",
+            property_id,
+        )
+        return {"last_push_at": prop["cm_last_push_at"], "last_outcome": prop["cm_last_outcome"],
+                "last_error": prop["cm_last_error"],
+                "newest_pending": (newest["id"], newest["pending"]) if newest else None}
+
+    view = await db.run(work)
+    view["dirty"] = await dirty_counts(db, property_id)
+    return view
+
+
 async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, error: str | None) -> None:
     """The channel manager's last answer for the property; lastError clears on success."""
     await db.execute(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from connectapi.storage import pushes
 
@@ -114,3 +115,68 @@ async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness)
     batch = await api.call("GET", made.data["poll"], key=key)
     assert (batch.data["status"], batch.data["lastError"]) == ("completed", None)
     assert api.ctx.sandbox.stats.failed == 1
+
+
+async def until_outcome(api: Harness, property_id: int, outcome: str) -> None:
+    for _ in range(100_000):
+        if await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", property_id) == outcome:
+            return
+        await trio.sleep(0)
+    raise AssertionError(f"never {outcome}")
+
+
+async def test_sync_through_failure_and_recovery(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    sync = await api.call("GET", f"{API}/sync", key=key)
+    assert sync.data == {
+        "inventory": {"state": "IN_SYNC", "dirtyCells": 0}, "rates": {"dirtyCells": 0},
+        "restrictions": {"dirtyCells": 0},
+        "projector": {"lastPushAt": None, "lastOutcome": None, "lastError": None, "nextAttemptAt": None},
+        "newestPendingBatch": None}
+    assert api.ctx.sandbox is not None
+    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "500", 3
+    made = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
+        {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "available": 2}]})
+    await until_outcome(api, prop["id"], "failed")
+    sync = await api.call("GET", f"{API}/sync", key=key)
+    assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1}
+    assert sync.data["newestPendingBatch"] == {"batchId": made.data["batchId"], "pendingCells": 1}
+    assert "HTTP 500" in sync.data["projector"]["lastError"] and sync.data["projector"]["nextAttemptAt"]
+    for _ in range(2):  # two more failures: three in a row
+        api.advance(300)
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(1000):
+            if api.ctx.sandbox.faults.remaining == 0 or api.ctx.channel.failures(prop["id"]) >= 3:
+                break
+            await trio.sleep(0)
+    for _ in range(100_000):
+        if api.ctx.channel.failures(prop["id"]) >= 3:
+            break
+        await trio.sleep(0)
+    assert (await api.call("GET", f"{API}/sync", key=key)).data["inventory"]["state"] == "FAILING"
+    api.advance(300)  # the faults are used up: the next try goes through
+    await settled(api, prop["id"])
+    sync = await api.call("GET", f"{API}/sync", key=key)
+    assert sync.data["inventory"] == {"state": "IN_SYNC", "dirtyCells": 0}
+    assert (sync.data["projector"]["lastOutcome"], sync.data["projector"]["lastError"]) == ("ok", None)
+    assert sync.data["newestPendingBatch"] is None
+
+
+async def test_admin_sandbox_routes_and_channel_grid(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
+        {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-24", "available": 6}]})
+    await api.call("PUT", f"{API}/rates", key=key, body={"updates": [
+        {"ratePlanId": plan, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "rate": "99", "currency": "EUR"}]})
+    await settled(api, prop["id"])
+    held = await api.admin("GET", f"/properties/{prop['id']}/channel-grid?from=2026-11-23&to=2026-11-23")
+    assert {"roomTypeId": room, "date": "2026-11-23", "available": 6} in held.data["availability"]
+    assert held.data["rates"] == [{"ratePlanId": plan, "date": "2026-11-23", "rateMinor": 9900}]
+    stats = await api.admin("GET", "/sandbox")
+    assert stats.data["url"].startswith("http://127.0.0.1:") and stats.data["stats"]["availabilityCalls"] >= 1
+    bad = await api.admin("POST", "/sandbox/faults", {"mode": "explode"})
+    assert bad.code == "VALIDATION"
+    armed = await api.admin("POST", "/sandbox/faults", {"mode": "429", "count": 2, "retryAfter": 5})
+    assert armed.status == 200 and api.ctx.sandbox is not None and api.ctx.sandbox.faults.remaining == 2

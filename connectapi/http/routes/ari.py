@@ -22,6 +22,7 @@ from ...engine import ActorCrashed, ActorUnavailable
 from ...storage import ari, idempotency
 from ...storage.database import StorageUnavailable
 from ...storage.properties import get_catalog
+from ..body import raw_body
 from ..envelope import ok, replay
 from ..gates import caller, context, rule
 
@@ -113,8 +114,7 @@ async def read_restrictions() -> Response:
 async def _write(resource: Resource) -> Response:
     ctx, who = context(), caller()
     key = idem.checked_key(request.headers.get(idem.HEADER))
-    raw = await request.get_data(as_text=False)
-    payload = parse_json(raw if isinstance(raw, bytes) else raw.encode())
+    payload = parse_json(await raw_body())
     plan = plan_write(resource, payload, ctx.clock.today(ZoneInfo(who.property.timezone)))
     # Cells are charged before anything is read or written: the idempotency record too.
     await ctx.properties.ask(who.property.id, ChargeCells(plan.requested_cells), ctx.ask_timeout)
