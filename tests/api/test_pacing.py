@@ -1,0 +1,108 @@
+"""Pacing, Retry-After, hangs and fairness of the push pipeline, on the mock clock."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from connectapi.storage import pushes
+
+from .harness import API, Harness
+from .test_pipeline import settled
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {"CONNECTAPI_PUSH_PAUSED": "0", "CONNECTAPI_BUDGETS": "writes=1000,property-writes=1000,requests=1000"}
+
+
+async def let_run(rounds: int = 200) -> None:
+    for _ in range(rounds):
+        await trio.sleep(0)
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def set_night(api: Harness, key: str, room: int, night: date, available: int) -> None:
+    answer = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
+        {"roomTypeId": room, "dateFrom": str(night), "dateTo": str(night), "available": available}]})
+    assert answer.status == 202, answer.body
+
+
+def sandbox_value(api: Harness, prop: dict[str, Any], night: date) -> int:
+    assert api.ctx.sandbox is not None
+    held = next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+    return int(next(iter(held.availability.values()))[night])
+
+
+async def test_a_burst_of_60_writes_a_minute_draws_no_429(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    first = date(2026, 11, 23)
+    for second in range(60):
+        await set_night(api, key, room, first + timedelta(days=second), second % 7)
+        await let_run(20)
+        api.advance(1)
+    for _ in range(180):  # let the paced pushes drain
+        await let_run(20)
+        api.advance(1)
+    await settled(api, prop["id"])
+    assert api.ctx.sandbox is not None
+    assert api.ctx.sandbox.stats.throttled == 0
+    assert api.ctx.channel.throttled == 0
+    assert api.ctx.sandbox.stats.availability_calls <= 10 * 4  # paced: at most 10 a minute
+    assert all(sandbox_value(api, prop, first + timedelta(days=s)) == s % 7 for s in range(60))
+
+
+@pytest.mark.parametrize(("retry_after", "pause"), [(7, 7.0), (None, 60.0)])
+async def test_a_429_pauses_the_property_for_its_retry_after(api: Harness, retry_after: int | None,
+                                                           pause: float) -> None:
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    assert api.ctx.sandbox is not None
+    faults = api.ctx.sandbox.faults
+    faults.mode, faults.remaining, faults.retry_after = "429", 1, retry_after
+    await set_night(api, key, room, date(2026, 11, 23), 1)
+    await let_run()
+    assert api.ctx.channel.throttled == 1
+    api.advance(pause - 0.01)
+    await let_run()
+    assert (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"] == 1
+    api.advance(0.02)
+    await settled(api, prop["id"])
+    assert sandbox_value(api, prop, date(2026, 11, 23)) == 1
+
+
+async def test_a_hang_times_out_and_backs_off(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    assert api.ctx.sandbox is not None
+    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "timeout", 1
+    await set_night(api, key, room, date(2026, 11, 23), 4)
+    await let_run()
+    api.advance(10.5)  # the client's timeout
+    await let_run()
+    assert api.ctx.channel.failures(prop["id"]) == 1
+    api.advance(2.0)  # the first backoff
+    await settled(api, prop["id"])
+    assert sandbox_value(api, prop, date(2026, 11, 23)) == 4
+
+
+async def test_a_flooding_property_does_not_delay_another(api: Harness) -> None:
+    busy, busy_key = await api.keyed_property(name="Busy")
+    quiet, quiet_key = await api.keyed_property(name="Quiet")
+    busy_room, quiet_room = busy["roomTypes"][0]["id"], quiet["roomTypes"][0]["id"]
+    for i in range(10):  # ten pushes: Busy's minute at the channel manager is used up
+        await set_night(api, busy_key, busy_room, date(2026, 11, 23), i % 2)
+        await settled(api, busy["id"])
+    await set_night(api, busy_key, busy_room, date(2026, 11, 24), 3)  # this one must wait for a slot
+    await let_run()
+    await set_night(api, quiet_key, quiet_room, date(2026, 11, 24), 1)
+    await settled(api, quiet["id"])  # no time passes: Quiet never waits behind Busy
+    assert (await pushes.dirty_counts(api.ctx.db, busy["id"]))["availability"] == 1
+    api.advance(60)
+    await settled(api, busy["id"])
+    assert sandbox_value(api, busy, date(2026, 11, 24)) == 3
