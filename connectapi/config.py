@@ -38,6 +38,8 @@ class Settings:
     # Hold every push to the channel manager (maintenance); writes are still accepted.
     push_paused: bool = False
     push_sweep_seconds: float = 30.0
+    # Read the channel manager's grid back and repair differences (within its read budget).
+    reconcile: bool = True
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -62,6 +64,7 @@ class Settings:
             cm_url=env.get("CONNECTAPI_CM_URL") or None,
             cm_key=env.get("CONNECTAPI_CM_KEY") or None,
             push_paused=env.get("CONNECTAPI_PUSH_PAUSED", "").lower() in ("1", "true", "yes"),
+            reconcile=env.get("CONNECTAPI_RECONCILE", "on").lower() not in ("0", "off", "false", "no"),
         )
         if settings.cm_url and not settings.cm_key:
             raise ConfigError("CONNECTAPI_CM_URL is set without CONNECTAPI_CM_KEY")

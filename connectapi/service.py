@@ -22,6 +22,7 @@ from .actors.channel_manager import ChannelManagerActor
 from .actors.property_writer import PropertyWriter, WriterMessage
 from .actors.push_scheduler import PushScheduler
 from .actors.pushers import AriProjector, InventoryDrain, Wake
+from .actors.reconciler import Reconciler
 from .channel.client import open_channel_manager
 from .channel.sandbox.serve import serve_sandbox
 from .channel.sandbox.state import SandboxState
@@ -80,8 +81,11 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         "ari-projector", lambda pid: AriProjector(pid, db, channel, clock), 1)
                     scheduler = PushScheduler(drains, projectors, settings.push_paused)
                     async with trio.open_nursery() as sweeps:
+                        reconciler = Reconciler(db, channel, scheduler, clock)
                         if not settings.push_paused:
                             sweeps.start_soon(scheduler.sweep_forever, db, settings.push_sweep_seconds)
+                            if settings.reconcile:
+                                sweeps.start_soon(reconciler.run_forever)
                         yield FrontContext(
                             db=db,
                             keys=keys,
@@ -92,6 +96,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             properties=budgets,
                             writers=writers,
                             pushes=scheduler,
+                            reconciler=reconciler,
                             channel=channel,
                             sandbox=sandbox,
                             sandbox_url=cm_url if sandbox is not None else None,

@@ -22,6 +22,10 @@ CM_RESTRICTIONS: dict[str, tuple[str, Any]] = {
 }
 
 
+# the channel manager's field -> its "no restriction" value
+NEUTRAL: dict[str, Any] = dict(CM_RESTRICTIONS.values())
+
+
 def rate_text(rate_minor: int, currency: str) -> str:
     """Minor units as the channel manager's decimal string in major units: 12000 EUR -> "120.00"."""
     exponent = currency_exponent(currency)

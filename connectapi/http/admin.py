@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
@@ -49,7 +50,20 @@ async def create_property() -> Response:
         plans = {p.id: await ctx.channel.create_rate_plan(cm_property, rooms[p.room_type_id], p.name)
                  for p in catalog.rate_plans}
         await properties.set_channel_mapping(ctx.db, prop.id, cm_property, rooms, plans)
+        await _seed_sandbox(prop.id, cm_property, [(rooms[r.id], r.rooms) for r in catalog.room_types], today)
     return ok(property_view(prop, catalog), 201)
+
+
+async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[str, int]], today: date) -> None:
+    """The record starts a room type's horizon at its room count, in sync: make the sandbox hold it."""
+    if not rooms:
+        return
+    last = today + timedelta(days=properties.HORIZON_DAYS)
+    values = [{"property_id": cm_property, "room_type_id": cm_room, "date_from": today.isoformat(),
+               "date_to": last.isoformat(), "availability": count} for cm_room, count in rooms]
+    outcome = await context().channel.push(property_id, "availability", values)
+    if not outcome.ok:
+        raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused the property: {outcome.error}")
 
 
 @blueprint.get("/properties/<int:property_id>")
@@ -77,8 +91,10 @@ async def add_room_type(property_id: int) -> Response:
     room = await properties.add_room_type(ctx.db, property_id, body, ctx.clock.today(ZoneInfo(prop.timezone)))
     ids = await properties.channel_ids(ctx.db, property_id)
     if ctx.sandbox is not None and ids is not None and ids.property_id is not None:
-        await properties.map_room_type(ctx.db, room.id, await ctx.channel.create_room_type(ids.property_id, room.name,
-                                                                                           room.rooms))
+        cm_room = await ctx.channel.create_room_type(ids.property_id, room.name, room.rooms)
+        await properties.map_room_type(ctx.db, room.id, cm_room)
+        await _seed_sandbox(property_id, ids.property_id, [(cm_room, room.rooms)],
+                            ctx.clock.today(ZoneInfo(prop.timezone)))
     return ok(room_type_view(room), 201)
 
 

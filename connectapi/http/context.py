@@ -8,6 +8,7 @@ from ..actors.front_door import FrontDoorMessage
 from ..actors.channel_manager import ChannelManagerActor
 from ..actors.property_actor import PropertyMessage
 from ..actors.push_scheduler import PushScheduler
+from ..actors.reconciler import Reconciler
 from ..channel.sandbox.state import SandboxState
 from ..actors.property_writer import WriterMessage
 from ..domain.addresses import TrustedProxies
@@ -28,6 +29,7 @@ class FrontContext:
     properties: Registry[int, PropertyMessage]
     writers: Registry[int, WriterMessage]
     pushes: PushScheduler
+    reconciler: Reconciler
     channel: ChannelManagerActor
     sandbox: SandboxState | None  # the in-process sandbox channel manager, when no real one is configured
     sandbox_url: str | None

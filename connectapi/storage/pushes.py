@@ -137,3 +137,68 @@ async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, 
         """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4 WHERE id = $1""",
         property_id, at, outcome, error,
     )
+
+
+async def next_to_check(db: Database) -> int | None:
+    """The mapped, active channel-manager property checked longest ago (never first)."""
+    found: int | None = await db.fetchval(
+        """SELECT id FROM properties
+           WHERE cm_property_id IS NOT NULL AND channel_manager AND status = 'active'
+           ORDER BY cm_checked_at NULLS FIRST, id LIMIT 1"""
+    )
+    return found
+
+
+async def record_check(db: Database, property_id: int, at: Any) -> None:
+    await db.execute("UPDATE properties SET cm_checked_at = $2 WHERE id = $1", property_id, at)
+
+
+async def in_sync_cells(db: Database, property_id: int, first: date, last: date) -> dict[str, list[DirtyCell]]:
+    """Cells the record believes the channel manager holds: version = pushed_version."""
+
+    async def work(conn: asyncpg.Connection) -> dict[str, list[DirtyCell]]:
+        availability = await conn.fetch(
+            """SELECT room_type_id AS id, night, version, available AS value FROM availability_cells
+               WHERE property_id = $1 AND night BETWEEN $2 AND $3 AND version = pushed_version""",
+            property_id, first, last)
+        rates = await conn.fetch(
+            """SELECT rate_plan_id AS id, night, version, rate_minor AS value FROM rate_cells
+               WHERE property_id = $1 AND night BETWEEN $2 AND $3 AND version = pushed_version""",
+            property_id, first, last)
+        restrictions = await conn.fetch(
+            f"""SELECT rate_plan_id AS id, night, version, {', '.join(RESTRICTION_COLUMNS.values())}
+                FROM restriction_cells
+                WHERE property_id = $1 AND night BETWEEN $2 AND $3 AND version = pushed_version""",
+            property_id, first, last)
+        return {
+            "availability": [DirtyCell(r["id"], r["night"], r["version"], r["value"], r["value"]) for r in availability],
+            "rates": [DirtyCell(r["id"], r["night"], r["version"], r["value"], r["value"]) for r in rates],
+            "restrictions": [DirtyCell(r["id"], r["night"], r["version"],
+                                       {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}, None)
+                             for r in restrictions],
+        }
+
+    return await db.run(work)
+
+
+_TABLES = {"availability": ("availability_cells", "room_type_id", "pushed_available"),
+           "rates": ("rate_cells", "rate_plan_id", "pushed_rate_minor"),
+           "restrictions": ("restriction_cells", "rate_plan_id", "pushed_fields")}
+
+
+async def mark_dirty_again(db: Database, resource: str, cells: list[DirtyCell]) -> int:
+    """The channel manager holds something else: push these cells again (if still in sync).
+
+    What it holds is forgotten (NULL), so the pusher sends the record's value.
+    """
+    if not cells:
+        return 0
+    table, id_column, pushed_column = _TABLES[resource]
+    status: str = await db.execute(
+        f"""UPDATE {table} AS c SET pushed_version = 0, {pushed_column} = NULL
+            FROM unnest($1::bigint[], $2::date[], $3::bigint[]) AS w (id, night, version)
+            WHERE c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
+              AND c.pushed_version = w.version""",
+        [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
+    )
+    return int(status.split()[-1])

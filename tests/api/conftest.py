@@ -28,7 +28,8 @@ START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 def settings_for(env: dict[str, str] | None = None) -> Settings:
     """Pushes to the (in-process sandbox) channel manager are held unless a test lets them run:
     most API tests look at the record and its batches before any push."""
-    return Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_PUSH_PAUSED": "1", **(env or {})})
+    return Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_PUSH_PAUSED": "1",
+                              "CONNECTAPI_RECONCILE": "off", **(env or {})})
 
 
 @pytest.fixture
