@@ -99,6 +99,14 @@ async def test_only_changed_cells_are_sent(api: Harness) -> None:
     assert api.ctx.sandbox.stats.cells == sent + 1
 
 
+async def until_outcome(api: Harness, property_id: int, outcome: str) -> None:
+    for _ in range(100_000):
+        if await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", property_id) == outcome:
+            return
+        await trio.sleep(0)
+    raise AssertionError(f"never {outcome}")
+
+
 async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
@@ -106,10 +114,7 @@ async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness)
     api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "500", 1
     made = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
         {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "available": 2}]})
-    for _ in range(100_000):
-        if await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", prop["id"]) == "failed":
-            break
-        await trio.sleep(0)
+    await until_outcome(api, prop["id"], "failed")
     batch = await api.call("GET", made.data["poll"], key=key)
     assert batch.data["status"] == "pending" and "HTTP 500" in batch.data["lastError"]
     api.advance(2.0)  # the first backoff is under 2 s (jittered)
@@ -117,14 +122,6 @@ async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness)
     batch = await api.call("GET", made.data["poll"], key=key)
     assert (batch.data["status"], batch.data["lastError"]) == ("completed", None)
     assert api.ctx.sandbox.stats.failed == 1
-
-
-async def until_outcome(api: Harness, property_id: int, outcome: str) -> None:
-    for _ in range(100_000):
-        if await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", property_id) == outcome:
-            return
-        await trio.sleep(0)
-    raise AssertionError(f"never {outcome}")
 
 
 async def test_sync_through_failure_and_recovery(api: Harness) -> None:

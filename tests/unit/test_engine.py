@@ -160,7 +160,13 @@ async def test_bounded_mailbox_applies_backpressure() -> None:
         assert scope.cancelled_caught
 
 
-async def test_registry_spawns_once_and_stops_idle_actor(autojump: object) -> None:
+async def advance(clock: trio.testing.MockClock, seconds: float) -> None:
+    """Move the mock clock and let every task that was waiting for it run."""
+    clock.jump(seconds)
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_registry_spawns_once_and_stops_idle_actor(autojump: trio.testing.MockClock) -> None:
     Counter.starts = 0
     async with open_supervisor() as sup:
         reg: Registry[int, Msg] = Registry(sup, lambda key: Counter(), name="p", idle_after=120, ask_timeout=5)
@@ -170,9 +176,9 @@ async def test_registry_spawns_once_and_stops_idle_actor(autojump: object) -> No
         assert Counter.starts == 1
         assert await reg.ask(1, Add(0)) == 5
         assert 1 in reg
-        await trio.sleep(119)
+        await advance(autojump, 119)
         assert 1 in reg
-        await trio.sleep(2)
+        await advance(autojump, 2)
         assert 1 not in reg and sup.running == 0
         # the next use spawns a fresh one
         assert await reg.ask(1, Add(3)) == 3
@@ -184,11 +190,11 @@ class Sticky(Counter):
         return self.total == 0
 
 
-async def test_actor_can_refuse_idle_stop(autojump: object) -> None:
+async def test_actor_can_refuse_idle_stop(autojump: trio.testing.MockClock) -> None:
     async with open_supervisor() as sup:
         reg: Registry[int, Msg] = Registry(sup, lambda key: Sticky(), name="p", idle_after=10, ask_timeout=5)
         await reg.ask(1, Add(1))
-        await trio.sleep(100)
+        await advance(autojump, 100)
         assert 1 in reg
 
 
