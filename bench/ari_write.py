@@ -19,7 +19,8 @@ WEEKS = 51
 
 
 def plan_body(plans: list[int], start: date, rate: int) -> dict[str, Any]:
-    """One weekly entry per plan and week: 14 plans x 51 weeks x 7 nights = 4998 cells."""
+    """One weekly entry per plan and week (14 plans x 51 weeks x 7 nights = 4998 cells),
+    and two nights more on the first plan: 5000 cells."""
     updates = []
     for plan in plans:
         for week in range(WEEKS):
@@ -27,6 +28,9 @@ def plan_body(plans: list[int], start: date, rate: int) -> dict[str, Any]:
             updates.append({"ratePlanId": plan, "dateFrom": first.isoformat(),
                             "dateTo": (first + timedelta(days=6)).isoformat(),
                             "rate": rate + week % 5, "currency": "EUR"})
+    extra = start + timedelta(days=7 * WEEKS)
+    updates.append({"ratePlanId": plans[0], "dateFrom": extra.isoformat(),
+                    "dateTo": (extra + timedelta(days=1)).isoformat(), "rate": rate, "currency": "EUR"})
     return {"updates": updates}
 
 
@@ -36,6 +40,9 @@ def cells_of(plans: list[int], start: date) -> tuple[list[int], list[date]]:
         for day in range(WEEKS * 7):
             ids.append(plan)
             nights.append(start + timedelta(days=day))
+    for day in (WEEKS * 7, WEEKS * 7 + 1):  # the two extra nights of plan_body
+        ids.append(plans[0])
+        nights.append(start + timedelta(days=day))
     return ids, nights
 
 
@@ -95,7 +102,7 @@ def percentile(values: list[float], p: float) -> float:
 def measure(ready: dict[str, Any], rounds: int) -> dict[str, Any]:
     plans = ready["ratePlans"]
     start = datetime.now(ZoneInfo(ready["timezone"])).date() + timedelta(days=2)
-    cells = len(plans) * WEEKS * 7
+    cells = len(plans) * WEEKS * 7 + 2
     trio.run(route_runs, ready["port"], ready["key"], plans, start, 2)  # warm-up
     route = trio.run(route_runs, ready["port"], ready["key"], plans, start, rounds)
     raw = asyncio.run(raw_runs(ready["dsn"], ready["property"], plans, start, rounds))
