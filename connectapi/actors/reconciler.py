@@ -30,6 +30,9 @@ log = logging.getLogger("connectapi.channel")
 
 class Reconciler:
     IDLE = 60.0  # nothing to check: look again after this
+    # A property is compared again at most this often: the account's read budget (ten a
+    # minute) is shared by every property, and by the operator's channel-grid reads.
+    RECHECK_AFTER = timedelta(minutes=15)
 
     def __init__(self, db: Database, channel: ChannelManagerActor, pushes_: PushScheduler, clock: Clock) -> None:
         self._db = db
@@ -40,10 +43,16 @@ class Reconciler:
     async def run_forever(self) -> None:
         while True:
             try:
-                property_id = await pushes.next_to_check(self._db)
-                if property_id is None:
+                oldest = await pushes.next_to_check(self._db)
+                if oldest is None:
                     await trio.sleep(self.IDLE)
                     continue
+                property_id, checked_at = oldest
+                if checked_at is not None:
+                    due_in = (checked_at + self.RECHECK_AFTER - self._clock.now()).total_seconds()
+                    if due_in > 0:
+                        await trio.sleep(min(due_in, self.IDLE))
+                        continue
                 await self.check(property_id)
             except (StorageUnavailable, ChannelManagerError) as exc:
                 log.warning("reconciler: %s", exc)

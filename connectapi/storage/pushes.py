@@ -139,14 +139,15 @@ async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, 
     )
 
 
-async def next_to_check(db: Database) -> int | None:
-    """The mapped, active channel-manager property checked longest ago (never first)."""
-    found: int | None = await db.fetchval(
-        """SELECT id FROM properties
+async def next_to_check(db: Database) -> tuple[int, Any] | None:
+    """The mapped, active channel-manager property checked longest ago (never first), with
+    when it was last checked."""
+    row = await db.fetchrow(
+        """SELECT id, cm_checked_at FROM properties
            WHERE cm_property_id IS NOT NULL AND channel_manager AND status = 'active'
            ORDER BY cm_checked_at NULLS FIRST, id LIMIT 1"""
     )
-    return found
+    return None if row is None else (row["id"], row["cm_checked_at"])
 
 
 async def record_check(db: Database, property_id: int, at: Any) -> None:
