@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test typecheck bench clean
+.PHONY: install run test typecheck bench bench-pipeline clean
 
 install: $(STAMP)
 
@@ -26,6 +26,9 @@ typecheck: install
 
 bench: install
 	$(BIN)/python -m bench
+
+bench-pipeline: install
+	$(BIN)/python -m bench.pipeline
 
 clean:
 	rm -rf $(VENV) var
