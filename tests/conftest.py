@@ -82,5 +82,6 @@ async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def db(fresh_dsn: str) -> AsyncIterator[Database]:
-    async with open_database(fresh_dsn, min_size=1, max_size=4) as database:
+    # No command timeout: tests jump the mock clock, which asyncpg's timeouts run on.
+    async with open_database(fresh_dsn, min_size=1, max_size=4, command_timeout=None) as database:
         yield database

@@ -45,7 +45,8 @@ class Database:
         except (OSError, asyncpg.exceptions.CannotConnectNowError,
                 asyncpg.exceptions.ConnectionDoesNotExistError,
                 asyncpg.exceptions.InterfaceError) as exc:
-            raise StorageUnavailable(str(exc)) from exc
+            # OSError covers a query past its command timeout too (TimeoutError is one).
+            raise StorageUnavailable(str(exc) or type(exc).__name__) from exc
 
     # Short forms for single statements.
     async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
@@ -88,10 +89,15 @@ def _json_loads(text: str) -> Any:
 
 
 @asynccontextmanager
-async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10) -> AsyncIterator[Database]:
-    """A pool for the life of the block. Needs a running trio-asyncio loop."""
+async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
+                        command_timeout: float | None = 30.0) -> AsyncIterator[Database]:
+    """A pool for the life of the block. Needs a running trio-asyncio loop.
+
+    asyncpg times queries on the event loop's clock, which under trio-asyncio is Trio's:
+    tests that jump a MockClock pass `command_timeout=None`.
+    """
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
-        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=30,
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
         reset=_release_without_reset_query,
     )
     try:

@@ -107,3 +107,28 @@ async def test_a_flooding_property_does_not_delay_another(api: Harness) -> None:
     api.advance(60)
     await settled(api, busy["id"])
     assert sandbox_value(api, busy, date(2026, 11, 24)) == 3
+
+
+async def test_an_hour_of_outage_is_caught_up_coalesced_without_a_burst(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    assert api.ctx.sandbox is not None
+    sandbox = api.ctx.sandbox
+    sandbox.faults.mode, sandbox.faults.remaining = "500", 1_000_000  # down
+    first = date(2026, 11, 23)
+    for minute in range(60):  # a write every minute for an hour, to 30 nights in turn
+        await set_night(api, key, room, first + timedelta(days=minute % 30), minute % 5)
+        await let_run(20)
+        api.advance(60)
+    assert 10 <= sandbox.stats.failed <= 60  # it kept trying, backing off up to 5 minutes apart
+    calls_before = sandbox.stats.availability_calls
+    sandbox.faults.mode, sandbox.faults.remaining = "ok", 0  # back
+    for _ in range(6):  # past the longest backoff
+        api.advance(60)
+        await let_run(20)
+    await settled(api, prop["id"])
+    assert sandbox.stats.availability_calls - calls_before == 1  # everything in one coalesced call
+    assert sandbox.stats.throttled == 0
+    for day in range(30):
+        last_minute = max(m for m in range(60) if m % 30 == day)
+        assert sandbox_value(api, prop, first + timedelta(days=day)) == last_minute % 5
