@@ -13,9 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,18 +21,13 @@ import trio
 
 from . import ari_write
 from .load import Run, load
+from .process import bench_server
 from .server import BARE_PATH
 
 API_PATH = "/api/v1/connect-api/v1/property"
 TARGET_RATIO = 0.60
 WRITE_P50_MS = 150.0
 WRITE_RATIO = 3.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def summary(runs: list[Run]) -> dict[str, float]:
@@ -54,12 +46,8 @@ def main() -> int:
     parser.add_argument("--write-rounds", type=int, default=20, help="PUT /rates rounds of ~5000 cells")
     args = parser.parse_args()
 
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "bench.server", str(port)], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).parents[1])
-    try:
-        assert server.stdout is not None
-        ready = json.loads(server.stdout.readline())
+    with bench_server() as ready:
+        port = ready["port"]
         auth = {"Authorization": f"Bearer {ready['key']}"}
         results: dict[str, list[Run]] = {"bare": [], "api": []}
 
@@ -72,12 +60,6 @@ def main() -> int:
 
         trio.run(measure)
         writes = ari_write.measure(ready, args.write_rounds)
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
     bare, api = summary(results["bare"]), summary(results["api"])
     ratio = api["rps"] / bare["rps"]

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from datetime import date, timedelta
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from .process import bench_server
 
 ADMIN_TOKEN = "bench-operator"
 
@@ -60,15 +60,8 @@ def main() -> int:
     parser.add_argument("--idle-gap", type=float, default=6.5, help="seconds between idle writes (10 a minute)")
     args = parser.parse_args()
 
-    from .__main__ import free_port
-
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "bench.server", str(port)], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).parents[1])
-    try:
-        assert server.stdout is not None
-        json.loads(server.stdout.readline())
-        base = f"http://127.0.0.1:{port}"
+    with bench_server() as ready:
+        base = f"http://127.0.0.1:{ready['port']}"
         admin = httpx.Client(base_url=f"{base}/api/v1/admin", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
                              timeout=60)
         stats0 = admin.get("/sandbox").json()["data"]["stats"]
@@ -121,12 +114,6 @@ def main() -> int:
             equal = equal and our_nights == held_nights
             if prop_id != pid and len(together) > 3:
                 break
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
     calls = (stats2["availabilityCalls"] - stats1["availabilityCalls"])
     cells = 7 * len(together)
