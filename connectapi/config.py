@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .domain.addresses import parse_network
@@ -40,7 +40,6 @@ class Settings:
     push_sweep_seconds: float = 30.0
     # Read the channel manager's grid back and repair differences (within its read budget).
     reconcile: bool = True
-    extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -71,8 +70,6 @@ class Settings:
         return settings.with_overrides(**overrides)
 
     def with_overrides(self, **overrides: object) -> Settings:
-        from dataclasses import replace
-
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
 
 

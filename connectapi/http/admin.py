@@ -10,6 +10,7 @@ from quart import Blueprint, Response, request
 
 from ..domain import api_keys as keyfmt
 from ..domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
+from ..domain.ari_write import HORIZON_DAYS
 from ..domain.errors import ApiError
 from ..domain.validation import parse_model
 from ..storage import api_keys, properties
@@ -58,7 +59,7 @@ async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[st
     """The record starts a room type's horizon at its room count, in sync: make the sandbox hold it."""
     if not rooms:
         return
-    last = today + timedelta(days=properties.HORIZON_DAYS)
+    last = today + timedelta(days=HORIZON_DAYS)
     values = [{"property_id": cm_property, "room_type_id": cm_room, "date_from": today.isoformat(),
                "date_to": last.isoformat(), "availability": count} for cm_room, count in rooms]
     outcome = await context().channel.push(property_id, "availability", values)

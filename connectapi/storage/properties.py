@@ -8,11 +8,11 @@ from typing import Any
 
 import asyncpg
 
+from ..domain.ari_write import HORIZON_DAYS
 from ..domain.admin_models import PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
 from .database import Database
 from .records import Catalog, Property, RatePlan, RoomType
 
-HORIZON_DAYS = 365
 
 _PROPERTY_COLUMNS = """id, name, timezone, currency, channel_manager, pms, pms_entitled, status,
     owner_email, bookings_per_day, guest_confirmation, created_at"""

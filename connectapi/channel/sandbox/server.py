@@ -21,7 +21,7 @@ from quart_trio import QuartTrio
 from ...engine import Clock
 from .state import SandboxState, Throttle
 
-TASK_LIMIT_HANG = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
+HANG_SECONDS = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -58,7 +58,7 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
             return _error(500, "internal_server_error", "Internal server error")
         if mode == "timeout":
             state.stats.failed += 1
-            await trio.sleep(TASK_LIMIT_HANG)
+            await trio.sleep(HANG_SECONDS)
         throttle = state.admit(clock.monotonic(), budgets)
         if isinstance(throttle, Throttle):
             return _throttled(throttle.retry_after)

@@ -22,6 +22,7 @@ from ...engine import ActorCrashed, ActorUnavailable
 from ...storage import ari, idempotency
 from ...storage.database import StorageUnavailable
 from ...storage.properties import get_catalog
+from ...storage.records import Catalog, Property
 from ..body import raw_body
 from ..envelope import ok, replay
 from ..gates import caller, context, rule
@@ -58,6 +59,13 @@ def _read_range() -> tuple[date, date]:
     return first, last
 
 
+async def _read_setup() -> tuple[date, date, Property, Catalog]:
+    """The range asked for, the caller's property and its catalog: what every read starts with."""
+    first, last = _read_range()
+    prop = caller().property
+    return first, last, prop, await get_catalog(context().db, prop.id)
+
+
 def _grouped(rows: list[Any], id_column: str, id_name: str, order: list[int], night: Any) -> list[dict[str, Any]]:
     """Rows (ordered by entity, night) as `[{<id_name>: id, nights: [...]}]`, one per entity in `order`."""
     by_id: dict[int, list[dict[str, Any]]] = {i: [] for i in order}
@@ -69,10 +77,8 @@ def _grouped(rows: list[Any], id_column: str, id_name: str, order: list[int], ni
 @blueprint.get("/availability")
 @rule(scope="ari:read", product="channelManager")
 async def read_availability() -> Response:
-    first, last = _read_range()
-    ctx, prop = context(), caller().property
-    catalog = await get_catalog(ctx.db, prop.id)
-    rows = await ari.read_availability(ctx.db, prop.id, first, last)
+    first, last, prop, catalog = await _read_setup()
+    rows = await ari.read_availability(context().db, prop.id, first, last)
     groups = _grouped(rows, "room_type_id", "roomTypeId", [r.id for r in catalog.room_types],
                       lambda r: {"date": r["night"].isoformat(), "available": r["available"]})
     return ok({"from": first.isoformat(), "to": last.isoformat(), "roomTypes": groups})
@@ -81,10 +87,8 @@ async def read_availability() -> Response:
 @blueprint.get("/rates")
 @rule(scope="ari:read", product="channelManager")
 async def read_rates() -> Response:
-    first, last = _read_range()
-    ctx, prop = context(), caller().property
-    catalog = await get_catalog(ctx.db, prop.id)
-    rows = await ari.read_rates(ctx.db, prop.id, first, last)
+    first, last, prop, catalog = await _read_setup()
+    rows = await ari.read_rates(context().db, prop.id, first, last)
     groups = _grouped(rows, "rate_plan_id", "ratePlanId", [p.id for p in catalog.rate_plans],
                       lambda r: {"date": r["night"].isoformat(), "rateMinor": r["rate_minor"]})
     return ok({"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency, "ratePlans": groups})
@@ -93,10 +97,8 @@ async def read_rates() -> Response:
 @blueprint.get("/restrictions")
 @rule(scope="ari:read", product="channelManager")
 async def read_restrictions() -> Response:
-    first, last = _read_range()
-    ctx, prop = context(), caller().property
-    catalog = await get_catalog(ctx.db, prop.id)
-    rows = await ari.read_restrictions(ctx.db, prop.id, first, last)
+    first, last, prop, catalog = await _read_setup()
+    rows = await ari.read_restrictions(context().db, prop.id, first, last)
     held = {(r["rate_plan_id"], r["night"]): r for r in rows}
     span = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     plans = []
