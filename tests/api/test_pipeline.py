@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from connectapi.storage import pushes
 
@@ -141,12 +142,17 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
     assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1}
     assert sync.data["newestPendingBatch"] == {"batchId": made.data["batchId"], "pendingCells": 1}
     assert "HTTP 500" in sync.data["projector"]["lastError"] and sync.data["projector"]["nextAttemptAt"]
-    for failures in (2, 3):  # two more failures: three in a row
-        api.advance(300)  # past the backoff
-        for _ in range(100_000):
-            if api.ctx.channel.failures(prop["id"]) >= failures:
+    for _ in range(2):  # two more failures: three in a row
+        api.advance(300)
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(1000):
+            if api.ctx.sandbox.faults.remaining == 0 or api.ctx.channel.failures(prop["id"]) >= 3:
                 break
             await trio.sleep(0)
+    for _ in range(100_000):
+        if api.ctx.channel.failures(prop["id"]) >= 3:
+            break
+        await trio.sleep(0)
     assert (await api.call("GET", f"{API}/sync", key=key)).data["inventory"]["state"] == "FAILING"
     api.advance(300)  # the faults are used up: the next try goes through
     await settled(api, prop["id"])
