@@ -170,10 +170,12 @@ async def test_admin_sandbox_routes_and_channel_grid(api: Harness) -> None:
     await api.call("PUT", f"{API}/rates", key=key, body={"updates": [
         {"ratePlanId": plan, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "rate": "99", "currency": "EUR"}]})
     await settled(api, prop["id"])
+    reads = (await api.admin("GET", "/sandbox")).data["stats"]["readCalls"]
     held = await api.admin("GET", f"/properties/{prop['id']}/channel-grid?from=2026-11-23&to=2026-11-23")
     assert {"roomTypeId": room, "date": "2026-11-23", "available": 6} in held.data["availability"]
     assert held.data["rates"] == [{"ratePlanId": plan, "date": "2026-11-23", "rateMinor": 9900}]
     stats = await api.admin("GET", "/sandbox")
+    assert stats.data["stats"]["readCalls"] == reads  # the sandbox is looked at, not read through its budget
     assert stats.data["url"].startswith("http://127.0.0.1:") and stats.data["stats"]["availabilityCalls"] >= 1
     bad = await api.admin("POST", "/sandbox/faults", {"mode": "explode"})
     assert bad.code == "VALIDATION"

@@ -99,6 +99,14 @@ def test_nothing_is_lost_across_a_sigkill(tmp_path: Path) -> None:
         assert {n["date"]: f"{n['rateMinor'] / 100:.2f}" for n in rates} == {
             d: f["rate"] for d, f in held_restrictions.items()}
         assert len(rates) == 20
+        # with a real channel manager the admin grid reads it through its API
+        admin = httpx.Client(base_url=f"{second.url}/api/v1/admin", headers={"Authorization": f"Bearer {token}"},
+                             timeout=90)
+        reads = cm.get("/_sandbox/stats").json()["stats"]["readCalls"]
+        grid = admin.get(f"/properties/{prop['id']}/channel-grid?from={first_day}&to={last_day}").json()["data"]
+        assert {a["date"]: a["available"] for a in grid["availability"]} == held_availability
+        assert cm.get("/_sandbox/stats").json()["stats"]["readCalls"] == reads + 2
+        assert admin.get("/sandbox").json()["data"]["code"] == "SANDBOX_DISABLED"
     finally:
         for served in (first, second):
             if served is not None and served.proc.poll() is None:
