@@ -29,7 +29,11 @@ from ..engine import Clock
 
 log = logging.getLogger("connectapi.channel")
 Kind = Literal["availability", "restrictions"]
-MINUTE = 60.0
+# Our windows run a little longer than the channel manager's: it counts a call when it
+# arrives, we when we send, and a call that travels faster than the one ten calls before
+# it would otherwise land inside the channel manager's minute (seen under load as 429s
+# with Retry-After: 1).
+PACING_WINDOW = 60.0 + 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,7 @@ class ChannelManagerActor:
         self._budgets = budgets or ChannelBudgets()
         self._jitter = jitter
         self._properties: dict[int, _PropertyState] = {}
-        self._reads = SlidingWindow(self._budgets.reads_per_minute, MINUTE)
+        self._reads = SlidingWindow(self._budgets.reads_per_minute, PACING_WINDOW)
         self._read_lock = trio.Lock()
         self.calls = 0
         self.throttled = 0
@@ -92,7 +96,7 @@ class ChannelManagerActor:
         state = self._state(property_id)
         lane = state.lanes.setdefault(kind, trio.Lock())
         limit = self._budgets.availability_per_minute if kind == "availability" else self._budgets.restrictions_per_minute
-        window = state.windows.setdefault(kind, SlidingWindow(limit, MINUTE))
+        window = state.windows.setdefault(kind, SlidingWindow(limit, PACING_WINDOW))
         async with lane:
             await self._wait_for_slot(state, window)
             window.charge(self._clock.monotonic())
