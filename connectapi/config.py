@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .domain.addresses import parse_network
 from .domain.budgets import Budgets
+from .domain.mail_settings import SmtpSettings
 
 ADMIN_TOKEN_FILE = "admin-token"
 
@@ -40,6 +41,10 @@ class Settings:
     push_sweep_seconds: float = 30.0
     # Read the channel manager's grid back and repair differences (within its read budget).
     reconcile: bool = True
+    # The owner's e-mails: sent over SMTP when set, otherwise logged and marked sent.
+    smtp_url: str | None = None
+    smtp_from: str = "connectapi@localhost"
+    outbox_sweep_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -64,7 +69,14 @@ class Settings:
             cm_key=env.get("CONNECTAPI_CM_KEY") or None,
             push_paused=env.get("CONNECTAPI_PUSH_PAUSED", "").lower() in ("1", "true", "yes"),
             reconcile=env.get("CONNECTAPI_RECONCILE", "on").lower() not in ("0", "off", "false", "no"),
+            smtp_url=env.get("CONNECTAPI_SMTP_URL") or None,
+            smtp_from=env.get("CONNECTAPI_SMTP_FROM") or "connectapi@localhost",
         )
+        if settings.smtp_url:
+            try:
+                SmtpSettings.from_url(settings.smtp_url, settings.smtp_from)
+            except ValueError as exc:
+                raise ConfigError(f"CONNECTAPI_SMTP_URL: {exc}") from None
         if settings.cm_url and not settings.cm_key:
             raise ConfigError("CONNECTAPI_CM_URL is set without CONNECTAPI_CM_KEY")
         return settings.with_overrides(**overrides)

@@ -17,6 +17,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 from .actors.front_door import FrontDoor, FrontDoorMessage
+from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
 from .actors.property_actor import PropertyActor, PropertyMessage
 from .actors.channel_manager import ChannelManagerActor
 from .actors.property_writer import PropertyWriter, WriterMessage
@@ -28,6 +29,7 @@ from .channel.sandbox.serve import serve_sandbox
 from .channel.sandbox.state import SandboxState
 from .config import Settings, resolve_admin_token
 from .domain.addresses import TrustedProxies
+from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Registry, SystemClock, open_supervisor
 from .http.app import create_app
 from .http.context import FrontContext
@@ -82,6 +84,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                     scheduler = PushScheduler(drains, projectors, settings.push_paused)
                     async with trio.open_nursery() as sweeps:
                         reconciler = Reconciler(db, channel, scheduler, clock)
+                        outbox = OutboxSender(db, clock, mail_transport(settings), settings.outbox_sweep_seconds)
+                        sweeps.start_soon(outbox.run_forever)
                         if not settings.push_paused:
                             sweeps.start_soon(scheduler.sweep_forever, db, settings.push_sweep_seconds)
                             if settings.reconcile:
@@ -97,6 +101,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             writers=writers,
                             pushes=scheduler,
                             reconciler=reconciler,
+                            outbox=outbox,
                             channel=channel,
                             sandbox=sandbox,
                             sandbox_url=cm_url if sandbox is not None else None,
@@ -106,6 +111,12 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         sweeps.cancel_scope.cancel()
         stop_sandbox.set()
         background.cancel_scope.cancel()
+
+
+def mail_transport(settings: Settings) -> Transport:
+    if settings.smtp_url:
+        return SmtpTransport(SmtpSettings.from_url(settings.smtp_url, settings.smtp_from))
+    return LoggingTransport()
 
 
 async def purge_idempotency_keys(db: Database, clock: Clock, every: float) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..domain.budgets import KEY_BUDGETS, PROPERTY_BUDGETS, Budgets, RequestKind
+from ..domain.budgets import (BOOKING_KEY_BUDGETS, BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
+                              RequestKind)
 from ..domain.errors import ApiError
-from ..domain.sliding_window import WindowState
+from ..domain.sliding_window import SlidingWindow, WindowState
 from ..engine import Actor, Clock
 from ._budget_book import BudgetBook
 
@@ -38,7 +39,15 @@ class ChargeCells:
     cells: int
 
 
-PropertyMessage = AdmitRequest | ChargeCells
+@dataclass(frozen=True, slots=True)
+class ChargeBooking:
+    """The three booking budgets of one new booking; raises the 429 of the first one spent."""
+
+    key_id: int
+    bookings_per_day: int | None
+
+
+PropertyMessage = AdmitRequest | ChargeCells | ChargeBooking
 
 
 class PropertyActor(Actor[PropertyMessage]):
@@ -58,18 +67,28 @@ class PropertyActor(Actor[PropertyMessage]):
             case ChargeCells(cells):
                 self._charge_cells(now, cells)
                 return None
+            case ChargeBooking(key_id, bookings_per_day):
+                self._book.charge_all(now, self._charges(key_id, BOOKING_KEY_BUDGETS, BOOKING_PROPERTY_BUDGETS,
+                                                         bookings_per_day))
+                return None
 
     def _charge_cells(self, now: float, cells: int) -> None:
         window = self._book.window("cells", _PROPERTY)
         self._book.charge_all(now, [(window, "cells", cells)])
 
-    def _admit(self, now: float, request: AdmitRequest) -> Admitted:
-        charges = [(self._book.window(name, request.key_id), name, 1) for name in KEY_BUDGETS[request.kind]]
-        for name in PROPERTY_BUDGETS[request.kind]:
+    def _charges(self, key_id: int, key_budgets: tuple[str, ...], property_budgets: tuple[str, ...],
+                 bookings_per_day: int | None) -> list[tuple[SlidingWindow, str, int]]:
+        charges = [(self._book.window(name, key_id), name, 1) for name in key_budgets]
+        for name in property_budgets:
             limit = None
-            if name == "property-bookings-day" and request.bookings_per_day is not None:
-                limit = max(self._budgets.get(name).limit, request.bookings_per_day)
+            if name == "property-bookings-day" and bookings_per_day is not None:
+                limit = max(self._budgets.get(name).limit, bookings_per_day)
             charges.append((self._book.window(name, _PROPERTY, limit), name, 1))
+        return charges
+
+    def _admit(self, now: float, request: AdmitRequest) -> Admitted:
+        charges = self._charges(request.key_id, KEY_BUDGETS[request.kind], PROPERTY_BUDGETS[request.kind],
+                                request.bookings_per_day)
         try:
             self._book.charge_all(now, charges)
         except ApiError as refusal:

@@ -1,4 +1,4 @@
-"""One writer per property: its ARI writes, applied one at a time.
+"""One writer per property: its ARI writes and its bookings, applied one at a time.
 
 Kept apart from the PropertyActor on purpose: a write awaits the record (and may wait on
 the property's row lock held by another process), and while an actor awaits it does not
@@ -10,11 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import asyncpg
+
 from ..domain.ari_write import WritePlan
+from ..domain.booking_models import BookingIn
 from ..domain.errors import ApiError
 from ..engine import Actor
 from ..storage.database import Database, StorageUnavailable
 from .ari_writer import Answer, IdempotencyClaim, apply_write
+from .booking_writer import Outcome, cancel_booking, create_booking
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,16 +31,45 @@ class ApplyWrite:
     claim: IdempotencyClaim | None
 
 
-WriterMessage = ApplyWrite
+@dataclass(frozen=True, slots=True)
+class CreateBooking:
+    """Create a booking whose budgets are already charged; answers an Outcome."""
+
+    key_id: int
+    scopes: tuple[str, ...]
+    body: BookingIn
+    now: datetime
+    claim: IdempotencyClaim | None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelBooking:
+    key_id: int
+    booking_id: int
+    reason: str | None
+    now: datetime
+
+
+WriterMessage = ApplyWrite | CreateBooking | CancelBooking
 
 
 class PropertyWriter(Actor[WriterMessage]):
-    # An unreachable record is the asker's to report; it is no reason to restart.
-    replied_errors = (ApiError, StorageUnavailable)
+    # An unreachable record, or a transaction the record refused (rolled back whole), is the
+    # asker's to report; the writer holds no state, so neither is a reason to restart.
+    replied_errors = (ApiError, StorageUnavailable, asyncpg.PostgresError)
 
     def __init__(self, property_id: int, db: Database) -> None:
         self.property_id = property_id
         self._db = db
 
-    async def handle(self, message: WriterMessage) -> Answer:
-        return await apply_write(self._db, self.property_id, message.key_id, message.plan, message.now, message.claim)
+    async def handle(self, message: WriterMessage) -> Answer | Outcome:
+        match message:
+            case ApplyWrite():
+                return await apply_write(self._db, self.property_id, message.key_id, message.plan, message.now,
+                                         message.claim)
+            case CreateBooking():
+                return await create_booking(self._db, self.property_id, message.key_id, message.scopes,
+                                            message.body, message.now, message.claim)
+            case CancelBooking():
+                return await cancel_booking(self._db, self.property_id, message.key_id, message.booking_id,
+                                            message.reason, message.now)

@@ -42,19 +42,23 @@ class RequestKind(Enum):
     BOOKING_OTHER = "booking-other"  # cancel: a request, not a new booking
 
 
-# Budgets kept per key, then per property, charged by request kind (cells are charged by amount later).
+# Budgets kept per key, then per property, charged at the gates by request kind. Cells are
+# charged by amount later; the three booking budgets later too (BOOKING_*_BUDGETS), after
+# the repeat check, because a repeated externalReference charges nothing.
 KEY_BUDGETS: dict[RequestKind, tuple[str, ...]] = {
     RequestKind.READ: ("requests",),
     RequestKind.WRITE: ("requests", "writes"),
-    RequestKind.BOOKING_CREATE: ("requests", "bookings"),
+    RequestKind.BOOKING_CREATE: ("requests",),
     RequestKind.BOOKING_OTHER: ("requests",),
 }
 PROPERTY_BUDGETS: dict[RequestKind, tuple[str, ...]] = {
     RequestKind.READ: ("property",),
     RequestKind.WRITE: ("property", "property-writes"),
-    RequestKind.BOOKING_CREATE: ("property", "property-bookings", "property-bookings-day"),
+    RequestKind.BOOKING_CREATE: ("property",),
     RequestKind.BOOKING_OTHER: ("property",),
 }
+BOOKING_KEY_BUDGETS: tuple[str, ...] = ("bookings",)
+BOOKING_PROPERTY_BUDGETS: tuple[str, ...] = ("property-bookings", "property-bookings-day")
 
 
 @dataclass(frozen=True, slots=True)

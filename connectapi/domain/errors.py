@@ -45,6 +45,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "PAYMENT_EXCEEDS_TOTAL": 400,
     "BOOKING_NOT_FOUND": 404,
     "BOOKING_NOT_CANCELLABLE": 409,
+    "BOOKING_CANCELLED": 409,  # admin check-in of a cancelled booking
     "MODULE_NOT_ENTITLED": 402,
     "PROPERTY_NOT_FOUND": 404,
     "KEY_NOT_FOUND": 404,

@@ -13,10 +13,11 @@ from ..domain.errors import ApiError
 from ..domain.ratelimit_headers import policy_header, ratelimit_header
 from ..engine import ActorUnavailable, AskTimeout
 from ..storage.database import StorageUnavailable
-from . import admin, admin_channel, envelope, gates, health
+from . import admin, admin_bookings, admin_channel, envelope, gates, health
 from .context import FrontContext
 from .routes import ari as ari_routes
 from .routes import batches as batch_routes
+from .routes import bookings as booking_routes
 from .routes import property as property_routes
 from .routes import sync as sync_routes
 
@@ -39,7 +40,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.register_blueprint(health.blueprint)
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(admin_channel.blueprint)
-    for routes in (property_routes, ari_routes, batch_routes, sync_routes):
+    app.register_blueprint(admin_bookings.blueprint)
+    for routes in (property_routes, ari_routes, batch_routes, sync_routes, booking_routes):
         app.register_blueprint(routes.blueprint, url_prefix=gates.CONNECT_PREFIX)
 
     @app.before_request

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..actors.front_door import FrontDoorMessage
 from ..actors.channel_manager import ChannelManagerActor
 from ..actors.property_actor import PropertyMessage
+from ..actors.outbox import OutboxSender
 from ..actors.push_scheduler import PushScheduler
 from ..actors.reconciler import Reconciler
 from ..channel.sandbox.state import SandboxState
@@ -30,6 +31,7 @@ class FrontContext:
     writers: Registry[int, WriterMessage]
     pushes: PushScheduler
     reconciler: Reconciler
+    outbox: OutboxSender
     channel: ChannelManagerActor
     sandbox: SandboxState | None  # the in-process sandbox channel manager, when no real one is configured
     sandbox_url: str | None

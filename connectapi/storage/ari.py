@@ -34,7 +34,9 @@ async def lock_property(conn: asyncpg.Connection, property_id: int) -> asyncpg.R
     foreign-key checks take, so inserts that name the property (an idempotency claim, a
     key) do not wait behind a write.
     """
-    return await conn.fetchrow("SELECT id, currency, timezone FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
+    return await conn.fetchrow(
+        """SELECT id, name, currency, timezone, owner_email, guest_confirmation FROM properties
+           WHERE id = $1 FOR NO KEY UPDATE""", property_id)
 
 
 async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:

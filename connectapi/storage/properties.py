@@ -94,18 +94,23 @@ async def get_property(db: Database, property_id: int) -> Property | None:
 
 async def get_catalog(db: Database, property_id: int) -> Catalog:
     async def work(conn: asyncpg.Connection) -> Catalog:
-        rooms = await conn.fetch(
-            "SELECT id, name, max_adults, max_occupancy, rooms FROM room_types WHERE property_id = $1 ORDER BY id",
-            property_id,
-        )
-        plans = await conn.fetch(
-            """SELECT id, room_type_id, name, meal_plan, min_rate, max_rate FROM rate_plans
-               WHERE property_id = $1 ORDER BY id""",
-            property_id,
-        )
-        return Catalog(tuple(map(_room_type_of, rooms)), tuple(map(_rate_plan_of, plans)))
+        return await catalog_in(conn, property_id)
 
     return await db.run(work)
+
+
+async def catalog_in(conn: asyncpg.Connection, property_id: int) -> Catalog:
+    """The property's room types and rate plans, read on a connection (inside a transaction)."""
+    rooms = await conn.fetch(
+        "SELECT id, name, max_adults, max_occupancy, rooms FROM room_types WHERE property_id = $1 ORDER BY id",
+        property_id,
+    )
+    plans = await conn.fetch(
+        """SELECT id, room_type_id, name, meal_plan, min_rate, max_rate FROM rate_plans
+           WHERE property_id = $1 ORDER BY id""",
+        property_id,
+    )
+    return Catalog(tuple(map(_room_type_of, rooms)), tuple(map(_rate_plan_of, plans)))
 
 
 _PATCH_COLUMNS: dict[str, str] = {

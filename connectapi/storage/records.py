@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +67,52 @@ class KeyWithProperty:
     key: ApiKey
     digest: bytes
     property: Property
+
+
+@dataclass(frozen=True, slots=True)
+class BookingRoom:
+    id: int
+    room_type_id: int
+    rate_plan_id: int | None
+    meal_plan: str
+    adults: int
+    children: int
+    nightly_minor: int
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Booking:
+    id: int
+    property_id: int
+    source: str
+    reference: str
+    external_reference: str | None
+    status: str
+    check_in: date
+    check_out: date
+    currency: str
+    guest_name: str
+    guest_phone: str
+    guest_email: str | None
+    total_minor: int
+    paid_minor: int
+    created_at: datetime
+    cancelled_at: datetime | None
+    channel_manager: bool  # the property's: whether channels hear of its inventory
+    event_recorded: bool
+    rooms: tuple[BookingRoom, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    id: int
+    property_id: int
+    kind: str
+    to_address: str
+    subject: str
+    body: str
+    created_at: datetime
+    sent_at: datetime | None
+    attempts: int
+    last_error: str | None

@@ -1,0 +1,141 @@
+"""Creating and cancelling a PMS booking: one transaction each, under the property's lock.
+
+Run by the property's writer actor, so a property's bookings and ARI writes are applied
+one at a time in this process; the row lock on the property serialises them across
+processes. Every refusal inside is an answer (stored with an idempotency key, if any),
+and leaves nothing else written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import asyncpg
+
+from ..domain import bookings as rules
+from ..domain import emails
+from ..domain.booking_models import BookingIn
+from ..domain.errors import ApiError
+from ..storage import ari, idempotency, notifications
+from ..storage import bookings as store
+from ..storage.database import Database
+from ..storage.properties import catalog_in
+from ..storage.records import Booking
+from .ari_writer import Answer, IdempotencyClaim
+from .booking_views import booking_view
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """An answer, and whether the inventory moved (the drain and the mailer have work)."""
+
+    answer: Answer
+    inventory_moved: bool
+
+
+async def create_booking(db: Database, property_id: int, key_id: int, scopes: tuple[str, ...], body: BookingIn,
+                         now: datetime, claim: IdempotencyClaim | None) -> Outcome:
+    async def work(conn: asyncpg.Connection) -> Outcome:
+        outcome = await _create(conn, property_id, key_id, scopes, body, now)
+        if claim is not None:
+            await idempotency.finish(conn, property_id, claim.route, claim.key, outcome.answer.status,
+                                     outcome.answer.stored())
+        return outcome
+
+    return await db.transaction(work)
+
+
+async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scopes: tuple[str, ...],
+                  body: BookingIn, now: datetime) -> Outcome:
+    prop = await ari.lock_property(conn, property_id)
+    # Under the lock: a request that raced past the route's repeat check finds the first here.
+    earlier = await store.api_booking_by_reference_in(conn, property_id, body.externalReference)
+    if earlier is not None:
+        return Outcome(Answer(200, "OK", booking_view(earlier, replay=True)), False)
+
+    catalog = await catalog_in(conn, property_id)
+    room_types = {r.id: r for r in catalog.room_types}
+    rate_plans = {p.id: p for p in catalog.rate_plans}
+    today = now.astimezone(ZoneInfo(prop["timezone"])).date()
+    try:
+        planned = rules.plan_booking(body, prop["currency"].strip(), today, scopes, room_types, rate_plans)
+    except ApiError as refusal:
+        return Outcome(Answer.refusal(refusal), False)
+
+    nights = planned.stay_nights()
+    needed = planned.rooms_needed()
+    held = await store.held_availability(conn, property_id, sorted(needed), nights[0], nights[-1])
+    short = rules.first_short_night(needed, nights, held, room_types)
+    if short is not None:
+        return Outcome(Answer.refusal(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}",
+                                               short.details())), False)
+
+    guest_id = await store.guest_for(conn, property_id, planned, now)
+    booking_id = await store.insert_booking(conn, property_id, key_id, planned, body.guest.phone, guest_id,
+                                            rules.folio(planned, room_types), now)
+    await store.move_availability(conn, property_id, booking_id, {rt: -n for rt, n in needed.items()}, nights,
+                                  {rt: room_types[rt].rooms for rt in needed}, "booking.created", now)
+    booking = await store.booking_in(conn, booking_id)
+    assert booking is not None
+    await store.log_activity(conn, property_id, booking_id, key_id, "booking.created",
+                             f"booking {booking.reference} created through the Connect API", now)
+    await store.record_domain_event(conn, property_id, booking_id, "booking.created",
+                                    {"bookingId": booking_id, "reference": booking.reference,
+                                     "externalReference": booking.external_reference, "source": "api"}, now)
+    facts = _facts(prop["name"], booking)
+    if prop["owner_email"]:
+        await _enqueue(conn, property_id, booking_id, prop["owner_email"], emails.owner_booking_created(facts), now)
+    if prop["guest_confirmation"] and booking.guest_email:
+        await _enqueue(conn, property_id, booking_id, booking.guest_email, emails.guest_confirmation(facts), now)
+    return Outcome(Answer(201, "Created", booking_view(booking, replay=False)), True)
+
+
+async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id: int, reason: str | None,
+                         now: datetime) -> Outcome:
+    async def work(conn: asyncpg.Connection) -> Outcome:
+        prop = await ari.lock_property(conn, property_id)
+        row = await store.lock_booking(conn, property_id, booking_id)
+        if row is None:
+            return Outcome(Answer.refusal(ApiError("BOOKING_NOT_FOUND", f"no booking {booking_id}")), False)
+        if row["status"] == "CANCELLED":
+            booking = await store.booking_in(conn, booking_id)
+            assert booking is not None
+            return Outcome(Answer(200, "OK", booking_view(booking, replay=True)), False)
+        if row["status"] != "UPCOMING":
+            return Outcome(Answer.refusal(ApiError(
+                "BOOKING_NOT_CANCELLABLE", "the booking is checked in or has moved on", {"status": row["status"]})),
+                False)
+        given_back = dict(Counter(await store.room_types_of(conn, booking_id)))
+        catalog = await catalog_in(conn, property_id)
+        full = {r.id: r.rooms for r in catalog.room_types}
+        nights = rules.stay_nights_of(row["check_in"], row["check_out"])
+        await store.mark_cancelled(conn, booking_id, reason, now)
+        await store.move_availability(conn, property_id, booking_id, given_back, nights,
+                                      {rt: full[rt] for rt in given_back}, "booking.cancelled", now)
+        await store.log_activity(conn, property_id, booking_id, key_id, "booking.cancelled",
+                                 f"booking {row['reference']} cancelled through the Connect API"
+                                 + (f": {reason}" if reason else ""), now)
+        await store.record_domain_event(conn, property_id, booking_id, "booking.cancelled",
+                                        {"bookingId": booking_id, "reference": row["reference"],
+                                         "reason": reason}, now)
+        booking = await store.booking_in(conn, booking_id)
+        assert booking is not None
+        if prop["owner_email"]:
+            await _enqueue(conn, property_id, booking_id, prop["owner_email"],
+                           emails.owner_booking_cancelled(_facts(prop["name"], booking), reason), now)
+        return Outcome(Answer(200, "OK", booking_view(booking, replay=False)), True)
+
+    return await db.transaction(work)
+
+
+def _facts(property_name: str, b: Booking) -> emails.BookingFacts:
+    return emails.BookingFacts(property_name, b.reference, b.external_reference, b.check_in, b.check_out,
+                               len(b.rooms), b.guest_name, booking_view(b, False)["totalAmount"], b.currency)
+
+
+async def _enqueue(conn: asyncpg.Connection, property_id: int, booking_id: int, to: str, email: emails.Email,
+                   now: datetime) -> None:
+    await notifications.enqueue(conn, property_id, booking_id, email.kind, to, email.subject, email.body, now)

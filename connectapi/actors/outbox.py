@@ -1,0 +1,110 @@
+"""Sends the e-mails of the outbox: over SMTP when configured, otherwise logged.
+
+A row is written in the transaction of what it tells; this loop sends what is due after a
+wake-up (a booking just committed) or every sweep, so a crash or an unreachable mail
+server delays an e-mail and never loses one. A failed send is tried again with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+import ssl
+from datetime import timedelta
+from email.message import EmailMessage
+from typing import Protocol
+
+import trio
+
+from ..domain.mail_settings import SmtpSettings
+from ..engine import Clock
+from ..storage import notifications
+from ..storage.database import Database, StorageUnavailable
+from ..storage.records import Notification
+
+log = logging.getLogger("connectapi.outbox")
+BATCH = 50
+RETRY_BASE = timedelta(minutes=1)
+RETRY_MAX = timedelta(hours=1)
+
+
+class Transport(Protocol):
+    async def send(self, note: Notification) -> None: ...
+
+
+class LoggingTransport:
+    """No mail server configured: the e-mail is logged (recipient and subject) and counts as sent."""
+
+    async def send(self, note: Notification) -> None:
+        log.info("e-mail %s to %s: %s (no SMTP server configured; not sent)", note.kind, note.to_address,
+                 note.subject)
+
+
+class SmtpTransport:
+    def __init__(self, settings: SmtpSettings, timeout: float = 30.0) -> None:
+        self._settings = settings
+        self._timeout = timeout
+
+    async def send(self, note: Notification) -> None:
+        message = EmailMessage()
+        message["From"] = self._settings.sender
+        message["To"] = note.to_address
+        message["Subject"] = note.subject
+        message.set_content(note.body)
+        await trio.to_thread.run_sync(self._send_blocking, message)
+
+    def _send_blocking(self, message: EmailMessage) -> None:
+        s = self._settings
+        client: smtplib.SMTP
+        if s.tls == "ssl":
+            client = smtplib.SMTP_SSL(s.host, s.port, timeout=self._timeout, context=ssl.create_default_context())
+        else:
+            client = smtplib.SMTP(s.host, s.port, timeout=self._timeout)
+        with client:
+            if s.tls == "starttls":
+                client.starttls(context=ssl.create_default_context())
+            if s.user and s.password:
+                client.login(s.user, s.password)
+            client.send_message(message)
+
+
+class OutboxSender:
+    def __init__(self, db: Database, clock: Clock, transport: Transport, sweep_seconds: float = 30.0) -> None:
+        self._db = db
+        self._clock = clock
+        self._transport = transport
+        self._sweep = sweep_seconds
+        self._wake = trio.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run_forever(self) -> None:
+        while True:
+            try:
+                await self.send_due()
+            except StorageUnavailable as exc:
+                log.warning("outbox: the record is unreachable: %s", exc)
+            with trio.move_on_after(self._sweep):
+                await self._wake.wait()
+            self._wake = trio.Event()
+
+    async def send_due(self) -> int:
+        """Send every due e-mail; answers how many went out."""
+        sent = 0
+        while True:
+            due = await notifications.due(self._db, self._clock.now(), BATCH)
+            if not due:
+                return sent
+            for note in due:
+                try:
+                    await self._transport.send(note)
+                except (OSError, smtplib.SMTPException) as exc:
+                    delay = min(RETRY_MAX, RETRY_BASE * 2 ** note.attempts)
+                    log.warning("outbox: e-mail %d to %s failed (attempt %d): %s; next try in %s", note.id,
+                                note.to_address, note.attempts + 1, type(exc).__name__, delay)
+                    await notifications.mark_failed(self._db, note.id, f"{type(exc).__name__}: {exc}"[:500],
+                                                    self._clock.now() + delay)
+                else:
+                    await notifications.mark_sent(self._db, note.id, self._clock.now())
+                    sent += 1

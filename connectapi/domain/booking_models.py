@@ -1,0 +1,112 @@
+"""Strict bodies of the booking routes: POST /bookings and POST /bookings/{id}/cancel.
+
+Every string has a length cap and every amount a bound (decisions.md, "PMS bookings"),
+so nothing unbounded reaches the record.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
+
+# A positive amount in major units, at most two decimals and ten integer digits.
+AMOUNT_PATTERN = r"^(0|[1-9][0-9]{0,9})(\.[0-9]{1,2})?$"
+PAYMENT_METHODS = ("ONLINE", "CARD", "BANK_TRANSFER", "VOUCHER")
+MAX_ROOMS = 10
+
+_LINE = r"^[^\x00-\x1f\x7f]*$"  # no control characters: these strings reach e-mails and logs
+_LINES = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"  # notes may also hold line breaks and tabs
+
+ExternalReference = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=64, pattern=_LINE)]
+GuestName = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=200, pattern=_LINE)]
+Phone = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=32, pattern=_LINE)]
+Email = Annotated[str, StringConstraints(strict=True, max_length=254, pattern=_LINE)]
+PaymentReference = Annotated[str, StringConstraints(strict=True, max_length=128, pattern=_LINE)]
+Note = Annotated[str, StringConstraints(strict=True, max_length=2000, pattern=_LINES)]
+CancelReason = Annotated[str, StringConstraints(strict=True, max_length=500, pattern=_LINES)]
+Amount = Annotated[str, StringConstraints(strict=True, pattern=AMOUNT_PATTERN)]
+EntityId = Annotated[StrictInt, Field(ge=1)]
+
+
+def _positive(value: str) -> str:
+    if Decimal(value) <= 0:
+        raise ValueError("must be greater than zero")
+    return value
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class GuestIn(Strict):
+    name: GuestName
+    phone: Phone
+    email: Email | None = None
+    notes: Note | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("name cannot be blank")
+        return value
+
+    @field_validator("phone")
+    @classmethod
+    def _phone_has_digits(cls, value: str) -> str:
+        if not re.fullmatch(r"\+?[0-9 ().\-/]+", value.strip()):
+            raise ValueError("phone may hold digits, spaces, ( ) . - / and a leading +")
+        if not 5 <= sum(c.isdigit() for c in value) <= 20:
+            raise ValueError("phone must have 5 to 20 digits")
+        return value
+
+    @field_validator("email")
+    @classmethod
+    def _email_shape(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", value):
+            raise ValueError("email must look like name@domain.tld")
+        return value
+
+
+class RoomIn(Strict):
+    roomTypeId: EntityId
+    ratePlanId: EntityId
+    adults: Annotated[StrictInt, Field(ge=1, le=20)]
+    children: Annotated[StrictInt, Field(ge=0, le=20)] = 0
+    nightlyRate: Amount
+
+    _rate = field_validator("nightlyRate")(classmethod(lambda cls, v: _positive(v)))
+
+
+class PaymentIn(Strict):
+    amount: Amount
+    method: Literal["ONLINE", "CARD", "BANK_TRANSFER", "VOUCHER"]
+    reference: PaymentReference | None = None
+
+    _amount = field_validator("amount")(classmethod(lambda cls, v: _positive(v)))
+
+
+class BookingIn(Strict):
+    externalReference: ExternalReference
+    checkIn: date
+    checkOut: date
+    currency: Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Z]{3}$")]
+    guest: GuestIn
+    rooms: Annotated[list[RoomIn], Field(min_length=1, max_length=MAX_ROOMS)]
+    payment: PaymentIn | None = None
+    notes: Note | None = None
+
+    @field_validator("externalReference")
+    @classmethod
+    def _reference_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("externalReference cannot be blank")
+        return value
+
+
+class CancelIn(Strict):
+    reason: CancelReason | None = None

@@ -1,0 +1,248 @@
+"""A PMS booking's rules, without I/O: the checks of POST /bookings in the contract's order,
+the nights it needs, the first short night, its folio, and how amounts are written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Protocol
+
+from .ari_write import HORIZON_DAYS  # the last writable night is also the last bookable arrival
+from .booking_models import BookingIn
+from .errors import ApiError
+from .money import currency_exponent
+
+MAX_NIGHTS = 90
+PAYMENTS_SCOPE = "bookings:payments"
+# Board basis of a rate plan, as the folio's meal line names it; RO has no meal line.
+MEAL_LINES = {"BB": "Breakfast", "CP": "Continental breakfast", "HB": "Half board", "FB": "Full board",
+              "AI": "All inclusive"}
+
+
+class CatalogRoomType(Protocol):
+    @property
+    def id(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def max_adults(self) -> int: ...
+    @property
+    def max_occupancy(self) -> int: ...
+    @property
+    def rooms(self) -> int: ...
+
+
+class CatalogRatePlan(Protocol):
+    @property
+    def id(self) -> int: ...
+    @property
+    def room_type_id(self) -> int: ...
+    @property
+    def meal_plan(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRoom:
+    index: int
+    room_type_id: int
+    rate_plan_id: int
+    meal_plan: str
+    adults: int
+    children: int
+    nightly_minor: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedPayment:
+    amount_minor: int
+    method: str
+    reference: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedBooking:
+    """A booking that passed every rule; what the transaction writes."""
+
+    external_reference: str
+    check_in: date
+    check_out: date
+    currency: str
+    exponent: int
+    guest_name: str
+    guest_phone: str  # normalised
+    guest_email: str | None
+    guest_notes: str | None
+    notes: str | None
+    rooms: tuple[PlannedRoom, ...]
+    payment: PlannedPayment | None
+
+    @property
+    def nights(self) -> int:
+        return (self.check_out - self.check_in).days
+
+    @property
+    def total_minor(self) -> int:
+        return sum(room.nightly_minor for room in self.rooms) * self.nights
+
+    def stay_nights(self) -> list[date]:
+        return stay_nights_of(self.check_in, self.check_out)
+
+    def rooms_needed(self) -> dict[int, int]:
+        """Rooms asked for per room type: two rooms of one type need two on every night."""
+        return dict(Counter(room.room_type_id for room in self.rooms))
+
+
+def stay_nights_of(check_in: date, check_out: date) -> list[date]:
+    """The nights slept: from the arrival up to, not including, the departure."""
+    return [check_in + timedelta(days=i) for i in range((check_out - check_in).days)]
+
+
+def normalise_phone(phone: str) -> str:
+    """'+351 912-345 678' -> '+351912345678': the guest's identity within a property."""
+    digits = "".join(c for c in phone if c.isdigit())
+    return ("+" if phone.strip().startswith("+") else "") + digits
+
+
+def to_minor(amount: str, exponent: int) -> int | None:
+    """A decimal string in major units as minor units; None when the currency cannot hold it."""
+    scaled = Decimal(amount).scaleb(exponent)
+    if scaled != scaled.to_integral_value():
+        return None
+    return int(scaled)
+
+
+def money(minor: int, exponent: int) -> str:
+    """Minor units as the contract writes amounts: a string with two decimals."""
+    return f"{Decimal(minor).scaleb(-exponent):.2f}"
+
+
+def check_stay(check_in: date, check_out: date, today: date) -> None:
+    def invalid(message: str, **details: object) -> ApiError:
+        return ApiError("STAY_INVALID", message, {"checkIn": check_in.isoformat(),
+                                                  "checkOut": check_out.isoformat(), **details})
+
+    if check_out <= check_in:
+        raise invalid("checkOut must be after checkIn")
+    if check_in < today:
+        raise invalid("the arrival is in the past", today=today.isoformat())
+    if check_in > today + timedelta(days=HORIZON_DAYS):
+        raise invalid(f"the arrival is beyond today + {HORIZON_DAYS} days",
+                      lastArrival=(today + timedelta(days=HORIZON_DAYS)).isoformat())
+    if (check_out - check_in).days > MAX_NIGHTS:
+        raise invalid(f"a stay is at most {MAX_NIGHTS} nights", maxNights=MAX_NIGHTS)
+
+
+def plan_booking(body: BookingIn, currency: str, today: date, scopes: Iterable[str],
+                 room_types: Mapping[int, CatalogRoomType], rate_plans: Mapping[int, CatalogRatePlan]
+                 ) -> PlannedBooking:
+    """The rules of POST /bookings after the budgets, in the contract's order; raises the first refusal."""
+    if body.currency != currency:
+        raise ApiError("CURRENCY_MISMATCH", f"bookings must be in {currency}",
+                       {"expected": currency, "got": body.currency})
+    check_stay(body.checkIn, body.checkOut, today)
+    exponent = currency_exponent(currency)
+
+    unknown_rooms = sorted({r.roomTypeId for r in body.rooms} - set(room_types))
+    if unknown_rooms:
+        raise ApiError("UNKNOWN_ROOM_TYPE", "room types not of this property", {"roomTypeIds": unknown_rooms})
+    unknown_plans = sorted({r.ratePlanId for r in body.rooms} - set(rate_plans))
+    if unknown_plans:
+        raise ApiError("UNKNOWN_RATE_PLAN", "rate plans not of this property", {"ratePlanIds": unknown_plans})
+
+    rooms = []
+    for index, entry in enumerate(body.rooms):
+        plan = rate_plans[entry.ratePlanId]
+        if plan.room_type_id != entry.roomTypeId:
+            raise ApiError("UNKNOWN_ROOM_TYPE_FOR_PLAN", "the rate plan belongs to another room type",
+                           {"index": index, "roomTypeId": entry.roomTypeId, "ratePlanId": entry.ratePlanId,
+                            "ratePlanRoomTypeId": plan.room_type_id})
+        room_type = room_types[entry.roomTypeId]
+        if entry.adults > room_type.max_adults or entry.adults + entry.children > room_type.max_occupancy:
+            raise ApiError("OCCUPANCY_EXCEEDED", "more guests than the room type takes",
+                           {"index": index, "roomTypeId": entry.roomTypeId, "maxAdults": room_type.max_adults,
+                            "maxOccupancy": room_type.max_occupancy})
+        nightly = to_minor(entry.nightlyRate, exponent)
+        if nightly is None:
+            raise ApiError("VALIDATION", "request does not match the schema", [
+                {"path": f"rooms[{index}].nightlyRate", "message": f"{currency} has no minor unit that small"}])
+        rooms.append(PlannedRoom(index, entry.roomTypeId, entry.ratePlanId, plan.meal_plan, entry.adults,
+                                 entry.children, nightly))
+
+    payment = None
+    if body.payment is not None:
+        if PAYMENTS_SCOPE not in scopes:
+            raise ApiError("PAYMENT_NOT_ALLOWED", f"recording a payment needs the {PAYMENTS_SCOPE} scope",
+                           {"needed": PAYMENTS_SCOPE})
+        amount = to_minor(body.payment.amount, exponent)
+        if amount is None:
+            raise ApiError("VALIDATION", "request does not match the schema", [
+                {"path": "payment.amount", "message": f"{currency} has no minor unit that small"}])
+        payment = PlannedPayment(amount, body.payment.method, body.payment.reference)
+
+    planned = PlannedBooking(
+        external_reference=body.externalReference, check_in=body.checkIn, check_out=body.checkOut,
+        currency=currency, exponent=exponent, guest_name=body.guest.name.strip(),
+        guest_phone=normalise_phone(body.guest.phone), guest_email=body.guest.email,
+        guest_notes=body.guest.notes, notes=body.notes, rooms=tuple(rooms), payment=payment)
+    if payment is not None and payment.amount_minor > planned.total_minor:
+        raise ApiError("PAYMENT_EXCEEDS_TOTAL", "the payment is more than the stay's total",
+                       {"amount": money(payment.amount_minor, exponent),
+                        "total": money(planned.total_minor, exponent)})
+    return planned
+
+
+@dataclass(frozen=True, slots=True)
+class ShortNight:
+    room_type_id: int
+    night: date
+    available: int
+    requested: int
+
+    def details(self) -> dict[str, object]:
+        return {"roomTypeId": self.room_type_id, "date": self.night.isoformat(), "available": self.available,
+                "requested": self.requested}
+
+
+def first_short_night(needed: Mapping[int, int], nights: list[date], held: Mapping[tuple[int, date], int],
+                      room_types: Mapping[int, CatalogRoomType]) -> ShortNight | None:
+    """The earliest night (then lowest room type) without enough rooms.
+
+    A night the record holds no count for counts as the room type's full `rooms`: the
+    record starts every night at that and nothing has been sold or closed there.
+    """
+    for night in nights:
+        for room_type_id in sorted(needed):
+            available = held.get((room_type_id, night), room_types[room_type_id].rooms)
+            if available < needed[room_type_id]:
+                return ShortNight(room_type_id, night, available, needed[room_type_id])
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FolioLine:
+    room_index: int | None  # the booking room it belongs to; None for the payment
+    kind: str  # ROOM, MEAL, PAYMENT
+    night: date | None
+    description: str
+    amount_minor: int
+
+
+def folio(booking: PlannedBooking, room_types: Mapping[int, CatalogRoomType]) -> list[FolioLine]:
+    """A room charge per night per room, the board basis per night per room (included in the
+    rate, so amount 0), then the payment if any."""
+    lines = []
+    for room in booking.rooms:
+        for night in booking.stay_nights():
+            lines.append(FolioLine(room.index, "ROOM", night, f"Room: {room_types[room.room_type_id].name}",
+                                   room.nightly_minor))
+            meal = MEAL_LINES.get(room.meal_plan)
+            if meal is not None:
+                lines.append(FolioLine(room.index, "MEAL", night, f"{meal} (included in the rate)", 0))
+    if booking.payment is not None:
+        lines.append(FolioLine(None, "PAYMENT", None, f"Payment ({booking.payment.method})",
+                               booking.payment.amount_minor))
+    return lines

@@ -1,0 +1,52 @@
+"""The texts of the e-mails the service sends: subjects and plain-text bodies, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+
+@dataclass(frozen=True, slots=True)
+class Email:
+    kind: str  # what the admin notifications route lists
+    subject: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class BookingFacts:
+    property_name: str
+    reference: str
+    external_reference: str | None
+    check_in: date
+    check_out: date
+    rooms: int
+    guest_name: str
+    total: str  # formatted amount
+    currency: str
+
+
+def _stay(f: BookingFacts) -> str:
+    nights = (f.check_out - f.check_in).days
+    return (f"{f.check_in.isoformat()} to {f.check_out.isoformat()} ({nights} night{'s' if nights != 1 else ''}, "
+            f"{f.rooms} room{'s' if f.rooms != 1 else ''})")
+
+
+def owner_booking_created(f: BookingFacts) -> Email:
+    return Email("booking.created", f"New booking {f.reference} for {f.property_name}",
+                 f"A booking came in through the Connect API.\n\n"
+                 f"Reference: {f.reference}\nTheir reference: {f.external_reference or '-'}\n"
+                 f"Guest: {f.guest_name}\nStay: {_stay(f)}\nTotal: {f.total} {f.currency}\n")
+
+
+def owner_booking_cancelled(f: BookingFacts, reason: str | None) -> Email:
+    return Email("booking.cancelled", f"Booking {f.reference} cancelled at {f.property_name}",
+                 f"A booking was cancelled through the Connect API; its nights are open again.\n\n"
+                 f"Reference: {f.reference}\nTheir reference: {f.external_reference or '-'}\n"
+                 f"Guest: {f.guest_name}\nStay: {_stay(f)}\nReason: {reason or '-'}\n")
+
+
+def guest_confirmation(f: BookingFacts) -> Email:
+    return Email("guest.confirmation", f"Your booking at {f.property_name}: {f.reference}",
+                 f"Dear {f.guest_name},\n\nyour booking at {f.property_name} is confirmed.\n\n"
+                 f"Reference: {f.reference}\nStay: {_stay(f)}\nTotal: {f.total} {f.currency}\n")

@@ -1,0 +1,35 @@
+"""Admin routes about bookings: the owner's e-mails, and the front desk's check-in."""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response
+
+from ..domain.errors import ApiError
+from ..domain.paths import ADMIN_PREFIX
+from ..storage import bookings, notifications, properties
+from .envelope import ok
+from .gates import context
+
+blueprint = Blueprint("admin_bookings", __name__, url_prefix=ADMIN_PREFIX)
+
+
+@blueprint.get("/properties/<int:property_id>/notifications")
+async def list_notifications(property_id: int) -> Response:
+    ctx = context()
+    if await properties.get_property(ctx.db, property_id) is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    found = await notifications.for_property(ctx.db, property_id)
+    return ok([{"id": n.id, "kind": n.kind, "to": n.to_address, "subject": n.subject, "createdAt": n.created_at,
+                "sentAt": n.sent_at, "attempts": n.attempts, "lastError": n.last_error} for n in found])
+
+
+@blueprint.post("/bookings/<int:booking_id>/check-in")
+async def check_in(booking_id: int) -> Response:
+    ctx = context()
+    moved = await bookings.check_in(ctx.db, booking_id, ctx.clock.now())
+    if moved is None:
+        raise ApiError("BOOKING_NOT_FOUND", f"no booking {booking_id}")
+    before, property_id = moved
+    if before == "CANCELLED":
+        raise ApiError("BOOKING_CANCELLED", "a cancelled booking cannot be checked in")
+    return ok({"bookingId": booking_id, "propertyId": property_id, "status": "CHECKED_IN"})

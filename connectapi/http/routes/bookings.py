@@ -1,0 +1,148 @@
+"""The PMS booking routes: create, list, read and cancel the bookings the API made."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import trio
+from quart import Blueprint, Response, request
+
+from ...actors.ari_writer import IdempotencyClaim
+from ...actors.booking_views import booking_view
+from ...actors.booking_writer import Outcome
+from ...actors.property_actor import ChargeBooking
+from ...actors.property_writer import CancelBooking, CreateBooking
+from ...domain import idempotency as idem
+from ...domain.booking_models import BookingIn, CancelIn
+from ...domain.budgets import RequestKind
+from ...domain.errors import ApiError
+from ...domain.validation import parse_json, parse_payload
+from ...engine import AskTimeout
+from ...storage import bookings, idempotency
+from ..body import raw_body
+from ..envelope import ok, replay
+from ..gates import caller, context, rule
+
+blueprint = Blueprint("connect_bookings", __name__)
+
+CREATE_ROUTE = "POST /bookings"
+LIST_DEFAULT_DAYS = 7
+LIST_DEFAULT_LIMIT = 50
+LIST_MAX_LIMIT = 100
+MAX_ID = 2**63 - 1
+
+
+@blueprint.post("/bookings")
+@rule(scope="bookings:write", product="pms", kind=RequestKind.BOOKING_CREATE)
+async def create_booking() -> Response:
+    ctx, who = context(), caller()
+    pid = who.property.id
+    key = idem.checked_key(request.headers.get(idem.HEADER))
+    payload = parse_json(await raw_body())
+    body = parse_payload(BookingIn, payload)
+
+    claim = None
+    if key is not None:
+        stored = await idempotency.claim(ctx.db, pid, CREATE_ROUTE, key, idem.body_hash(payload), ctx.clock.now(),
+                                         idem.RETENTION, idem.STALE_IN_FLIGHT)
+        if stored is not None:
+            if not stored.same_body:
+                raise ApiError("IDEMPOTENCY_KEY_REUSED", "this idempotency key was used with another body")
+            if stored.in_flight or stored.status is None or stored.response is None:
+                raise ApiError("IDEMPOTENCY_IN_FLIGHT", "a request with this idempotency key is still running")
+            return replay(stored.status, stored.response)
+        claim = IdempotencyClaim(CREATE_ROUTE, key)
+
+    try:
+        earlier = await bookings.api_booking_by_reference(ctx.db, pid, body.externalReference)
+        if earlier is not None:
+            # A repeat: the booking as it stands, nothing charged, nothing written.
+            await _release(claim)
+            return ok(booking_view(earlier, replay=True), 200)
+        if not who.property.pms_entitled:
+            raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
+        await ctx.properties.ask(pid, ChargeBooking(who.key.id, who.property.bookings_per_day), ctx.ask_timeout)
+        outcome: Outcome = await ctx.writers.ask(
+            pid, CreateBooking(who.key.id, who.key.scopes, body, ctx.clock.now(), claim), ctx.ask_timeout)
+    except AskTimeout:
+        raise  # the booking may still commit: the claim stays until it does, or goes stale
+    except Exception:
+        # Refused before the transaction, rolled back, or never run: free the key for the retry.
+        await _release(claim)
+        raise
+    return await _answer(outcome)
+
+
+async def _release(claim: IdempotencyClaim | None) -> None:
+    if claim is not None:
+        with trio.CancelScope(shield=True):
+            await idempotency.release(context().db, caller().property.id, claim.route, claim.key)
+
+
+async def _answer(outcome: Outcome) -> Response:
+    ctx, answer = context(), outcome.answer
+    if outcome.inventory_moved:
+        await ctx.pushes.wake(caller().property.id, True, False)
+        ctx.outbox.wake()
+    if answer.status >= 400:
+        raise ApiError(answer.data["code"], answer.message, answer.data.get("details"))
+    return ok(answer.data, answer.status, answer.message)
+
+
+@blueprint.get("/bookings")
+@rule(scope="bookings:read", product="pms")
+async def list_bookings() -> Response:
+    ctx = context()
+    issues = []
+    since = ctx.clock.now() - timedelta(days=LIST_DEFAULT_DAYS)
+    text = request.args.get("since")
+    if text is not None:
+        try:
+            since = datetime.fromisoformat(text)
+            if since.tzinfo is None:
+                since = since.replace(tzinfo=UTC)  # an instant without an offset is read as UTC
+        except ValueError:
+            issues.append({"path": "since", "message": "must be an ISO 8601 date-time"})
+    limit = LIST_DEFAULT_LIMIT
+    text = request.args.get("limit")
+    if text is not None:
+        if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= LIST_MAX_LIMIT:
+            issues.append({"path": "limit", "message": f"must be an integer from 1 to {LIST_MAX_LIMIT}"})
+        else:
+            limit = int(text)
+    reference = request.args.get("externalReference")
+    if reference is not None and not 1 <= len(reference) <= 64:
+        issues.append({"path": "externalReference", "message": "must be 1 to 64 characters"})
+    if issues:
+        raise ApiError("VALIDATION", "query does not match the schema", issues)
+    found = await bookings.list_api_bookings(ctx.db, caller().property.id, since, reference, limit)
+    return ok({"since": since.isoformat(), "limit": limit, "count": len(found),
+               "bookings": [booking_view(b, replay=False) for b in found]})
+
+
+def _booking_id(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
+        raise ApiError("BOOKING_NOT_FOUND", f"no booking {text[:40]!r} on this property")
+    return int(text)
+
+
+@blueprint.get("/bookings/<booking_id>")
+@rule(scope="bookings:read", product="pms")
+async def read_booking(booking_id: str) -> Response:
+    wanted = _booking_id(booking_id)
+    found = await bookings.api_booking(context().db, caller().property.id, wanted)
+    if found is None:
+        raise ApiError("BOOKING_NOT_FOUND", f"no booking {wanted} on this property")
+    return ok(booking_view(found, replay=False))
+
+
+@blueprint.post("/bookings/<booking_id>/cancel")
+@rule(scope="bookings:write", product="pms", kind=RequestKind.BOOKING_OTHER)
+async def cancel_booking(booking_id: str) -> Response:
+    ctx, who = context(), caller()
+    wanted = _booking_id(booking_id)
+    raw = await raw_body()
+    body = parse_payload(CancelIn, parse_json(raw)) if raw.strip() else CancelIn()
+    outcome: Outcome = await ctx.writers.ask(
+        who.property.id, CancelBooking(who.key.id, wanted, body.reason, ctx.clock.now()), ctx.ask_timeout)
+    return await _answer(outcome)

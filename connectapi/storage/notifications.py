@@ -1,0 +1,53 @@
+"""The owner's e-mail outbox: rows written with what they tell, sent afterwards."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import asyncpg
+
+from .database import Database
+from .records import Notification
+
+_COLUMNS = "id, property_id, kind, to_address, subject, body, created_at, sent_at, attempts, last_error"
+
+
+def _of(row: asyncpg.Record) -> Notification:
+    return Notification(row["id"], row["property_id"], row["kind"], row["to_address"], row["subject"], row["body"],
+                        row["created_at"], row["sent_at"], row["attempts"], row["last_error"])
+
+
+async def enqueue(conn: asyncpg.Connection, property_id: int, booking_id: int | None, kind: str, to_address: str,
+                  subject: str, body: str, at: datetime) -> None:
+    await conn.execute(
+        """INSERT INTO notifications (property_id, booking_id, kind, to_address, subject, body, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)""",
+        property_id, booking_id, kind, to_address, subject, body, at)
+
+
+async def due(db: Database, now: datetime, limit: int) -> list[Notification]:
+    """Unsent e-mails whose next attempt is due, oldest first."""
+    rows = await db.fetch(
+        f"""SELECT {_COLUMNS} FROM notifications
+            WHERE sent_at IS NULL AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
+            ORDER BY created_at, id LIMIT $2""",
+        now, limit)
+    return [_of(r) for r in rows]
+
+
+async def mark_sent(db: Database, notification_id: int, at: datetime) -> None:
+    await db.execute("UPDATE notifications SET sent_at = $2, attempts = attempts + 1, last_error = NULL WHERE id = $1",
+                     notification_id, at)
+
+
+async def mark_failed(db: Database, notification_id: int, error: str, next_attempt_at: datetime) -> None:
+    await db.execute(
+        "UPDATE notifications SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3 WHERE id = $1",
+        notification_id, error, next_attempt_at)
+
+
+async def for_property(db: Database, property_id: int, limit: int = 100) -> list[Notification]:
+    rows = await db.fetch(
+        f"SELECT {_COLUMNS} FROM notifications WHERE property_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+        property_id, limit)
+    return [_of(r) for r in rows]

@@ -1,0 +1,459 @@
+"""POST /bookings, GET /bookings, GET /bookings/{id}, POST /bookings/{id}/cancel."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import trio
+
+from .harness import API, Answer, Harness
+
+EVERY_SCOPE = ["bookings:read", "bookings:write", "bookings:payments", "ari:read"]
+TABLES = ("bookings", "booking_rooms", "guests", "folio_lines", "activity_log", "inventory_events", "domain_events",
+          "notifications")
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    # Roomy budgets: the budget tests set their own sizes below.
+    return {"CONNECTAPI_BUDGETS": "bookings=1000,property-bookings=1000,requests=10000,property=10000"}
+
+
+async def setup(api: Harness, scopes: list[str] | None = None, **overrides: Any) -> tuple[dict[str, Any], str]:
+    return await api.keyed_property(EVERY_SCOPE if scopes is None else scopes, **overrides)
+
+
+def stay(prop: dict[str, Any], reference: str = "WEB-1001", **overrides: Any) -> dict[str, Any]:
+    """Three nights in a Double on the Flexible plan (breakfast), for two adults."""
+    body: dict[str, Any] = {
+        "externalReference": reference,
+        "checkIn": "2026-12-01",
+        "checkOut": "2026-12-04",
+        "currency": "EUR",
+        "guest": {"name": "Ana Silva", "phone": "+351 912 345 678", "email": "ana@example.com"},
+        "rooms": [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"], "adults": 2,
+                   "nightlyRate": "120.50"}],
+    }
+    body.update(overrides)
+    return body
+
+
+async def book(api: Harness, key: str, body: Any, headers: dict[str, str] | None = None) -> Answer:
+    return await api.call("POST", f"{API}/bookings", key=key, body=body, headers=headers)
+
+
+async def counts(api: Harness) -> dict[str, int]:
+    return {t: int(await api.ctx.db.fetchval(f"SELECT count(*) FROM {t}")) for t in TABLES}
+
+
+async def available(api: Harness, key: str, room: int, first: str, last: str) -> dict[str, int]:
+    answer = await api.call("GET", f"{API}/availability?from={first}&to={last}", key=key)
+    group = next(g for g in answer.data["roomTypes"] if g["roomTypeId"] == room)
+    return {n["date"]: n["available"] for n in group["nights"]}
+
+
+async def test_a_booking_lands_whole(api: Harness) -> None:
+    prop, key = await setup(api)
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    body = stay(prop, payment={"amount": "100.00", "method": "ONLINE", "reference": "psp-77"}, notes="late arrival")
+    answer = await book(api, key, body)
+    assert answer.status == 201, answer.body
+    b = answer.data
+    assert b["reference"] == f"PMS-{prop['id']}-{b['bookingId']:06d}"
+    assert (b["externalReference"], b["status"], b["nights"], b["currency"]) == ("WEB-1001", "UPCOMING", 3, "EUR")
+    assert (b["checkIn"], b["checkOut"]) == ("2026-12-01", "2026-12-04")
+    assert (b["totalAmount"], b["totalPaid"], b["balanceDue"]) == ("361.50", "100.00", "261.50")
+    assert b["guest"] == {"name": "Ana Silva", "phone": "+351 912 345 678", "email": "ana@example.com"}
+    assert b["rooms"] == [{"bookingRoomId": b["rooms"][0]["bookingRoomId"], "roomTypeId": room, "ratePlanId": plan,
+                           "mealPlan": "CP", "adults": 2, "children": 0, "nightlyRate": "120.50",
+                           "status": "UPCOMING"}]
+    assert b["inventory"] == {"eventRecorded": True, "channelManager": True, "pushedBy": "inventory-drain"}
+    assert b["replay"] is False and b["cancelledAt"] is None and b["createdAt"].startswith("2026-11-22T10:00")
+
+    assert await available(api, key, room, "2026-11-30", "2026-12-04") == {
+        "2026-11-30": 8, "2026-12-01": 7, "2026-12-02": 7, "2026-12-03": 7, "2026-12-04": 8}
+    db = api.ctx.db
+    lines = await db.fetch("SELECT kind, night, amount_minor, method, payment_ref FROM folio_lines ORDER BY id")
+    assert [(r["kind"], r["amount_minor"]) for r in lines if r["kind"] == "ROOM"] == [("ROOM", 12050)] * 3
+    assert len([r for r in lines if r["kind"] == "MEAL"]) == 3
+    assert [(r["kind"], r["amount_minor"], r["method"], r["payment_ref"]) for r in lines if r["kind"] == "PAYMENT"
+            ] == [("PAYMENT", 10000, "ONLINE", "psp-77")]
+    events = await db.fetch("SELECT room_type_id, first_night, last_night, delta FROM inventory_events")
+    assert [(e["room_type_id"], str(e["first_night"]), str(e["last_night"]), e["delta"]) for e in events] == [
+        (room, "2026-12-01", "2026-12-03", -1)]
+    assert await db.fetchval("SELECT type FROM domain_events") == "booking.created"
+    assert await db.fetchval("SELECT action FROM activity_log") == "booking.created"
+    assert await db.fetchval("SELECT phone FROM guests") == "+351912345678"
+    # the decrement is dirty for the inventory drain
+    dirty = await db.fetchval("SELECT count(*) FROM availability_cells WHERE property_id = $1 "
+                              "AND version > pushed_version", prop["id"])
+    assert dirty == 3
+
+
+async def test_the_owner_is_told_and_the_guest_only_when_switched_on(api: Harness) -> None:
+    prop, key = await setup(api)
+    assert (await book(api, key, stay(prop))).status == 201
+    notes = await sent_notifications(api, prop["id"], 1)
+    assert [(n["kind"], n["to"]) for n in notes] == [("booking.created", "owner@casa-azul.example")]
+    assert "New booking PMS-" in notes[0]["subject"]
+
+    assert (await api.admin("PATCH", f"/properties/{prop['id']}", {"guestConfirmation": True})).status == 200
+    assert (await book(api, key, stay(prop, "WEB-1002"))).status == 201
+    notes = await sent_notifications(api, prop["id"], 3)
+    assert sorted((n["kind"], n["to"]) for n in notes[:2]) == [
+        ("booking.created", "owner@casa-azul.example"), ("guest.confirmation", "ana@example.com")]
+
+
+async def sent_notifications(api: Harness, property_id: int, expected: int) -> list[dict[str, Any]]:
+    """The property's e-mails once `expected` of them are sent (the outbox runs after the commit)."""
+    for _ in range(2_000):
+        notes = (await api.admin("GET", f"/properties/{property_id}/notifications")).data
+        if len(notes) == expected and all(n["sentAt"] for n in notes):
+            return list(notes)
+        await trio.sleep(0)
+    raise AssertionError(f"e-mails not sent: {notes}")
+
+
+async def test_the_guest_is_found_by_normalised_phone(api: Harness) -> None:
+    prop, key = await setup(api)
+    first = stay(prop, "WEB-1")
+    second = stay(prop, "WEB-2", guest={"name": "Ana S.", "phone": "+351912-345-678"})
+    assert (await book(api, key, first)).status == 201
+    answer = await book(api, key, second)
+    assert answer.status == 201 and answer.data["guest"]["name"] == "Ana S."
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM guests") == 1
+    assert await api.ctx.db.fetchval("SELECT count(DISTINCT guest_id) FROM bookings") == 1
+
+
+@pytest.mark.parametrize("env", [{"CONNECTAPI_BUDGETS": "bookings=2"}])
+async def test_a_repeated_external_reference_replays_and_charges_nothing(api: Harness) -> None:
+    prop, key = await setup(api)
+    made = await book(api, key, stay(prop))
+    assert made.status == 201
+    before = await counts(api)
+    for _ in range(3):
+        again = await book(api, key, stay(prop, notes="changed"))  # the reference decides, not the body
+        assert again.status == 200 and again.data["replay"] is True
+        assert {k: v for k, v in again.data.items() if k != "replay"} == {
+            k: v for k, v in made.data.items() if k != "replay"}
+    assert await counts(api) == before
+    assert (await book(api, key, stay(prop, "WEB-2"))).status == 201  # the second of two: repeats were free
+    limited = await book(api, key, stay(prop, "WEB-3"))
+    assert (limited.status, limited.code, limited.data["scope"]) == (429, "RATE_LIMITED", "bookings")
+    assert (await counts(api))["bookings"] == 2
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    ({"extra": 1}, "extra"),
+    ({"externalReference": "x" * 65}, "externalReference"),
+    ({"externalReference": ""}, "externalReference"),
+    ({"checkIn": "2026-13-01"}, "checkIn"),
+    ({"currency": "eur"}, "currency"),
+    ({"guest": {"name": "Ana"}}, "guest.phone"),
+    ({"guest": {"name": "Ana", "phone": "call me"}}, "guest.phone"),
+    ({"guest": {"name": "Ana", "phone": "+351 912", "email": "not-an-email"}}, "guest.email"),
+    ({"guest": {"name": "Ana", "phone": "+351912345678", "vip": True}}, "guest.vip"),
+    ({"rooms": []}, "rooms"),
+    ({"notes": "n" * 2001}, "notes"),
+    ({"payment": {"amount": "10", "method": "CRYPTO"}}, "payment.method"),
+    ({"payment": {"amount": "0", "method": "CARD"}}, "payment.amount"),
+])
+async def test_bad_bodies_are_refused_and_nothing_is_written(api: Harness, change: dict[str, Any], path: str) -> None:
+    prop, key = await setup(api)
+    answer = await book(api, key, stay(prop, **change))
+    assert (answer.status, answer.code) == (400, "VALIDATION"), answer.body
+    assert any(d["path"] == path for d in answer.data["details"]), answer.data["details"]
+    assert (await counts(api))["bookings"] == 0
+
+
+@pytest.mark.parametrize(("room_change", "path"), [
+    ({"nightlyRate": "10.001"}, "rooms[0].nightlyRate"),
+    ({"nightlyRate": "-5"}, "rooms[0].nightlyRate"),
+    ({"nightlyRate": "0.00"}, "rooms[0].nightlyRate"),
+    ({"nightlyRate": 120}, "rooms[0].nightlyRate"),
+    ({"adults": 0}, "rooms[0].adults"),
+    ({"children": -1}, "rooms[0].children"),
+    ({"roomTypeId": "1"}, "rooms[0].roomTypeId"),
+])
+async def test_bad_rooms_are_refused(api: Harness, room_change: dict[str, Any], path: str) -> None:
+    prop, key = await setup(api)
+    body = stay(prop)
+    body["rooms"][0].update(room_change)
+    answer = await book(api, key, body)
+    assert (answer.status, answer.code) == (400, "VALIDATION")
+    assert [d["path"] for d in answer.data["details"]] == [path]
+
+
+async def test_at_most_ten_rooms(api: Harness) -> None:
+    prop, key = await setup(api)
+    body = stay(prop)
+    body["rooms"] = body["rooms"] * 11
+    answer = await book(api, key, body)
+    assert (answer.status, answer.code, answer.data["details"][0]["path"]) == (400, "VALIDATION", "rooms")
+
+
+async def test_the_pms_module_and_product_and_scopes(api: Harness) -> None:
+    prop, key = await setup(api, pmsEntitled=False)
+    answer = await book(api, key, stay(prop))
+    assert (answer.status, answer.code, answer.data["details"]) == (402, "MODULE_NOT_ENTITLED", {"module": "PMS"})
+    prop, key = await setup(api, products={"channelManager": True, "pms": False})
+    assert (await book(api, key, stay(prop))).code == "PMS_NOT_AVAILABLE"
+    prop, key = await setup(api, scopes=["bookings:read"])
+    missing = await book(api, key, stay(prop))
+    assert (missing.status, missing.code, missing.data["details"]["needed"]) == (403, "SCOPE_MISSING",
+                                                                                 "bookings:write")
+    assert (await counts(api))["bookings"] == 0
+
+
+async def test_a_body_is_validated_before_the_module_is_checked(api: Harness) -> None:
+    prop, key = await setup(api, pmsEntitled=False)
+    assert (await book(api, key, {"externalReference": "x"})).code == "VALIDATION"
+
+
+def rule_cases(prop: dict[str, Any]) -> list[tuple[dict[str, Any], int, str, Any]]:
+    double, suite = prop["roomTypes"][0]["id"], prop["roomTypes"][1]["id"]
+    flexible, suite_bb = prop["ratePlans"][0]["id"], prop["ratePlans"][1]["id"]
+
+    def room(**c: Any) -> list[dict[str, Any]]:
+        return [{"roomTypeId": double, "ratePlanId": flexible, "adults": 2, "nightlyRate": "100", **c}]
+
+    return [
+        ({"currency": "USD"}, 400, "CURRENCY_MISMATCH", {"expected": "EUR", "got": "USD"}),
+        ({"checkIn": "2026-11-21", "checkOut": "2026-11-23"}, 400, "STAY_INVALID",
+         {"checkIn": "2026-11-21", "checkOut": "2026-11-23", "today": "2026-11-22"}),
+        ({"checkIn": "2027-11-23", "checkOut": "2027-11-24"}, 400, "STAY_INVALID", None),
+        ({"checkIn": "2026-12-01", "checkOut": "2027-03-02"}, 400, "STAY_INVALID", None),
+        ({"checkIn": "2026-12-01", "checkOut": "2026-12-01"}, 400, "STAY_INVALID", None),
+        ({"rooms": room(roomTypeId=999999)}, 400, "UNKNOWN_ROOM_TYPE", {"roomTypeIds": [999999]}),
+        ({"rooms": room(ratePlanId=999999)}, 400, "UNKNOWN_RATE_PLAN", {"ratePlanIds": [999999]}),
+        ({"rooms": room(ratePlanId=suite_bb)}, 400, "UNKNOWN_ROOM_TYPE_FOR_PLAN", None),
+        ({"rooms": room() + room(adults=3)}, 400, "OCCUPANCY_EXCEEDED",
+         {"index": 1, "roomTypeId": double, "maxAdults": 2, "maxOccupancy": 3}),
+        ({"rooms": room(adults=2, children=2)}, 400, "OCCUPANCY_EXCEEDED", None),
+        ({"rooms": [{"roomTypeId": suite, "ratePlanId": suite_bb, "adults": 4, "nightlyRate": "300"}],
+          "payment": {"amount": "900.01", "method": "CARD"}}, 400, "PAYMENT_EXCEEDS_TOTAL",
+         {"amount": "900.01", "total": "900.00"}),
+    ]
+
+
+async def test_every_rule_refuses_with_its_code_and_writes_nothing(api: Harness) -> None:
+    prop, key = await setup(api)
+    for change, status, code, details in rule_cases(prop):
+        answer = await book(api, key, stay(prop, **change))
+        assert (answer.status, answer.code) == (status, code), (change, answer.body)
+        if details is not None:
+            assert answer.data["details"] == details, code
+    assert await counts(api) == dict.fromkeys(TABLES, 0)
+
+
+async def test_a_payment_needs_the_payments_scope(api: Harness) -> None:
+    prop, key = await setup(api, scopes=["bookings:write"])
+    answer = await book(api, key, stay(prop, payment={"amount": "10.00", "method": "CARD"}))
+    assert (answer.status, answer.code, answer.data["details"]) == (403, "PAYMENT_NOT_ALLOWED",
+                                                                    {"needed": "bookings:payments"})
+    assert (await book(api, key, stay(prop))).status == 201  # without a payment it lands
+
+
+async def test_two_rooms_of_one_type_need_two_on_every_night(api: Harness) -> None:
+    prop, key = await setup(api)
+    suite = prop["roomTypes"][1]["id"]
+    ari_key = (await api.create_key(prop["id"], ["ari:write", "ari:read"]))["key"]
+    closed = await api.call("PUT", f"{API}/availability", key=ari_key, body={"updates": [
+        {"roomTypeId": suite, "dateFrom": "2026-12-02", "dateTo": "2026-12-02", "available": 1}]})
+    assert closed.status == 202
+    before = await counts(api)
+    two_suites = [{"roomTypeId": suite, "ratePlanId": prop["ratePlans"][1]["id"], "adults": 2, "nightlyRate": "300"}
+                  ] * 2
+    answer = await book(api, key, stay(prop, rooms=two_suites))
+    assert (answer.status, answer.code) == (409, "NO_AVAILABILITY")
+    assert answer.data["details"] == {"roomTypeId": suite, "date": "2026-12-02", "available": 1, "requested": 2}
+    assert await counts(api) == before
+    assert await available(api, key, suite, "2026-12-01", "2026-12-03") == {
+        "2026-12-01": 2, "2026-12-02": 1, "2026-12-03": 2}
+    assert (await book(api, key, stay(prop, rooms=two_suites[:1]))).status == 201
+
+
+async def test_a_stay_past_the_record_s_horizon_counts_the_full_room_type(api: Harness) -> None:
+    prop, key = await setup(api)
+    answer = await book(api, key, stay(prop, checkIn="2027-11-21", checkOut="2027-11-25"))
+    assert answer.status == 201, answer.body
+    cells = await api.ctx.db.fetch("SELECT night, available FROM availability_cells WHERE room_type_id = $1 "
+                                   "AND night >= '2027-11-21' ORDER BY night", prop["roomTypes"][0]["id"])
+    assert [(str(c["night"]), c["available"]) for c in cells] == [
+        ("2027-11-21", 7), ("2027-11-22", 7), ("2027-11-23", 7), ("2027-11-24", 7)]
+
+
+async def test_listing_and_reading(api: Harness) -> None:
+    prop, key = await setup(api)
+    other, other_key = await setup(api)
+    first = (await book(api, key, stay(prop, "WEB-1"))).data
+    api.advance(60)
+    second = (await book(api, key, stay(prop, "WEB-2"))).data
+    assert (await book(api, other_key, stay(other, "WEB-1"))).status == 201
+
+    listed = await api.call("GET", f"{API}/bookings", key=key)
+    assert [b["bookingId"] for b in listed.data["bookings"]] == [second["bookingId"], first["bookingId"]]
+    assert listed.data["count"] == 2 and listed.data["limit"] == 50
+    assert listed.data["bookings"][0] == second
+    one = await api.call("GET", f"{API}/bookings?limit=1", key=key)
+    assert [b["bookingId"] for b in one.data["bookings"]] == [second["bookingId"]]
+    by_ref = await api.call("GET", f"{API}/bookings?externalReference=WEB-1", key=key)
+    assert [b["bookingId"] for b in by_ref.data["bookings"]] == [first["bookingId"]]
+    since = await api.call("GET", f"{API}/bookings?since=2026-11-22T10:00:30Z", key=key)
+    assert [b["bookingId"] for b in since.data["bookings"]] == [second["bookingId"]]
+    api.advance(8 * 86400)
+    assert (await api.call("GET", f"{API}/bookings", key=key)).data["bookings"] == []  # default: the last 7 days
+
+    read = await api.call("GET", f"{API}/bookings/{first['bookingId']}", key=key)
+    assert read.status == 200 and read.data == first
+    foreign = await api.call("GET", f"{API}/bookings/{first['bookingId']}", key=other_key)
+    assert (foreign.status, foreign.code) == (404, "BOOKING_NOT_FOUND")
+    for bad in ("999999", "abc", "0", "99999999999999999999"):
+        assert (await api.call("GET", f"{API}/bookings/{bad}", key=key)).code == "BOOKING_NOT_FOUND"
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=x", "since=yesterday",
+                                   "externalReference=" + "x" * 65])
+async def test_bad_list_queries(api: Harness, query: str) -> None:
+    _, key = await setup(api)
+    answer = await api.call("GET", f"{API}/bookings?{query}", key=key)
+    assert (answer.status, answer.code) == (400, "VALIDATION")
+
+
+async def test_desk_and_ota_bookings_are_never_visible(api: Harness) -> None:
+    prop, key = await setup(api)
+    made = (await book(api, key, stay(prop))).data
+    db = api.ctx.db
+    for source in ("desk", "ota"):
+        await db.execute(
+            """INSERT INTO bookings (property_id, source, reference, status, check_in, check_out, currency, guest_id,
+                                     guest_name, guest_phone, total_minor, created_at)
+               SELECT property_id, $2, $3, 'UPCOMING', check_in, check_out, currency, guest_id, guest_name,
+                      guest_phone, total_minor, created_at FROM bookings WHERE id = $1""",
+            made["bookingId"], source, f"{source.upper()}-1")
+    hidden = await db.fetch("SELECT id FROM bookings WHERE source <> 'api'")
+    listed = await api.call("GET", f"{API}/bookings", key=key)
+    assert [b["bookingId"] for b in listed.data["bookings"]] == [made["bookingId"]]
+    for row in hidden:
+        assert (await api.call("GET", f"{API}/bookings/{row['id']}", key=key)).code == "BOOKING_NOT_FOUND"
+        cancel = await api.call("POST", f"{API}/bookings/{row['id']}/cancel", key=key, body={})
+        assert cancel.code == "BOOKING_NOT_FOUND"
+
+
+async def test_cancel_reopens_the_nights_and_repeats_as_a_replay(api: Harness) -> None:
+    prop, key = await setup(api)
+    room = prop["roomTypes"][0]["id"]
+    made = (await book(api, key, stay(prop))).data
+    api.advance(3600)
+    cancelled = await api.call("POST", f"{API}/bookings/{made['bookingId']}/cancel", key=key,
+                               body={"reason": "guest changed plans"})
+    assert cancelled.status == 200, cancelled.body
+    c = cancelled.data
+    assert (c["status"], c["replay"], c["cancelledAt"][:16]) == ("CANCELLED", False, "2026-11-22T11:00")
+    assert {r["status"] for r in c["rooms"]} == {"CANCELLED"}
+    assert await available(api, key, room, "2026-12-01", "2026-12-03") == {
+        "2026-12-01": 8, "2026-12-02": 8, "2026-12-03": 8}
+    deltas = await api.ctx.db.fetch("SELECT delta, reason FROM inventory_events ORDER BY id")
+    assert [(d["delta"], d["reason"]) for d in deltas] == [(-1, "booking.created"), (1, "booking.cancelled")]
+    again = await api.call("POST", f"{API}/bookings/{made['bookingId']}/cancel", key=key)
+    assert again.status == 200 and again.data["replay"] is True and again.data["cancelledAt"] == c["cancelledAt"]
+    assert len(await api.ctx.db.fetch("SELECT 1 FROM inventory_events")) == 2  # the repeat moved nothing
+    kinds = [n["kind"] for n in await sent_notifications(api, prop["id"], 2)]
+    assert kinds == ["booking.cancelled", "booking.created"]
+    assert await api.ctx.db.fetchval("SELECT cancel_reason FROM bookings") == "guest changed plans"
+
+
+async def test_a_checked_in_booking_cannot_be_cancelled(api: Harness) -> None:
+    prop, key = await setup(api)
+    made = (await book(api, key, stay(prop))).data
+    checked = await api.admin("POST", f"/bookings/{made['bookingId']}/check-in")
+    assert checked.status == 200 and checked.data["status"] == "CHECKED_IN"
+    refused = await api.call("POST", f"{API}/bookings/{made['bookingId']}/cancel", key=key, body={})
+    assert (refused.status, refused.code) == (409, "BOOKING_NOT_CANCELLABLE")
+    read = await api.call("GET", f"{API}/bookings/{made['bookingId']}", key=key)
+    assert read.data["status"] == "CHECKED_IN" and read.data["cancelledAt"] is None
+
+
+async def test_cancel_bodies(api: Harness) -> None:
+    prop, key = await setup(api)
+    made = (await book(api, key, stay(prop))).data
+    path = f"{API}/bookings/{made['bookingId']}/cancel"
+    for bad in ({"reason": "r" * 501}, {"why": "x"}, {"reason": 5}):
+        answer = await api.call("POST", path, key=key, body=bad)
+        assert (answer.status, answer.code) == (400, "VALIDATION")
+    assert (await api.call("GET", f"{API}/bookings/{made['bookingId']}", key=key)).data["status"] == "UPCOMING"
+    reader = (await api.create_key(prop["id"], ["bookings:read"]))["key"]
+    assert (await api.call("POST", path, key=reader)).code == "SCOPE_MISSING"
+    assert (await api.call("POST", path, key=key)).status == 200  # no body: reason is optional
+
+
+async def test_a_failure_after_the_booking_row_rolls_everything_back(api: Harness) -> None:
+    prop, key = await setup(api)
+    room = prop["roomTypes"][0]["id"]
+    db = api.ctx.db
+    # A fault injected in the record itself: the room rows' insert fails after the booking row.
+    await db.execute("""CREATE FUNCTION fail_room_rows() RETURNS trigger LANGUAGE plpgsql AS
+                        $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$""")
+    await db.execute("CREATE TRIGGER fail_room_rows BEFORE INSERT ON booking_rooms "
+                     "FOR EACH ROW EXECUTE FUNCTION fail_room_rows()")
+    answer = await book(api, key, stay(prop))
+    assert (answer.status, answer.code) == (500, "INTERNAL")
+    assert await counts(api) == dict.fromkeys(TABLES, 0)
+    assert set((await available(api, key, room, "2026-12-01", "2026-12-03")).values()) == {8}
+    await db.execute("DROP TRIGGER fail_room_rows ON booking_rooms")
+    assert (await book(api, key, stay(prop))).status == 201  # the reference was not taken
+
+
+async def test_idempotency_key_on_top(api: Harness) -> None:
+    prop, key = await setup(api)
+    headers = {"x-idempotency-key": "checkout-000001"}
+    first = await book(api, key, stay(prop), headers)
+    again = await book(api, key, stay(prop), headers)
+    assert (first.status, again.status) == (201, 201)
+    assert again.headers.get("X-Idempotent-Replay") == "true" and again.data == first.data
+    other = await book(api, key, stay(prop, "WEB-9"), headers)
+    assert (other.status, other.code) == (409, "IDEMPOTENCY_KEY_REUSED")
+    refused = await book(api, key, stay(prop, "WEB-10", currency="USD"), {"x-idempotency-key": "checkout-000002"})
+    replayed = await book(api, key, stay(prop, "WEB-10", currency="USD"), {"x-idempotency-key": "checkout-000002"})
+    assert refused.code == replayed.code == "CURRENCY_MISMATCH"
+    assert replayed.headers.get("X-Idempotent-Replay") == "true"
+    assert (await counts(api))["bookings"] == 1
+
+
+async def test_fifty_requests_for_the_last_room_sell_it_once(api: Harness) -> None:
+    prop, key = await setup(api)
+    suite = prop["roomTypes"][1]["id"]
+    ari_key = (await api.create_key(prop["id"], ["ari:write"]))["key"]
+    await api.call("PUT", f"{API}/availability", key=ari_key, body={"updates": [
+        {"roomTypeId": suite, "dateFrom": "2026-12-01", "dateTo": "2026-12-03", "available": 1}]})
+    room = [{"roomTypeId": suite, "ratePlanId": prop["ratePlans"][1]["id"], "adults": 2, "nightlyRate": "300"}]
+    answers: list[Answer] = []
+
+    async def one(i: int) -> None:
+        answers.append(await book(api, key, stay(prop, f"RACE-{i}", rooms=room)))
+
+    async with trio.open_nursery() as nursery:
+        for i in range(50):
+            nursery.start_soon(one, i)
+    statuses = sorted((a.status, a.code if a.status >= 400 else "") for a in answers)
+    assert statuses == [(201, "")] + [(409, "NO_AVAILABILITY")] * 49
+    assert await api.ctx.db.fetchval("SELECT min(available) FROM availability_cells WHERE room_type_id = $1 "
+                                     "AND night BETWEEN '2026-12-01' AND '2026-12-03'", suite) == 0
+
+
+async def test_twenty_requests_with_one_reference_make_one_booking(api: Harness) -> None:
+    prop, key = await setup(api)
+    answers: list[Answer] = []
+
+    async def one() -> None:
+        answers.append(await book(api, key, copy.deepcopy(stay(prop, "SAME-REF"))))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(20):
+            nursery.start_soon(one)
+    assert sorted(a.status for a in answers) == [200] * 19 + [201]
+    assert {a.data["bookingId"] for a in answers} == {next(a for a in answers if a.status == 201).data["bookingId"]}
+    assert all(a.data["replay"] for a in answers if a.status == 200)
+    assert (await counts(api))["bookings"] == 1
