@@ -203,3 +203,22 @@ async def test_reconciler_repairs_a_cell_changed_behind_our_back(api: Harness) -
     assert held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] == 5
     # nothing differs any more
     assert await api.ctx.reconciler.check(prop["id"]) == {"availability": 0, "rates": 0, "restrictions": 0}
+
+
+async def test_bookings_reach_the_channel_manager_through_the_drain(api: Harness) -> None:
+    prop, key = await api.keyed_property(["bookings:write", "ari:read"])
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    made = await api.call("POST", f"{API}/bookings", key=key, body={
+        "externalReference": "WEB-1", "checkIn": "2026-12-01", "checkOut": "2026-12-03", "currency": "EUR",
+        "guest": {"name": "Ana Silva", "phone": "+351912345678"},
+        "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 2, "nightlyRate": "99.00"}] * 2})
+    assert made.status == 201, made.body
+    await settled(api, prop["id"])
+    cm_room = await api.ctx.db.fetchval("SELECT cm_id FROM room_types WHERE id = $1", room)
+    held = grid(api, prop).availability[cm_room]
+    assert [held[date(2026, 12, d)] for d in (1, 2, 3)] == [6, 6, 8]
+    cancelled = await api.call("POST", f"{API}/bookings/{made.data['bookingId']}/cancel", key=key)
+    assert cancelled.status == 200
+    await settled(api, prop["id"])
+    held = grid(api, prop).availability[cm_room]
+    assert [held[date(2026, 12, d)] for d in (1, 2, 3)] == [8, 8, 8]
