@@ -1,0 +1,57 @@
+"""Two `connectapi serve` processes on one record: the property's row lock keeps them from overbooking."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+from pathlib import Path
+
+import httpx
+import trio
+
+from .test_serve_process import Served, free_port
+
+TOKEN = "two-processes-operator-token"
+API = "/api/v1/connect-api/v1"
+
+
+async def test_two_processes_on_one_record_never_overbook(fresh_dsn: str, tmp_path: Path) -> None:
+    env = {"DATABASE_URL": fresh_dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
+           "CONNECTAPI_BUDGETS": "bookings=1000,property-bookings=1000,requests=10000,property=10000"}
+    served = [Served(tmp_path / name, free_port(), env) for name in ("a", "b")]
+    try:
+        for one in served:
+            await trio.to_thread.run_sync(one.wait_for, "listening on")
+        async with httpx.AsyncClient(timeout=60) as http:
+            admin = {"Authorization": f"Bearer {TOKEN}"}
+            example = json.loads((Path(__file__).parents[2] / "docs/examples/property.json").read_text())
+            example["roomTypes"][0]["rooms"] = 3
+            made = await http.post(f"{served[0].url}/api/v1/admin/properties", json=example, headers=admin)
+            prop = made.json()["data"]
+            room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+            created = await http.post(f"{served[1].url}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
+                                      json={"label": "web", "scopes": ["bookings:write", "ari:read"]})
+            key = {"Authorization": f"Bearer {created.json()['data']['key']}"}
+            check_in = date.today() + timedelta(days=10)
+            statuses: list[tuple[int, str]] = []
+
+            async def book(i: int) -> None:
+                answer = await http.post(f"{served[i % 2].url}{API}/bookings", headers=key, json={
+                    "externalReference": f"RACE-{i}", "checkIn": check_in.isoformat(),
+                    "checkOut": (check_in + timedelta(days=2)).isoformat(), "currency": "EUR",
+                    "guest": {"name": f"Guest {i}", "phone": f"+35191234{i:04d}"},
+                    "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 2, "nightlyRate": "80.00"}]})
+                statuses.append((answer.status_code, answer.json()["data"].get("code", "")))
+
+            async with trio.open_nursery() as nursery:
+                for i in range(40):
+                    nursery.start_soon(book, i)
+            assert sorted(statuses) == [(201, "")] * 3 + [(409, "NO_AVAILABILITY")] * 37
+            last = check_in + timedelta(days=2)
+            for one in served:  # both processes read the same record: sold out, never below zero
+                read = (await http.get(f"{one.url}{API}/availability?from={check_in}&to={last}", headers=key)).json()
+                assert [n["available"] for n in read["data"]["roomTypes"][0]["nights"]] == [0, 0, 3]
+    finally:
+        for one in served:
+            one.proc.terminate()
+            one.proc.wait(30)
