@@ -30,7 +30,8 @@ from connectapi.storage.embedded import EmbeddedPostgres
 from connectapi.storage.migrations import migrate
 
 LIFTED = ",".join(f"{name}=1000000000" for name in
-                  ("ip", "global", "requests", "property", "writes", "property-writes", "cells"))
+                  ("ip", "global", "requests", "property", "writes", "property-writes", "cells", "bookings",
+                   "property-bookings", "property-bookings-day"))
 BENCH_PLANS = 14
 BARE_PATH = "/bench/bare"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import asyncpg
@@ -23,7 +23,7 @@ from ..storage import ari, idempotency, notifications
 from ..storage import bookings as store
 from ..storage.database import Database
 from ..storage.properties import catalog_in
-from ..storage.records import Booking
+from ..storage.records import Booking, BookingRoom
 from .ari_writer import Answer, IdempotencyClaim
 from .booking_views import booking_view
 
@@ -50,47 +50,65 @@ async def create_booking(db: Database, property_id: int, key_id: int, scopes: tu
 
 async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scopes: tuple[str, ...],
                   body: BookingIn, now: datetime) -> Outcome:
-    prop = await ari.lock_property(conn, property_id)
-    # Under the lock: a request that raced past the route's repeat check finds the first here.
-    earlier = await store.api_booking_by_reference_in(conn, property_id, body.externalReference)
-    if earlier is not None:
+    # Each round trip here is paid by every booking of the property in turn (they queue on
+    # the lock), so the work is folded into three statements.
+    # The nights asked for, bounded: an over-long stay is refused by the rules below.
+    first_night = body.checkIn
+    last_night = min(body.checkOut, body.checkIn + timedelta(days=rules.MAX_NIGHTS)) - timedelta(days=1)
+    prop = await store.lock_for_booking(conn, property_id, body.externalReference,
+                                        sorted({r.roomTypeId for r in body.rooms}), first_night, last_night)
+    if prop.earlier_booking_id is not None:
+        # Under the lock: a request that raced past the route's repeat check finds the first here.
+        earlier = await store.booking_in(conn, prop.earlier_booking_id)
+        assert earlier is not None
         return Outcome(Answer(200, "OK", booking_view(earlier, replay=True)), False)
 
-    catalog = await catalog_in(conn, property_id)
-    room_types = {r.id: r for r in catalog.room_types}
-    rate_plans = {p.id: p for p in catalog.rate_plans}
-    today = now.astimezone(ZoneInfo(prop["timezone"])).date()
+    room_types = {r.id: r for r in prop.catalog.room_types}
+    rate_plans = {p.id: p for p in prop.catalog.rate_plans}
+    today = now.astimezone(ZoneInfo(prop.timezone)).date()
     try:
-        planned = rules.plan_booking(body, prop["currency"].strip(), today, scopes, room_types, rate_plans)
+        planned = rules.plan_booking(body, prop.currency, today, scopes, room_types, rate_plans)
     except ApiError as refusal:
         return Outcome(Answer.refusal(refusal), False)
 
     nights = planned.stay_nights()
     needed = planned.rooms_needed()
-    held = await store.held_availability(conn, property_id, sorted(needed), nights[0], nights[-1])
-    short = rules.first_short_night(needed, nights, held, room_types)
+    short = rules.first_short_night(needed, nights, prop.held, room_types)
     if short is not None:
         return Outcome(Answer.refusal(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}",
                                                short.details())), False)
 
-    guest_id = await store.guest_for(conn, property_id, planned, now)
-    booking_id = await store.insert_booking(conn, property_id, key_id, planned, body.guest.phone, guest_id,
-                                            rules.folio(planned, room_types), now)
+    booking_id = prop.next_booking_id
+    reference = store.pms_reference(property_id, booking_id)
+    facts = emails.BookingFacts(prop.name, reference, planned.external_reference, planned.check_in,
+                                planned.check_out, len(planned.rooms), planned.guest_name,
+                                rules.money(planned.total_minor, planned.exponent), planned.currency)
+    mails = []
+    if prop.owner_email:
+        mails.append(_mail(prop.owner_email, emails.owner_booking_created(facts)))
+    if prop.guest_confirmation and planned.guest_email:
+        mails.append(_mail(planned.guest_email, emails.guest_confirmation(facts)))
+    room_ids = await store.insert_booking(
+        conn, property_id, key_id, booking_id, planned, body.guest.phone,
+        rules.folio(planned, room_types), f"booking {reference} created through the Connect API",
+        {"bookingId": booking_id, "reference": reference, "externalReference": planned.external_reference,
+         "source": "api"}, mails, now)
     await store.move_availability(conn, property_id, booking_id, {rt: -n for rt, n in needed.items()}, nights,
                                   {rt: room_types[rt].rooms for rt in needed}, "booking.created", now)
-    booking = await store.booking_in(conn, booking_id)
-    assert booking is not None
-    await store.log_activity(conn, property_id, booking_id, key_id, "booking.created",
-                             f"booking {booking.reference} created through the Connect API", now)
-    await store.record_domain_event(conn, property_id, booking_id, "booking.created",
-                                    {"bookingId": booking_id, "reference": booking.reference,
-                                     "externalReference": booking.external_reference, "source": "api"}, now)
-    facts = _facts(prop["name"], booking)
-    if prop["owner_email"]:
-        await _enqueue(conn, property_id, booking_id, prop["owner_email"], emails.owner_booking_created(facts), now)
-    if prop["guest_confirmation"] and booking.guest_email:
-        await _enqueue(conn, property_id, booking_id, booking.guest_email, emails.guest_confirmation(facts), now)
+    booking = Booking(
+        id=booking_id, property_id=property_id, source="api", reference=reference,
+        external_reference=planned.external_reference, status="UPCOMING", check_in=planned.check_in,
+        check_out=planned.check_out, currency=planned.currency, guest_name=planned.guest_name,
+        guest_phone=body.guest.phone, guest_email=planned.guest_email, total_minor=planned.total_minor,
+        paid_minor=planned.payment.amount_minor if planned.payment else 0, created_at=now, cancelled_at=None,
+        channel_manager=prop.channel_manager, event_recorded=True,
+        rooms=tuple(BookingRoom(room_ids[r.index], r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults,
+                                r.children, r.nightly_minor, "UPCOMING") for r in planned.rooms))
     return Outcome(Answer(201, "Created", booking_view(booking, replay=False)), True)
+
+
+def _mail(to: str, email: emails.Email) -> store.Mail:
+    return store.Mail(email.kind, to, email.subject, email.body)
 
 
 async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id: int, reason: str | None,

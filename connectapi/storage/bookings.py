@@ -7,6 +7,7 @@ that the booking writer composes under the property's lock.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
@@ -14,7 +15,7 @@ import asyncpg
 
 from ..domain.bookings import FolioLine, PlannedBooking
 from .database import Database
-from .records import Booking, BookingRoom
+from .records import Booking, BookingRoom, Catalog, RatePlan, RoomType
 
 _BOOKING = """
     SELECT b.id, b.property_id, b.source, b.reference, b.external_reference, b.status, b.check_in, b.check_out,
@@ -96,13 +97,55 @@ async def list_api_bookings(db: Database, property_id: int, since: datetime, ext
     return await db.run(work)
 
 
-async def held_availability(conn: asyncpg.Connection, property_id: int, room_type_ids: list[int], first: date,
-                            last: date) -> dict[tuple[int, date], int]:
-    rows = await conn.fetch(
-        """SELECT room_type_id, night, available FROM availability_cells
-           WHERE property_id = $1 AND room_type_id = ANY($2::bigint[]) AND night BETWEEN $3 AND $4""",
-        property_id, room_type_ids, first, last)
-    return {(r["room_type_id"], r["night"]): r["available"] for r in rows}
+@dataclass(frozen=True, slots=True)
+class LockedProperty:
+    """What creating a booking needs, read while taking the property's lock."""
+
+    name: str
+    currency: str
+    timezone: str
+    owner_email: str | None
+    guest_confirmation: bool
+    channel_manager: bool
+    earlier_booking_id: int | None  # a booking of this property with the same externalReference
+    catalog: Catalog
+    held: dict[tuple[int, date], int]  # availability of the asked room types over the asked nights
+    next_booking_id: int  # drawn now so the reference is known before the insert; unused ids leave gaps
+
+
+async def lock_for_booking(conn: asyncpg.Connection, property_id: int, external_reference: str,
+                           room_type_ids: list[int], first_night: date, last_night: date) -> LockedProperty:
+    """Take the property's row lock (as ARI writes do), then read the repeat check, the
+    catalog and the nights asked for in one round trip: the property's bookings queue on
+    this lock, so every round trip under it is paid by each of them in turn.
+
+    The lock is a statement of its own on purpose. A statement that waits for the lock
+    keeps the snapshot it started with, so reads folded into it would miss what the
+    booking before it committed (found by the two-process test: the cells' check
+    constraint refused a second sale of the last room).
+    """
+    await conn.execute("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
+    row = await conn.fetchrow(
+        """SELECT p.name, p.currency, p.timezone, p.owner_email, p.guest_confirmation, p.channel_manager,
+                  (SELECT b.id FROM bookings b WHERE b.property_id = p.id AND b.external_reference = $2) AS earlier,
+                  (SELECT coalesce(jsonb_agg(jsonb_build_array(r.id, r.name, r.max_adults, r.max_occupancy, r.rooms)
+                                             ORDER BY r.id), '[]')
+                   FROM room_types r WHERE r.property_id = p.id) AS room_types,
+                  (SELECT coalesce(jsonb_agg(jsonb_build_array(rp.id, rp.room_type_id, rp.name, rp.meal_plan,
+                                                               rp.min_rate, rp.max_rate) ORDER BY rp.id), '[]')
+                   FROM rate_plans rp WHERE rp.property_id = p.id) AS rate_plans,
+                  (SELECT coalesce(jsonb_agg(jsonb_build_array(c.room_type_id, c.night, c.available)), '[]')
+                   FROM availability_cells c
+                   WHERE c.property_id = p.id AND c.room_type_id = ANY($3::bigint[])
+                     AND c.night BETWEEN $4 AND $5) AS held,
+                  nextval('booking_ids') AS next_id
+           FROM properties p WHERE p.id = $1""",
+        property_id, external_reference, room_type_ids, first_night, last_night)
+    catalog = Catalog(tuple(RoomType(*r) for r in row["room_types"]), tuple(RatePlan(*p) for p in row["rate_plans"]))
+    held = {(int(rt), date.fromisoformat(night)): int(n) for rt, night, n in row["held"]}
+    return LockedProperty(row["name"], row["currency"].strip(), row["timezone"], row["owner_email"],
+                          row["guest_confirmation"], row["channel_manager"], row["earlier"], catalog, held,
+                          int(row["next_id"]))
 
 
 async def move_availability(conn: asyncpg.Connection, property_id: int, booking_id: int,
@@ -118,76 +161,97 @@ async def move_availability(conn: asyncpg.Connection, property_id: int, booking_
     days = [night for _ in deltas for night in nights]
     moves = [deltas[rt] for rt in deltas for _ in nights]
     bases = [full[rt] for rt in deltas for _ in nights]
-    # Cells written by a batch and then moved here count as done for that batch: the
-    # booking's value is the one the channel manager must hear.
+    # One statement (one round trip): the UPDATE's rows are invisible to the sibling INSERT,
+    # so the INSERT takes only the nights the UPDATE did not find. Cells written by a batch
+    # and then moved here count as done for that batch: the booking's value is the one the
+    # channel manager must hear.
     await conn.execute(
-        """UPDATE availability_cells c SET available = c.available + w.delta, version = nextval('ari_versions'),
-                                           last_batch_id = NULL
-           FROM unnest($2::bigint[], $3::date[], $4::integer[]) AS w (id, night, delta)
-           WHERE c.room_type_id = w.id AND c.night = w.night AND c.property_id = $1""",
-        property_id, ids, days, moves)
-    await conn.execute(
-        """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version)
-           SELECT $1, w.id, w.night, w.base + w.delta, nextval('ari_versions'), 0
-           FROM unnest($2::bigint[], $3::date[], $4::integer[], $5::integer[]) AS w (id, night, delta, base)
-           ON CONFLICT (room_type_id, night) DO NOTHING""",
-        property_id, ids, days, moves, bases)
-    await conn.executemany(
-        """INSERT INTO inventory_events (property_id, booking_id, room_type_id, first_night, last_night, delta,
-                                         reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)""",
-        [(property_id, booking_id, rt, nights[0], nights[-1], delta, reason, at) for rt, delta in deltas.items()])
+        """WITH w AS (SELECT * FROM unnest($2::bigint[], $3::date[], $4::integer[], $5::integer[])
+                      AS w (id, night, delta, base)),
+                moved AS (UPDATE availability_cells c
+                          SET available = c.available + w.delta, version = nextval('ari_versions'), last_batch_id = NULL
+                          FROM w WHERE c.room_type_id = w.id AND c.night = w.night AND c.property_id = $1
+                          RETURNING c.room_type_id, c.night),
+                made AS (INSERT INTO availability_cells (property_id, room_type_id, night, available, version,
+                                                         pushed_version)
+                         SELECT $1, w.id, w.night, w.base + w.delta, nextval('ari_versions'), 0 FROM w
+                         WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.room_type_id = w.id AND m.night = w.night))
+           INSERT INTO inventory_events (property_id, booking_id, room_type_id, first_night, last_night, delta,
+                                         reason, at)
+           SELECT $1, $6, e.room_type_id, $7, $8, e.delta, $9, $10
+           FROM unnest($11::bigint[], $12::integer[]) AS e (room_type_id, delta)""",
+        property_id, ids, days, moves, bases, booking_id, nights[0], nights[-1], reason, at,
+        list(deltas), list(deltas.values()))
 
 
-async def guest_for(conn: asyncpg.Connection, property_id: int, booking: PlannedBooking, at: datetime) -> int:
-    """The property's guest with this normalised phone, made if new; a missing e-mail is filled in."""
-    guest_id: int = await conn.fetchval(
-        """INSERT INTO guests (property_id, phone, name, email, notes, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT (property_id, phone) DO UPDATE
-           SET email = COALESCE(guests.email, EXCLUDED.email), notes = COALESCE(EXCLUDED.notes, guests.notes)
-           RETURNING id""",
-        property_id, booking.guest_phone, booking.guest_name, booking.guest_email, booking.guest_notes, at)
-    return guest_id
+@dataclass(frozen=True, slots=True)
+class Mail:
+    kind: str
+    to: str
+    subject: str
+    body: str
 
 
-async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int | None, booking: PlannedBooking,
-                         guest_phone_as_sent: str, guest_id: int, lines: list[FolioLine], at: datetime) -> int:
-    """The booking, one room row per entry and its folio; answers the booking id."""
-    booking_id: int = await conn.fetchval("SELECT nextval('booking_ids')")
-    await conn.execute(
-        """INSERT INTO bookings (id, property_id, source, key_id, reference, external_reference, status, check_in,
-                                 check_out, currency, guest_id, guest_name, guest_phone, guest_email, total_minor,
-                                 notes, created_at)
-           VALUES ($1, $2, 'api', $3, $4, $5, 'UPCOMING', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)""",
+async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int | None, booking_id: int,
+                         booking: PlannedBooking, guest_phone_as_sent: str, lines: list[FolioLine],
+                         activity: str, event: dict[str, Any], mails: list[Mail], at: datetime) -> dict[int, int]:
+    """The guest (the property's one with this normalised phone, made if new; a missing
+    e-mail is filled in), the booking, a room row per entry, its folio, the activity line,
+    the domain event and the e-mails, in one statement; answers the room rows' ids by
+    entry index."""
+    payment = booking.payment
+    rows = await conn.fetch(
+        """WITH g AS (INSERT INTO guests (property_id, phone, name, email, notes, created_at)
+                      VALUES ($2, $9, $10, $12, $36, $15)
+                      ON CONFLICT (property_id, phone) DO UPDATE
+                      SET email = COALESCE(guests.email, EXCLUDED.email),
+                          notes = COALESCE(EXCLUDED.notes, guests.notes)
+                      RETURNING id),
+                b AS (INSERT INTO bookings (id, property_id, source, key_id, reference, external_reference, status,
+                                            check_in, check_out, currency, guest_id, guest_name, guest_phone,
+                                            guest_email, total_minor, notes, created_at)
+                      SELECT $1, $2, 'api', $3, $4, $5, 'UPCOMING', $6, $7, $8, g.id, $10, $11, $12, $13, $14, $15
+                      FROM g),
+                r AS (INSERT INTO booking_rooms (booking_id, position, room_type_id, rate_plan_id, meal_plan, adults,
+                                                 children, nightly_minor, status)
+                      SELECT $1, x.position, x.room_type_id, x.rate_plan_id, x.meal_plan, x.adults, x.children,
+                             x.nightly, 'UPCOMING'
+                      FROM unnest($16::integer[], $17::bigint[], $18::bigint[], $19::text[], $20::integer[],
+                                  $21::integer[], $22::bigint[])
+                           AS x (position, room_type_id, rate_plan_id, meal_plan, adults, children, nightly)
+                      RETURNING id, position),
+                f AS (INSERT INTO folio_lines (booking_id, booking_room_id, kind, night, description, amount_minor,
+                                               method, payment_ref, created_at)
+                      SELECT $1, r.id, l.kind, l.night, l.description, l.amount,
+                             CASE WHEN l.kind = 'PAYMENT' THEN $28::text END,
+                             CASE WHEN l.kind = 'PAYMENT' THEN $29::text END, $15
+                      FROM unnest($23::integer[], $24::text[], $25::date[], $26::text[], $27::bigint[])
+                           WITH ORDINALITY AS l (position, kind, night, description, amount, ord)
+                      LEFT JOIN r ON r.position = l.position
+                      ORDER BY l.ord),
+                a AS (INSERT INTO activity_log (property_id, booking_id, key_id, action, detail, at)
+                      VALUES ($2, $1, $3, 'booking.created', $30, $15)),
+                e AS (INSERT INTO domain_events (property_id, booking_id, type, payload, occurred_at)
+                      VALUES ($2, $1, 'booking.created', $31, $15)),
+                m AS (INSERT INTO notifications (property_id, booking_id, kind, to_address, subject, body, created_at)
+                      SELECT $2, $1, n.kind, n.to_address, n.subject, n.body, $15
+                      FROM unnest($32::text[], $33::text[], $34::text[], $35::text[])
+                           AS n (kind, to_address, subject, body))
+           SELECT id, position FROM r""",
         booking_id, property_id, key_id, pms_reference(property_id, booking_id), booking.external_reference,
-        booking.check_in, booking.check_out, booking.currency, guest_id, booking.guest_name, guest_phone_as_sent,
-        booking.guest_email, booking.total_minor, booking.notes, at)
-    room_ids = await conn.fetch(
-        """INSERT INTO booking_rooms (booking_id, position, room_type_id, rate_plan_id, meal_plan, adults, children,
-                                      nightly_minor, status)
-           SELECT $1, r.position, r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults, r.children, r.nightly,
-                  'UPCOMING'
-           FROM unnest($2::integer[], $3::bigint[], $4::bigint[], $5::text[], $6::integer[], $7::integer[],
-                       $8::bigint[]) AS r (position, room_type_id, rate_plan_id, meal_plan, adults, children, nightly)
-           RETURNING id, position""",
-        booking_id, [r.index for r in booking.rooms], [r.room_type_id for r in booking.rooms],
+        booking.check_in, booking.check_out, booking.currency, booking.guest_phone, booking.guest_name,
+        guest_phone_as_sent, booking.guest_email, booking.total_minor, booking.notes, at,
+        [r.index for r in booking.rooms], [r.room_type_id for r in booking.rooms],
         [r.rate_plan_id for r in booking.rooms], [r.meal_plan for r in booking.rooms],
         [r.adults for r in booking.rooms], [r.children for r in booking.rooms],
-        [r.nightly_minor for r in booking.rooms])
-    room_of_index = {r["position"]: r["id"] for r in room_ids}
-    payment = booking.payment
-    await conn.execute(
-        """INSERT INTO folio_lines (booking_id, booking_room_id, kind, night, description, amount_minor, method,
-                                    payment_ref, created_at)
-           SELECT $1, l.room, l.kind, l.night, l.description, l.amount,
-                  CASE WHEN l.kind = 'PAYMENT' THEN $8::text END, CASE WHEN l.kind = 'PAYMENT' THEN $9::text END, $10
-           FROM unnest($2::bigint[], $3::text[], $4::date[], $5::text[], $6::bigint[], $7::integer[])
-                AS l (room, kind, night, description, amount, ord)
-           ORDER BY l.ord""",
-        booking_id, [None if line.room_index is None else room_of_index[line.room_index] for line in lines],
-        [line.kind for line in lines], [line.night for line in lines], [line.description for line in lines],
-        [line.amount_minor for line in lines], list(range(len(lines))),
-        payment.method if payment else None, payment.reference if payment else None, at)
-    return booking_id
+        [r.nightly_minor for r in booking.rooms],
+        [line.room_index for line in lines], [line.kind for line in lines], [line.night for line in lines],
+        [line.description for line in lines], [line.amount_minor for line in lines],
+        payment.method if payment else None, payment.reference if payment else None,
+        activity, event,
+        [m.kind for m in mails], [m.to for m in mails], [m.subject for m in mails], [m.body for m in mails],
+        booking.guest_notes)
+    return {r["position"]: r["id"] for r in rows}
 
 
 def pms_reference(property_id: int, booking_id: int) -> str:
