@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test typecheck bench bench-pipeline clean
+.PHONY: install run test typecheck bench bench-pipeline bench-bookings clean
 
 install: $(STAMP)
 
@@ -29,6 +29,9 @@ bench: install
 
 bench-pipeline: install
 	$(BIN)/python -m bench.pipeline
+
+bench-bookings: install
+	$(BIN)/python -m bench.bookings
 
 clean:
 	rm -rf $(VENV) var

@@ -30,10 +30,12 @@ from .booking_views import booking_view
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """An answer, and whether the inventory moved (the drain and the mailer have work)."""
+    """An answer, and whether the inventory moved and e-mails were queued (work for the
+    inventory drain and the outbox)."""
 
     answer: Answer
     inventory_moved: bool
+    mails_queued: bool = False
 
 
 async def create_booking(db: Database, property_id: int, key_id: int, scopes: tuple[str, ...], body: BookingIn,
@@ -51,7 +53,7 @@ async def create_booking(db: Database, property_id: int, key_id: int, scopes: tu
 async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scopes: tuple[str, ...],
                   body: BookingIn, now: datetime) -> Outcome:
     # Each round trip here is paid by every booking of the property in turn (they queue on
-    # the lock), so the work is folded into three statements.
+    # the lock), so the work is folded into two statements after the lock.
     # The nights asked for, bounded: an over-long stay is refused by the rules below.
     first_night = body.checkIn
     last_night = min(body.checkOut, body.checkIn + timedelta(days=rules.MAX_NIGHTS)) - timedelta(days=1)
@@ -92,9 +94,9 @@ async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scope
         conn, property_id, key_id, booking_id, planned, body.guest.phone,
         rules.folio(planned, room_types), f"booking {reference} created through the Connect API",
         {"bookingId": booking_id, "reference": reference, "externalReference": planned.external_reference,
-         "source": "api"}, mails, now)
-    await store.move_availability(conn, property_id, booking_id, {rt: -n for rt, n in needed.items()}, nights,
-                                  {rt: room_types[rt].rooms for rt in needed}, "booking.created", now)
+         "source": "api"}, mails,
+        store.InventoryMove({rt: -n for rt, n in needed.items()}, nights, {rt: room_types[rt].rooms for rt in needed},
+                            "booking.created"), now)
     booking = Booking(
         id=booking_id, property_id=property_id, source="api", reference=reference,
         external_reference=planned.external_reference, status="UPCOMING", check_in=planned.check_in,
@@ -104,7 +106,7 @@ async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scope
         channel_manager=prop.channel_manager, event_recorded=True,
         rooms=tuple(BookingRoom(room_ids[r.index], r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults,
                                 r.children, r.nightly_minor, "UPCOMING") for r in planned.rooms))
-    return Outcome(Answer(201, "Created", booking_view(booking, replay=False)), True)
+    return Outcome(Answer(201, "Created", booking_view(booking, replay=False)), True, bool(mails))
 
 
 def _mail(to: str, email: emails.Email) -> store.Mail:
@@ -131,8 +133,8 @@ async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id
         full = {r.id: r.rooms for r in catalog.room_types}
         nights = rules.stay_nights_of(row["check_in"], row["check_out"])
         await store.mark_cancelled(conn, booking_id, reason, now)
-        await store.move_availability(conn, property_id, booking_id, given_back, nights,
-                                      {rt: full[rt] for rt in given_back}, "booking.cancelled", now)
+        await store.move_availability(conn, property_id, booking_id, store.InventoryMove(
+            given_back, nights, {rt: full[rt] for rt in given_back}, "booking.cancelled"), now)
         await store.log_activity(conn, property_id, booking_id, key_id, "booking.cancelled",
                                  f"booking {row['reference']} cancelled through the Connect API"
                                  + (f": {reason}" if reason else ""), now)
@@ -144,7 +146,7 @@ async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id
         if prop["owner_email"]:
             await _enqueue(conn, property_id, booking_id, prop["owner_email"],
                            emails.owner_booking_cancelled(_facts(prop["name"], booking), reason), now)
-        return Outcome(Answer(200, "OK", booking_view(booking, replay=False)), True)
+        return Outcome(Answer(200, "OK", booking_view(booking, replay=False)), True, bool(prop["owner_email"]))
 
     return await db.transaction(work)
 

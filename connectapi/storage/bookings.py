@@ -148,40 +148,38 @@ async def lock_for_booking(conn: asyncpg.Connection, property_id: int, external_
                           int(row["next_id"]))
 
 
-async def move_availability(conn: asyncpg.Connection, property_id: int, booking_id: int,
-                            deltas: Mapping[int, int], nights: list[date], full: Mapping[int, int],
-                            reason: str, at: datetime) -> None:
-    """Add `deltas[room type]` rooms to every night (negative: sold), record the inventory
-    event, and leave the cells dirty for the inventory drain.
+@dataclass(frozen=True, slots=True)
+class InventoryMove:
+    """Rooms added per room type over a booking's nights (negative: sold), and from what
+    count a night without a cell starts (the room type's `rooms`)."""
 
-    A night without a cell starts from the room type's `full` count. The cells' check
-    constraint (available >= 0) is the record's own guard against selling a room twice.
-    """
-    ids = [rt for rt in deltas for _ in nights]
-    days = [night for _ in deltas for night in nights]
-    moves = [deltas[rt] for rt in deltas for _ in nights]
-    bases = [full[rt] for rt in deltas for _ in nights]
-    # One statement (one round trip): the UPDATE's rows are invisible to the sibling INSERT,
-    # so the INSERT takes only the nights the UPDATE did not find. Cells written by a batch
-    # and then moved here count as done for that batch: the booking's value is the one the
-    # channel manager must hear.
+    deltas: Mapping[int, int]
+    nights: list[date]
+    full: Mapping[int, int]
+    reason: str
+
+    def cells(self) -> tuple[list[int], list[date], list[int], list[int]]:
+        """The function's arrays: one entry per room type and night."""
+        ids = [rt for rt in self.deltas for _ in self.nights]
+        days = [night for _ in self.deltas for night in self.nights]
+        moves = [self.deltas[rt] for rt in self.deltas for _ in self.nights]
+        bases = [self.full[rt] for rt in self.deltas for _ in self.nights]
+        return ids, days, moves, bases
+
+
+async def move_availability(conn: asyncpg.Connection, property_id: int, booking_id: int, move: InventoryMove,
+                            at: datetime) -> None:
+    """Move the cells (connectapi_move_availability: dirty for the drain, never below zero)
+    and record one inventory event per room type."""
     await conn.execute(
-        """WITH w AS (SELECT * FROM unnest($2::bigint[], $3::date[], $4::integer[], $5::integer[])
-                      AS w (id, night, delta, base)),
-                moved AS (UPDATE availability_cells c
-                          SET available = c.available + w.delta, version = nextval('ari_versions'), last_batch_id = NULL
-                          FROM w WHERE c.room_type_id = w.id AND c.night = w.night AND c.property_id = $1
-                          RETURNING c.room_type_id, c.night),
-                made AS (INSERT INTO availability_cells (property_id, room_type_id, night, available, version,
-                                                         pushed_version)
-                         SELECT $1, w.id, w.night, w.base + w.delta, nextval('ari_versions'), 0 FROM w
-                         WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.room_type_id = w.id AND m.night = w.night))
+        """WITH moved AS (SELECT connectapi_move_availability($1, $2::bigint[], $3::date[], $4::integer[],
+                                                              $5::integer[]))
            INSERT INTO inventory_events (property_id, booking_id, room_type_id, first_night, last_night, delta,
                                          reason, at)
            SELECT $1, $6, e.room_type_id, $7, $8, e.delta, $9, $10
-           FROM unnest($11::bigint[], $12::integer[]) AS e (room_type_id, delta)""",
-        property_id, ids, days, moves, bases, booking_id, nights[0], nights[-1], reason, at,
-        list(deltas), list(deltas.values()))
+           FROM unnest($11::bigint[], $12::integer[]) AS e (room_type_id, delta), moved""",
+        property_id, *move.cells(), booking_id, move.nights[0], move.nights[-1], move.reason, at,
+        list(move.deltas), list(move.deltas.values()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,11 +192,12 @@ class Mail:
 
 async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int | None, booking_id: int,
                          booking: PlannedBooking, guest_phone_as_sent: str, lines: list[FolioLine],
-                         activity: str, event: dict[str, Any], mails: list[Mail], at: datetime) -> dict[int, int]:
+                         activity: str, event: dict[str, Any], mails: list[Mail], move: InventoryMove,
+                         at: datetime) -> dict[int, int]:
     """The guest (the property's one with this normalised phone, made if new; a missing
     e-mail is filled in), the booking, a room row per entry, its folio, the activity line,
-    the domain event and the e-mails, in one statement; answers the room rows' ids by
-    entry index."""
+    the domain event, the e-mails and the inventory move with its events, in one statement;
+    answers the room rows' ids by entry index."""
     payment = booking.payment
     rows = await conn.fetch(
         """WITH g AS (INSERT INTO guests (property_id, phone, name, email, notes, created_at)
@@ -236,8 +235,14 @@ async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int
                 m AS (INSERT INTO notifications (property_id, booking_id, kind, to_address, subject, body, created_at)
                       SELECT $2, $1, n.kind, n.to_address, n.subject, n.body, $15
                       FROM unnest($32::text[], $33::text[], $34::text[], $35::text[])
-                           AS n (kind, to_address, subject, body))
-           SELECT id, position FROM r""",
+                           AS n (kind, to_address, subject, body)),
+                moved AS (SELECT connectapi_move_availability($2, $37::bigint[], $38::date[], $39::integer[],
+                                                              $40::integer[]) AS cells),
+                ev AS (INSERT INTO inventory_events (property_id, booking_id, room_type_id, first_night, last_night,
+                                                     delta, reason, at)
+                       SELECT $2, $1, e.room_type_id, $41, $42, e.delta, $43, $15
+                       FROM unnest($44::bigint[], $45::integer[]) AS e (room_type_id, delta))
+           SELECT r.id, r.position FROM r, moved""",
         booking_id, property_id, key_id, pms_reference(property_id, booking_id), booking.external_reference,
         booking.check_in, booking.check_out, booking.currency, booking.guest_phone, booking.guest_name,
         guest_phone_as_sent, booking.guest_email, booking.total_minor, booking.notes, at,
@@ -250,7 +255,8 @@ async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int
         payment.method if payment else None, payment.reference if payment else None,
         activity, event,
         [m.kind for m in mails], [m.to for m in mails], [m.subject for m in mails], [m.body for m in mails],
-        booking.guest_notes)
+        booking.guest_notes, *move.cells(), move.nights[0], move.nights[-1], move.reason,
+        list(move.deltas), list(move.deltas.values()))
     return {r["position"]: r["id"] for r in rows}
 
 

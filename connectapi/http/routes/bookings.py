@@ -83,6 +83,7 @@ async def _answer(outcome: Outcome) -> Response:
     ctx, answer = context(), outcome.answer
     if outcome.inventory_moved:
         await ctx.pushes.wake(caller().property.id, True, False)
+    if outcome.mails_queued:
         ctx.outbox.wake()
     if answer.status >= 400:
         raise ApiError(answer.data["code"], answer.message, answer.data.get("details"))
