@@ -61,6 +61,11 @@ def add_admin_commands(commands: Any) -> None:
     for action in ("rotate", "revoke"):
         key.add_parser(action).add_argument("key_id", type=int)
 
+    notes = things.add_parser("notifications", help="the owner's e-mails of a property, newest first")
+    notes.add_argument("property_id", type=int)
+    booking = things.add_parser("booking", help="front-desk moves").add_subparsers(dest="action", required=True)
+    booking.add_parser("check-in", help="the guest has arrived").add_argument("booking_id", type=int)
+
 
 def _read_body(path: str) -> Any:
     text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
@@ -90,6 +95,10 @@ def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
         return "POST", f"/properties/{args.property_id}/room-types", _read_body(args.file)
     if thing == "rate-plan":
         return "POST", f"/properties/{args.property_id}/rate-plans", _read_body(args.file)
+    if thing == "notifications":
+        return "GET", f"/properties/{args.property_id}/notifications", None
+    if thing == "booking":
+        return "POST", f"/bookings/{args.booking_id}/check-in", None
     if action == "create":
         body: dict[str, Any] = {"label": args.label, "allowlist": args.allow}
         if args.legacy:

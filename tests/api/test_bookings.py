@@ -457,3 +457,18 @@ async def test_twenty_requests_with_one_reference_make_one_booking(api: Harness)
     assert {a.data["bookingId"] for a in answers} == {next(a for a in answers if a.status == 201).data["bookingId"]}
     assert all(a.data["replay"] for a in answers if a.status == 200)
     assert (await counts(api))["bookings"] == 1
+
+
+async def test_a_currency_without_minor_units(api: Harness) -> None:
+    prop, key = await setup(api, currency="JPY", timezone="Asia/Tokyo", ratePlans=[
+        {"roomType": 0, "name": "Standard", "mealPlan": "RO"}, {"roomType": 1, "name": "Suite", "mealPlan": "BB"}])
+    body = stay(prop, currency="JPY")
+    body["rooms"][0]["nightlyRate"] = "15000.50"
+    refused = await book(api, key, body)
+    assert (refused.code, refused.data["details"][0]["path"]) == ("VALIDATION", "rooms[0].nightlyRate")
+    body["rooms"][0]["nightlyRate"] = "15000"
+    made = await book(api, key, body)
+    assert made.status == 201, made.body
+    assert (made.data["totalAmount"], made.data["rooms"][0]["nightlyRate"]) == ("45000.00", "15000.00")
+    assert made.data["rooms"][0]["mealPlan"] == "RO"
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM folio_lines WHERE kind = 'MEAL'") == 0

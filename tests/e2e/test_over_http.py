@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
@@ -88,3 +89,29 @@ async def test_cli_admin_then_property_with_the_key(base_url: str, client: httpx
     monkeypatch.setenv("CONNECTAPI_ADMIN_TOKEN", "wrong")
     assert await trio.to_thread.run_sync(main, ["admin", "key", "list", str(prop["id"])]) == 1
     assert "ADMIN_TOKEN_INVALID" in capsys.readouterr().err
+
+
+async def test_cli_booking_check_in_and_notifications(base_url: str, client: httpx.AsyncClient,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CONNECTAPI_ADMIN_TOKEN", ADMIN_TOKEN)
+    monkeypatch.setenv("CONNECTAPI_URL", base_url)
+    assert await trio.to_thread.run_sync(main, ["admin", "property", "create", "--file", str(EXAMPLE)]) == 0
+    prop = json.loads(capsys.readouterr().out)
+    argv = ["admin", "key", "create", str(prop["id"]), "--label", "engine", "--scope", "bookings:write"]
+    assert await trio.to_thread.run_sync(main, argv) == 0
+    key = json.loads(capsys.readouterr().out)["key"]
+    check_in = (date.today() + timedelta(days=3)).isoformat()
+    made = await client.post(f"{API}/bookings", headers={"Authorization": f"Bearer {key}"}, json={
+        "externalReference": "WEB-1", "checkIn": check_in, "checkOut": (date.today() + timedelta(days=4)).isoformat(),
+        "currency": "EUR", "guest": {"name": "Ana", "phone": "+351912345678"},
+        "rooms": [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"], "adults": 1,
+                   "nightlyRate": "90.00"}]})
+    assert made.status_code == 201
+    booking_id = made.json()["data"]["bookingId"]
+    assert await trio.to_thread.run_sync(main, ["admin", "booking", "check-in", str(booking_id)]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "CHECKED_IN"
+    cancel = await client.post(f"{API}/bookings/{booking_id}/cancel", headers={"Authorization": f"Bearer {key}"})
+    assert cancel.json()["data"]["code"] == "BOOKING_NOT_CANCELLABLE"
+    assert await trio.to_thread.run_sync(main, ["admin", "notifications", str(prop["id"])]) == 0
+    assert [n["kind"] for n in json.loads(capsys.readouterr().out)] == ["booking.created"]
