@@ -82,7 +82,7 @@ def _token(settings: Settings) -> str:
 
 
 def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
-    thing, action = args.thing, args.action
+    thing, action = args.thing, getattr(args, "action", None)
     if thing == "property":
         if action == "create":
             return "POST", "/properties", _read_body(args.file)
