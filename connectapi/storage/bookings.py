@@ -115,32 +115,17 @@ class LockedProperty:
 
 async def lock_for_booking(conn: asyncpg.Connection, property_id: int, external_reference: str,
                            room_type_ids: list[int], first_night: date, last_night: date) -> LockedProperty:
-    """Take the property's row lock (as ARI writes do), then read the repeat check, the
-    catalog and the nights asked for in one round trip: the property's bookings queue on
-    this lock, so every round trip under it is paid by each of them in turn.
-
-    The lock is a statement of its own on purpose. A statement that waits for the lock
-    keeps the snapshot it started with, so reads folded into it would miss what the
-    booking before it committed (found by the two-process test: the cells' check
-    constraint refused a second sale of the last room).
+    """Take the property's row lock (as ARI writes do) and read the repeat check, the
+    catalog and the nights asked for, in one round trip (connectapi_lock_for_booking): the
+    property's bookings queue on this lock, so every round trip under it is paid by each
+    of them in turn. The function locks and reads in separate statements, each with its
+    own snapshot: reads folded into the statement that waits for the lock would miss what
+    the booking before it committed (found by the two-process test, where the cells'
+    check constraint refused a second sale of the last room).
     """
-    await conn.execute("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
-    row = await conn.fetchrow(
-        """SELECT p.name, p.currency, p.timezone, p.owner_email, p.guest_confirmation, p.channel_manager,
-                  (SELECT b.id FROM bookings b WHERE b.property_id = p.id AND b.external_reference = $2) AS earlier,
-                  (SELECT coalesce(jsonb_agg(jsonb_build_array(r.id, r.name, r.max_adults, r.max_occupancy, r.rooms)
-                                             ORDER BY r.id), '[]')
-                   FROM room_types r WHERE r.property_id = p.id) AS room_types,
-                  (SELECT coalesce(jsonb_agg(jsonb_build_array(rp.id, rp.room_type_id, rp.name, rp.meal_plan,
-                                                               rp.min_rate, rp.max_rate) ORDER BY rp.id), '[]')
-                   FROM rate_plans rp WHERE rp.property_id = p.id) AS rate_plans,
-                  (SELECT coalesce(jsonb_agg(jsonb_build_array(c.room_type_id, c.night, c.available)), '[]')
-                   FROM availability_cells c
-                   WHERE c.property_id = p.id AND c.room_type_id = ANY($3::bigint[])
-                     AND c.night BETWEEN $4 AND $5) AS held,
-                  nextval('booking_ids') AS next_id
-           FROM properties p WHERE p.id = $1""",
-        property_id, external_reference, room_type_ids, first_night, last_night)
+    found = await conn.fetchrow("SELECT * FROM connectapi_lock_for_booking($1, $2, $3::bigint[], $4, $5)",
+                                property_id, external_reference, room_type_ids, first_night, last_night)
+    row = {name.removeprefix("o_"): value for name, value in found.items()}
     catalog = Catalog(tuple(RoomType(*r) for r in row["room_types"]), tuple(RatePlan(*p) for p in row["rate_plans"]))
     held = {(int(rt), date.fromisoformat(night)): int(n) for rt, night, n in row["held"]}
     return LockedProperty(row["name"], row["currency"].strip(), row["timezone"], row["owner_email"],
