@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import asyncpg
+import outcome
 
 from ..domain import bookings as rules
 from ..domain import emails
@@ -21,7 +22,7 @@ from ..domain.booking_models import BookingIn
 from ..domain.errors import ApiError
 from ..storage import ari, idempotency, notifications
 from ..storage import bookings as store
-from ..storage.database import Database
+from ..storage.database import Database, StorageUnavailable
 from ..storage.properties import catalog_in
 from ..storage.records import Booking, BookingRoom
 from .ari_writer import Answer, IdempotencyClaim
@@ -38,16 +39,57 @@ class Outcome:
     mails_queued: bool = False
 
 
-async def create_booking(db: Database, property_id: int, key_id: int, scopes: tuple[str, ...], body: BookingIn,
-                         now: datetime, claim: IdempotencyClaim | None) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class CreateBooking:
+    """Create a booking whose budgets are already charged; answers an Outcome."""
+
+    key_id: int
+    scopes: tuple[str, ...]
+    body: BookingIn
+    now: datetime
+    claim: IdempotencyClaim | None
+
+
+async def create_booking(db: Database, property_id: int, request: CreateBooking) -> Outcome:
     async def work(conn: asyncpg.Connection) -> Outcome:
-        outcome = await _create(conn, property_id, key_id, scopes, body, now)
-        if claim is not None:
-            await idempotency.finish(conn, property_id, claim.route, claim.key, outcome.answer.status,
-                                     outcome.answer.stored())
-        return outcome
+        return await _create_and_remember(conn, property_id, request)
 
     return await db.transaction(work)
+
+
+async def create_bookings(db: Database, property_id: int,
+                          requests: list[CreateBooking]) -> list[outcome.Outcome[Outcome]]:
+    """Bookings queued together for the property, in one transaction: one lock, one commit.
+
+    Each is still whole or nothing: if the record refuses one of them, the transaction
+    takes the others' writes with it, so each is then made again on its own and only the
+    failing one fails. Later bookings see the earlier ones (a repeated reference replays,
+    sold rooms are gone).
+    """
+    async def work(conn: asyncpg.Connection) -> list[Outcome]:
+        return [await _create_and_remember(conn, property_id, request) for request in requests]
+
+    try:
+        return [outcome.Value(made) for made in await db.transaction(work)]
+    except (asyncpg.PostgresError, StorageUnavailable):
+        if len(requests) == 1:
+            raise
+    results: list[outcome.Outcome[Outcome]] = []
+    for request in requests:
+        try:
+            results.append(outcome.Value(await create_booking(db, property_id, request)))
+        except (asyncpg.PostgresError, StorageUnavailable) as exc:
+            results.append(outcome.Error(exc))
+    return results
+
+
+async def _create_and_remember(conn: asyncpg.Connection, property_id: int, request: CreateBooking) -> Outcome:
+    """One booking, and its answer stored under its idempotency key (if any), in `conn`'s transaction."""
+    made = await _create(conn, property_id, request.key_id, request.scopes, request.body, request.now)
+    if request.claim is not None:
+        await idempotency.finish(conn, property_id, request.claim.route, request.claim.key, made.answer.status,
+                                 made.answer.stored())
+    return made
 
 
 async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scopes: tuple[str, ...],

@@ -87,3 +87,8 @@ class Mailbox(Generic[M]):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting to be served (not counting the one being served)."""
+        return int(self._send.statistics().current_buffer_used)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import asyncpg
 import pytest
 import trio
+import trio_asyncio
 
 from .harness import API, Answer, Harness
 
@@ -472,3 +474,64 @@ async def test_a_currency_without_minor_units(api: Harness) -> None:
     assert (made.data["totalAmount"], made.data["rooms"][0]["nightlyRate"]) == ("45000.00", "15000.00")
     assert made.data["rooms"][0]["mealPlan"] == "RO"
     assert await api.ctx.db.fetchval("SELECT count(*) FROM folio_lines WHERE kind = 'MEAL'") == 0
+
+
+async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone(api: Harness, db_dsn: str) -> None:
+    prop, key = await setup(api)
+    db = api.ctx.db
+    await db.execute("""CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS
+                        $$ BEGIN IF NEW.guest_name = 'Refused Guest' THEN RAISE EXCEPTION 'injected'; END IF;
+                           RETURN NEW; END $$""")
+    await db.execute("CREATE TRIGGER refuse_one BEFORE INSERT ON bookings FOR EACH ROW EXECUTE FUNCTION refuse_one()")
+    # Another connection holds the property's lock: the first booking waits on it in the
+    # writer and the others queue behind it, so they are served as one batch.
+    blocker = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
+    hold = blocker.transaction()
+    await trio_asyncio.aio_as_trio(hold.start)()
+    await trio_asyncio.aio_as_trio(blocker.execute)("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE",
+                                                    prop["id"])
+    answers: dict[str, Answer] = {}
+
+    async def one(reference: str, name: str = "Ana Silva") -> None:
+        answers[reference] = await book(api, key, stay(prop, reference, guest={"name": name, "phone": "+351912345678"}))
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "FIRST")
+            mailbox = await api.ctx.writers.mailbox(prop["id"])
+            await eventually(lambda: waiting_on_a_lock(api))
+            for i, name in enumerate(["Ana Silva", "Ana Silva", "Refused Guest", "Ana Silva", "Ana Silva"]):
+                nursery.start_soon(one, f"QUEUED-{i}", name)
+            nursery.start_soon(one, "QUEUED-1")  # a repeat inside the batch: it sees the first
+            await eventually(lambda: trio_value(mailbox.queued == 6))
+            await trio_asyncio.aio_as_trio(hold.rollback)()
+    finally:
+        await trio_asyncio.aio_as_trio(blocker.close)()
+    statuses = {ref: (a.status, a.code if a.status >= 400 else "") for ref, a in answers.items()}
+    assert statuses.pop("QUEUED-2") == (500, "INTERNAL")
+    assert statuses == {"FIRST": (201, ""), "QUEUED-0": (201, ""), "QUEUED-1": statuses["QUEUED-1"],
+                        "QUEUED-3": (201, ""), "QUEUED-4": (201, "")}
+    assert statuses["QUEUED-1"][0] in (200, 201)  # one of the two QUEUED-1 made it, the other replayed it
+    assert (await counts(api))["bookings"] == 5
+    assert await db.fetchval("SELECT count(*) FROM bookings WHERE guest_name = 'Refused Guest'") == 0
+    # Each attempt at a booking draws an id. One by one, seven requests would draw seven;
+    # the six queued ones were first tried together, and that attempt drew at least one
+    # (up to the refused one) before the remakes one by one drew six more.
+    assert await db.fetchval("SELECT last_value FROM booking_ids") >= 8
+
+
+async def waiting_on_a_lock(api: Harness) -> bool:
+    return bool(await api.ctx.db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))
+
+
+async def trio_value(value: bool) -> bool:
+    return value
+
+
+async def eventually(check: Any, tries: int = 20_000) -> None:
+    """Until `check()` is true; bounded by tries (the mock clock stands still)."""
+    for _ in range(tries):
+        if await check():
+            return
+        await trio.sleep(0)
+    raise AssertionError("never happened")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import outcome
 import pytest
 import trio
 import trio.testing
@@ -229,3 +231,62 @@ async def test_shutdown_grace_cancels_a_stuck_actor(autojump: object) -> None:
         box = await sup.spawn("c", Counter)
         await box.tell(Hang())
     assert trio.current_time() - start == pytest.approx(2)
+
+
+class Batcher(Actor[int]):
+    """Batches even numbers, serves odd ones one by one; 1 waits for the gate (so the others
+    queue up behind it); a batch holding 100 crashes; 0 is refused."""
+
+    def __init__(self, calls: list[list[int]], gate: dict[str, trio.Event]) -> None:
+        self.calls = calls
+        self.gate = gate
+
+    def batch_key(self, message: int) -> str | None:
+        return "even" if message % 2 == 0 else None
+
+    async def handle(self, message: int) -> int:
+        self.calls.append([message])
+        if message == 1:
+            await self.gate["open"].wait()
+        return message
+
+    async def handle_batch(self, messages: list[int]) -> list[outcome.Outcome[Any]]:
+        self.calls.append(list(messages))
+        if 100 in messages:
+            raise RuntimeError("boom")
+        return [outcome.Value(m * 10) if m else outcome.Error(Refused()) for m in messages]
+
+
+async def test_queued_messages_with_one_batch_key_are_served_together(autojump: object) -> None:
+    calls: list[list[int]] = []
+    gate = {"open": trio.Event()}
+    answers: dict[int, Any] = {}
+    async with open_supervisor() as sup:
+        box = await sup.spawn("b", lambda: Batcher(calls, gate))
+
+        async def ask(n: int) -> None:
+            try:
+                answers[n] = await box.ask(n, timeout=5)
+            except (Refused, ActorCrashed) as exc:
+                answers[n] = type(exc).__name__
+
+        async def queue_behind_the_gate(numbers: tuple[int, ...]) -> None:
+            async with trio.open_nursery() as nursery:
+                for n in (1, *numbers):
+                    nursery.start_soon(ask, n)
+                    await trio.testing.wait_all_tasks_blocked()  # each one queued before the next
+                gate["open"].set()
+
+        await queue_behind_the_gate((2, 4, 0, 3, 6, 8, 5))
+        assert calls == [[1], [2, 4, 0], [3], [6, 8], [5]]
+        assert answers == {1: 1, 2: 20, 4: 40, 0: "Refused", 3: 3, 6: 60, 8: 80, 5: 5}
+
+        calls.clear()
+        answers.clear()
+        gate["open"] = trio.Event()
+        await queue_behind_the_gate((10, 100, 7))
+        # the crashing batch answers each of its messages, and the one taken out after it
+        assert calls == [[1], [10, 100]]
+        assert answers == {1: 1, 10: "ActorCrashed", 100: "ActorCrashed", 7: "ActorCrashed"}
+        assert await box.ask(12, timeout=5) == 12  # restarted; a lone even number is one handle call
+        assert calls[-1] == [12]

@@ -9,9 +9,9 @@ from quart import Blueprint, Response, request
 
 from ...actors.ari_writer import IdempotencyClaim
 from ...actors.booking_views import booking_view
-from ...actors.booking_writer import Outcome
+from ...actors.booking_writer import CreateBooking, Outcome
 from ...actors.property_actor import ChargeBooking
-from ...actors.property_writer import CancelBooking, CreateBooking
+from ...actors.property_writer import CancelBooking
 from ...domain import idempotency as idem
 from ...domain.booking_models import BookingIn, CancelIn
 from ...domain.budgets import RequestKind
