@@ -45,6 +45,8 @@ class Settings:
     smtp_url: str | None = None
     smtp_from: str = "connectapi@localhost"
     outbox_sweep_seconds: float = 30.0
+    # Webhooks to http:// and inside addresses: for tests and the sandbox only.
+    webhook_allow_private: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -71,6 +73,7 @@ class Settings:
             reconcile=env.get("CONNECTAPI_RECONCILE", "on").lower() not in ("0", "off", "false", "no"),
             smtp_url=env.get("CONNECTAPI_SMTP_URL") or None,
             smtp_from=env.get("CONNECTAPI_SMTP_FROM") or "connectapi@localhost",
+            webhook_allow_private=env.get("CONNECTAPI_WEBHOOK_ALLOW_PRIVATE", "").lower() in ("1", "true", "yes"),
         )
         if settings.smtp_url:
             try:

@@ -18,6 +18,7 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from .actors.front_door import FrontDoor, FrontDoorMessage
 from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
+from .actors.webhook_sender import WebhookSender, open_webhook_client
 from .actors.property_actor import PropertyActor, PropertyMessage
 from .actors.channel_manager import ChannelManagerActor
 from .actors.property_writer import PropertyWriter, WriterMessage
@@ -62,7 +63,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
         else:
             sandbox, cm_key = SandboxState(), secrets.token_urlsafe(24)
             cm_url = await background.start(serve_sandbox, sandbox, cm_key, clock, "127.0.0.1", 0, stop_sandbox)
-        async with open_channel_manager(cm_url, cm_key) as client:
+        async with open_channel_manager(cm_url, cm_key) as client, open_webhook_client() as webhook_client:
             channel = ChannelManagerActor(client, clock)
             async with open_supervisor(shutdown_grace=grace) as root:
                 front_door = await root.spawn(
@@ -86,6 +87,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         reconciler = Reconciler(db, channel, scheduler, clock)
                         outbox = OutboxSender(db, clock, mail_transport(settings), settings.outbox_sweep_seconds)
                         sweeps.start_soon(outbox.run_forever)
+                        webhook_sender = WebhookSender(db, clock, webhook_client, settings.webhook_allow_private)
+                        sweeps.start_soon(webhook_sender.run_forever)
                         if not settings.push_paused:
                             sweeps.start_soon(scheduler.sweep_forever, db, settings.push_sweep_seconds)
                             if settings.reconcile:
@@ -102,6 +105,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             pushes=scheduler,
                             reconciler=reconciler,
                             outbox=outbox,
+                            webhooks=webhook_sender,
+                            webhook_allow_private=settings.webhook_allow_private,
                             channel=channel,
                             sandbox=sandbox,
                             sandbox_url=cm_url if sandbox is not None else None,

@@ -176,3 +176,10 @@ class KeyPatch(Strict):
 
     _scopes = field_validator("scopes")(classmethod(lambda cls, v: None if v is None else _check_scopes(v)))
     _allowlist = field_validator("allowlist")(classmethod(lambda cls, v: None if v is None else _check_allowlist(v)))
+
+
+class WebhookEndpointIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    url: Annotated[str, Field(min_length=1, max_length=2048)]
+    description: Annotated[str, Field(max_length=200)] | None = None

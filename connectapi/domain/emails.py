@@ -50,3 +50,9 @@ def guest_confirmation(f: BookingFacts) -> Email:
     return Email("guest.confirmation", f"Your booking at {f.property_name}: {f.reference}",
                  f"Dear {f.guest_name},\n\nyour booking at {f.property_name} is confirmed.\n\n"
                  f"Reference: {f.reference}\nStay: {_stay(f)}\nTotal: {f.total} {f.currency}\n")
+
+
+def owner_endpoint_paused(property_name: str, url: str) -> Email:
+    return Email("webhook.paused", f"Webhooks to {url} are paused ({property_name})",
+                 f"Deliveries to {url} have failed for a day, so the endpoint is paused.\n\n"
+                 f"Events keep queueing and are sent, in order, once you resume it in the admin interface.\n")

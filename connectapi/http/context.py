@@ -8,6 +8,7 @@ from ..actors.front_door import FrontDoorMessage
 from ..actors.channel_manager import ChannelManagerActor
 from ..actors.property_actor import PropertyMessage
 from ..actors.outbox import OutboxSender
+from ..actors.webhook_sender import WebhookSender
 from ..actors.push_scheduler import PushScheduler
 from ..actors.reconciler import Reconciler
 from ..channel.sandbox.state import SandboxState
@@ -32,6 +33,8 @@ class FrontContext:
     pushes: PushScheduler
     reconciler: Reconciler
     outbox: OutboxSender
+    webhooks: WebhookSender
+    webhook_allow_private: bool
     channel: ChannelManagerActor
     sandbox: SandboxState | None  # the in-process sandbox channel manager, when no real one is configured
     sandbox_url: str | None

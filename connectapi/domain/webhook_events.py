@@ -1,0 +1,56 @@
+"""The envelope of every outbound webhook event, as the spec gives it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+API_VERSION = "2026-09-01"
+MODE = "live"
+PING = "connectapi.ping"
+EVENT_TYPES = ("channel.booking.created", "channel.booking.modified", "channel.booking.cancelled", PING)
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyFacts:
+    id: int
+    name: str
+    currency: str
+    timezone: str
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    id: str
+    type: str
+    occurred_at: datetime
+    body: str  # the JSON text that is signed and sent, byte for byte on every attempt
+
+
+def new_event(event_type: str, prop: PropertyFacts, data: dict[str, Any], occurred_at: datetime,
+              changes: dict[str, Any] | None = None, previous: dict[str, Any] | None = None) -> Event:
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event_type!r}")
+    event_id = f"evt_{uuid.uuid4()}"
+    envelope: dict[str, Any] = {
+        "id": event_id,
+        "type": event_type,
+        "apiVersion": API_VERSION,
+        "occurredAt": occurred_at.isoformat(),
+        "mode": MODE,
+        "property": {"id": prop.id, "name": prop.name, "currency": prop.currency, "timezone": prop.timezone},
+        "data": data,
+    }
+    if changes is not None:
+        envelope["changes"] = changes
+    if previous is not None:
+        envelope["previous"] = previous
+    return Event(event_id, event_type, occurred_at, json.dumps(envelope, separators=(",", ":"), ensure_ascii=False))
+
+
+def ping(prop: PropertyFacts, occurred_at: datetime, reason: str) -> Event:
+    """`connectapi.ping`: sent when an endpoint is registered and when the owner tests it."""
+    return new_event(PING, prop, {"reason": reason}, occurred_at)

@@ -1,0 +1,178 @@
+"""Webhook endpoints, events and deliveries in the record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from ..domain.webhook_events import Event
+from .database import Database
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    id: int
+    property_id: int
+    url: str
+    description: str | None
+    status: str
+    secret: str
+    previous_secret: str | None
+    rotated_at: datetime | None
+    failing_since: datetime | None
+    paused_at: datetime | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """The next delivery of an active endpoint, due now."""
+
+    delivery_id: int
+    attempts: int
+    first_attempt_at: datetime | None
+    event_id: str
+    body: str
+    endpoint: Endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    event_id: str
+    type: str
+    attempts: int
+    status: str
+    response_status: int | None
+    duration_ms: int | None
+    next_attempt_at: datetime | None
+    last_error: str | None
+
+
+_ENDPOINT = """id, property_id, url, description, status, secret, previous_secret, rotated_at, failing_since,
+               paused_at, created_at"""
+
+
+def _endpoint(row: asyncpg.Record, prefix: str = "") -> Endpoint:
+    return Endpoint(*(row[prefix + name.strip()] for name in _ENDPOINT.split(",")))
+
+
+async def create_endpoint(db: Database, property_id: int, url: str, description: str | None, secret: str,
+                          at: datetime) -> Endpoint:
+    row = await db.fetchrow(
+        f"""INSERT INTO webhook_endpoints (property_id, url, description, status, secret, created_at)
+            VALUES ($1, $2, $3, 'active', $4, $5) RETURNING {_ENDPOINT}""",
+        property_id, url, description, secret, at)
+    assert row is not None
+    return _endpoint(row)
+
+
+async def endpoints_of(db: Database, property_id: int) -> list[Endpoint]:
+    rows = await db.fetch(f"SELECT {_ENDPOINT} FROM webhook_endpoints WHERE property_id = $1 ORDER BY id",
+                          property_id)
+    return [_endpoint(r) for r in rows]
+
+
+async def endpoint(db: Database, endpoint_id: int) -> Endpoint | None:
+    row = await db.fetchrow(f"SELECT {_ENDPOINT} FROM webhook_endpoints WHERE id = $1", endpoint_id)
+    return None if row is None else _endpoint(row)
+
+
+async def pause(db: Database, endpoint_id: int, at: datetime) -> None:
+    await db.execute("UPDATE webhook_endpoints SET status = 'paused', paused_at = $2 WHERE id = $1 "
+                     "AND status = 'active'", endpoint_id, at)
+
+
+async def resume(db: Database, endpoint_id: int, at: datetime) -> None:
+    """Active again; what waited is due now, with a fresh day of attempts."""
+    async def work(conn: asyncpg.Connection) -> None:
+        await conn.execute("UPDATE webhook_endpoints SET status = 'active', paused_at = NULL, failing_since = NULL "
+                           "WHERE id = $1", endpoint_id)
+        await conn.execute("""UPDATE webhook_deliveries SET attempts = 0, first_attempt_at = NULL, next_attempt_at = $2
+                              WHERE endpoint_id = $1 AND status = 'pending'""", endpoint_id, at)
+
+    await db.transaction(work)
+
+
+async def rotate_secret(db: Database, endpoint_id: int, secret: str, at: datetime) -> None:
+    await db.execute("""UPDATE webhook_endpoints SET previous_secret = secret, secret = $2, rotated_at = $3
+                        WHERE id = $1""", endpoint_id, secret, at)
+
+
+async def record_event(conn: asyncpg.Connection, property_id: int, event: Event, endpoint_ids: list[int] | None,
+                       at: datetime) -> int:
+    """Store the event and queue a delivery to each given endpoint (None: every endpoint of the
+    property, paused ones included: they wait); answers how many were queued."""
+    seq = await conn.fetchval(
+        """INSERT INTO webhook_events (id, property_id, type, body, occurred_at) VALUES ($1, $2, $3, $4, $5)
+           RETURNING seq""", event.id, property_id, event.type, event.body, event.occurred_at)
+    queued: int = await conn.fetchval(
+        """WITH made AS (
+               INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)
+               SELECT e.id, $2, $3, 'pending', $4, $4 FROM webhook_endpoints e
+               WHERE e.property_id = $1 AND ($5::bigint[] IS NULL OR e.id = ANY($5::bigint[]))
+               RETURNING 1)
+           SELECT count(*) FROM made""",
+        property_id, event.id, seq, at, endpoint_ids)
+    return queued
+
+
+async def due(db: Database, now: datetime) -> list[Due]:
+    """For each active endpoint, its oldest pending delivery, when that one is due: an
+    endpoint gets its events in order, so a delivery waiting on a retry holds the rest."""
+    rows = await db.fetch(
+        f"""SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body,
+                   {', '.join('e.' + n.strip() + ' AS e_' + n.strip() for n in _ENDPOINT.split(','))}
+            FROM webhook_endpoints e
+            CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending'
+                                ORDER BY d.event_seq, d.id LIMIT 1) d
+            JOIN webhook_events ev ON ev.id = d.event_id
+            WHERE e.status = 'active' AND d.next_attempt_at <= $1""",
+        now)
+    return [Due(r["delivery_id"], r["attempts"], r["first_attempt_at"], r["event_id"], r["body"], _endpoint(r, "e_"))
+            for r in rows]
+
+
+async def next_due_at(db: Database) -> datetime | None:
+    """When the earliest pending delivery of an active endpoint falls due."""
+    value: datetime | None = await db.fetchval(
+        """SELECT min(d.next_attempt_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+           WHERE d.status = 'pending' AND e.status = 'active'""")
+    return value
+
+
+async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: int, duration_ms: int,
+                    at: datetime) -> None:
+    async def work(conn: asyncpg.Connection) -> None:
+        await conn.execute(
+            """UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, response_status = $2,
+                      duration_ms = $3, delivered_at = $4, last_error = NULL,
+                      first_attempt_at = COALESCE(first_attempt_at, $4)
+               WHERE id = $1""", delivery_id, status, duration_ms, at)
+        await conn.execute("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1", endpoint_id)
+
+    await db.transaction(work)
+
+
+async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int | None, duration_ms: int,
+                 error: str, next_attempt_at: datetime, at: datetime) -> None:
+    async def work(conn: asyncpg.Connection) -> None:
+        await conn.execute(
+            """UPDATE webhook_deliveries SET attempts = attempts + 1, response_status = $2, duration_ms = $3,
+                      last_error = $4, next_attempt_at = $5, first_attempt_at = COALESCE(first_attempt_at, $6)
+               WHERE id = $1""", delivery_id, status, duration_ms, error[:500], next_attempt_at, at)
+        await conn.execute("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1",
+                           endpoint_id, at)
+
+    await db.transaction(work)
+
+
+async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> list[Delivery]:
+    rows = await db.fetch(
+        """SELECT d.event_id, ev.type, d.attempts, d.status, d.response_status, d.duration_ms, d.last_error,
+                  CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS next_attempt_at
+           FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
+           WHERE d.endpoint_id = $1 ORDER BY d.id DESC LIMIT $2""", endpoint_id, limit)
+    return [Delivery(r["event_id"], r["type"], r["attempts"], r["status"], r["response_status"], r["duration_ms"],
+                     r["next_attempt_at"], r["last_error"]) for r in rows]
