@@ -1,0 +1,200 @@
+"""Webhook endpoints and deliveries, to a real HTTP receiver on loopback, on the mock clock."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import trio
+from standardwebhooks.webhooks import Webhook
+
+from connectapi.domain.webhook_retry import SCHEDULE
+
+from .harness import Harness
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"}
+
+
+@dataclass
+class Receiver:
+    """A minimal HTTP/1.1 server: answers each request with the next of `answers` (a status,
+    or a status and a Retry-After), then 204; keeps what it was sent."""
+
+    port: int = 0
+    answers: list[int | tuple[int, int]] = field(default_factory=list)
+    received: list[tuple[dict[str, str], str]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                return
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+        while len(body) < int(headers.get("content-length", "0")):
+            body += await stream.receive_some(65536)
+        self.received.append((headers, body.decode()))
+        answer = self.answers.pop(0) if self.answers else 204
+        status, extra = (answer, "") if isinstance(answer, int) else (answer[0], f"retry-after: {answer[1]}\r\n")
+        await stream.send_all(
+            f"HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n".encode())
+        await stream.aclose()
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    found = Receiver()
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(functools.partial(trio.serve_tcp, found.handle, 0, host="127.0.0.1"))
+        found.port = listeners[0].socket.getsockname()[1]
+        yield found
+        nursery.cancel_scope.cancel()
+
+
+async def until(check: Any, tries: int = 20_000) -> None:
+    for _ in range(tries):
+        if await check():
+            return
+        await trio.sleep(0)
+    raise AssertionError("never happened")
+
+
+def signed_by(secret: str, headers: dict[str, str], body: str) -> bool:
+    """Verify as a receiver would, at the attempt's own timestamp (the test's clock is fake)."""
+    at = datetime.fromtimestamp(int(headers["webhook-timestamp"]), UTC)
+    expected = Webhook(secret).sign(headers["webhook-id"], at, body)
+    return expected in headers["webhook-signature"].split(" ")
+
+
+async def register(api: Harness, receiver: Receiver) -> tuple[dict[str, Any], dict[str, Any]]:
+    prop = await api.create_property()
+    made = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "description": "PMS"})
+    assert made.status == 201, made.body
+    return prop, made.data
+
+
+async def test_registration_sends_a_signed_ping(api: Harness, receiver: Receiver) -> None:
+    prop, endpoint = await register(api, receiver)
+    assert endpoint["secret"].startswith("whsec_") and endpoint["status"] == "active"
+
+    async def arrived() -> bool:
+        return len(receiver.received) == 1
+    await until(arrived)
+    headers, body = receiver.received[0]
+    assert signed_by(endpoint["secret"], headers, body)
+    event = json.loads(body)
+    assert headers["webhook-id"] == event["id"] == endpoint["pingEventId"] and event["id"].startswith("evt_")
+    assert (event["type"], event["apiVersion"], event["mode"]) == ("connectapi.ping", "2026-09-01", "live")
+    assert event["property"] == {"id": prop["id"], "name": "Casa Azul", "currency": "EUR",
+                                 "timezone": "Europe/Lisbon"}
+    assert "secret" not in body and "whsec_" not in body
+    listed = await api.admin("GET", f"/properties/{prop['id']}/webhooks")
+    assert [e["id"] for e in listed.data] == [endpoint["id"]] and "secret" not in listed.data[0]
+
+    async def recorded() -> bool:
+        found = (await api.admin("GET", f"/webhooks/{endpoint['id']}/deliveries")).data
+        return bool(found) and found[0]["status"] == "delivered"
+    await until(recorded)
+
+
+async def test_after_a_rotation_both_secrets_sign_for_a_day(api: Harness, receiver: Receiver) -> None:
+    _, endpoint = await register(api, receiver)
+    rotated = await api.admin("POST", f"/webhooks/{endpoint['id']}/rotate-secret")
+    assert rotated.status == 201 and rotated.data["secret"] != endpoint["secret"]
+    assert (await api.admin("POST", f"/webhooks/{endpoint['id']}/test")).status == 202
+
+    async def both() -> bool:
+        return len(receiver.received) == 2
+    await until(both)
+    headers, body = receiver.received[1]
+    assert signed_by(rotated.data["secret"], headers, body) and signed_by(endpoint["secret"], headers, body)
+    api.advance(24 * 3600)
+    await api.admin("POST", f"/webhooks/{endpoint['id']}/test")
+
+    async def three() -> bool:
+        return len(receiver.received) == 3
+    await until(three)
+    headers, body = receiver.received[2]
+    assert signed_by(rotated.data["secret"], headers, body) and not signed_by(endpoint["secret"], headers, body)
+
+
+async def test_a_day_of_failures_pauses_the_endpoint_and_resuming_sends_what_waited(
+        api: Harness, receiver: Receiver) -> None:
+    prop, endpoint = await register(api, receiver)
+    receiver.answers = [500] * 8
+    for attempt in range(1, 9):
+        async def tried(n: int = attempt) -> bool:
+            return len(receiver.received) == n
+        await until(tried)
+        if attempt <= len(SCHEDULE):
+            api.advance(SCHEDULE[attempt - 1].total_seconds() * 1.1 + 1)  # past the wait and its jitter
+    # the same event every time, each attempt signed afresh
+    assert {h["webhook-id"] for h, _ in receiver.received} == {endpoint["pingEventId"]}
+
+    async def paused() -> bool:
+        found = (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data[0]
+        return bool(found["status"] == "paused")
+    await until(paused)
+    await api.admin("POST", f"/webhooks/{endpoint['id']}/test")  # queued behind the first, while paused
+    api.advance(3600)
+    for _ in range(200):
+        await trio.sleep(0)
+    assert len(receiver.received) == 8  # a paused endpoint is not called
+    notes = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
+    assert [n["kind"] for n in notes] == ["webhook.paused"]
+
+    resumed = await api.admin("POST", f"/webhooks/{endpoint['id']}/resume")
+    assert resumed.data["status"] == "active"
+
+    async def caught_up() -> bool:
+        return len(receiver.received) == 10
+    await until(caught_up)
+    ids = [json.loads(body)["id"] for _, body in receiver.received[8:]]
+    assert ids[0] == endpoint["pingEventId"]  # in order of occurrence
+    deliveries = (await api.admin("GET", f"/webhooks/{endpoint['id']}/deliveries")).data
+    assert [(d["status"], d["attempt"]) for d in deliveries] == [("delivered", 1), ("delivered", 1)]
+
+
+async def test_retry_after_is_honoured(api: Harness, receiver: Receiver) -> None:
+    _, endpoint = await register(api, receiver)
+    receiver.answers = [(503, 60)]  # the schedule's next wait is 5 s; the receiver asks for a minute
+
+    async def once() -> bool:
+        return len(receiver.received) == 1
+    await until(once)
+    api.advance(30)
+    for _ in range(200):
+        await trio.sleep(0)
+    assert len(receiver.received) == 1
+    api.advance(31)
+
+    async def twice() -> bool:
+        return len(receiver.received) == 2
+    await until(twice)
+    delivered = (await api.admin("GET", f"/webhooks/{endpoint['id']}/deliveries")).data[0]
+    assert delivered["status"] == "delivered" and delivered["attempt"] == 2
+
+
+@pytest.mark.parametrize("env", [{}])
+async def test_inside_urls_are_refused_unless_allowed(api: Harness) -> None:
+    prop = await api.create_property()
+    for url in ("http://hooks.example.com/in", "https://127.0.0.1/in", "https://10.0.0.8/in", "https://localhost/in"):
+        refused = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": url})
+        assert (refused.status, refused.code, refused.data["details"][0]["path"]) == (400, "VALIDATION", "url"), url
+    assert (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data == []
+    assert (await api.admin("POST", "/webhooks/999999/pause")).code == "WEBHOOK_NOT_FOUND"
