@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from . import addresses, scopes
 from .money import is_known_currency
@@ -183,3 +192,15 @@ class WebhookEndpointIn(BaseModel):
 
     url: Annotated[str, Field(min_length=1, max_length=2048)]
     description: Annotated[str, Field(max_length=200)] | None = None
+
+
+class RedeliverIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    eventId: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class RecoverIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # not strict: `since` is an ISO 8601 string in JSON
+
+    since: AwareDatetime

@@ -47,6 +47,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "BOOKING_NOT_CANCELLABLE": 409,
     "BOOKING_CANCELLED": 409,  # admin check-in of a cancelled booking
     "WEBHOOK_NOT_FOUND": 404,
+    "EVENT_NOT_FOUND": 404,
     "MODULE_NOT_ENTITLED": 402,
     "PROPERTY_NOT_FOUND": 404,
     "KEY_NOT_FOUND": 404,

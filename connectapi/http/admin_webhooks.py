@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 from quart import Blueprint, Response
 
-from ..domain.admin_models import WebhookEndpointIn
+from ..domain.admin_models import RecoverIn, RedeliverIn, WebhookEndpointIn
 from ..domain.errors import ApiError
 from ..domain.paths import ADMIN_PREFIX
 from ..domain.validation import parse_model
@@ -106,3 +106,24 @@ async def deliveries(endpoint_id: int) -> Response:
     return ok([{"eventId": d.event_id, "type": d.type, "attempt": d.attempts, "status": d.status,
                 "responseStatus": d.response_status, "durationMs": d.duration_ms,
                 "nextAttemptAt": d.next_attempt_at, "lastError": d.last_error} for d in found])
+
+
+@blueprint.post("/webhooks/<int:endpoint_id>/redeliver")
+async def redeliver(endpoint_id: int) -> Response:
+    ctx = context()
+    body = parse_model(RedeliverIn, await raw_body())
+    found = await _endpoint_or_404(endpoint_id)
+    if not await webhooks.queue_again(ctx.db, found, body.eventId, None, ctx.clock.now()):
+        raise ApiError("EVENT_NOT_FOUND", f"no event {body.eventId} of this endpoint's property")
+    ctx.webhooks.wake()
+    return ok({"eventId": body.eventId}, 202)
+
+
+@blueprint.post("/webhooks/<int:endpoint_id>/recover")
+async def recover(endpoint_id: int) -> Response:
+    ctx = context()
+    body = parse_model(RecoverIn, await raw_body())
+    found = await _endpoint_or_404(endpoint_id)
+    queued = await webhooks.queue_again(ctx.db, found, None, body.since, ctx.clock.now())
+    ctx.webhooks.wake()
+    return ok({"events": queued}, 202)

@@ -176,3 +176,20 @@ async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> lis
            WHERE d.endpoint_id = $1 ORDER BY d.id DESC LIMIT $2""", endpoint_id, limit)
     return [Delivery(r["event_id"], r["type"], r["attempts"], r["status"], r["response_status"], r["duration_ms"],
                      r["next_attempt_at"], r["last_error"]) for r in rows]
+
+
+async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, since: datetime | None,
+                      at: datetime) -> int:
+    """Queue one event of the endpoint's property (by id), or all of them since an instant,
+    for the endpoint again; answers how many were queued."""
+    queued: int = await db.fetchval(
+        """WITH made AS (
+               INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)
+               SELECT $1, ev.id, ev.seq, 'pending', $5, $5 FROM webhook_events ev
+               WHERE ev.property_id = $2 AND ($3::text IS NULL OR ev.id = $3)
+                 AND ($4::timestamptz IS NULL OR ev.occurred_at >= $4)
+               ORDER BY ev.seq
+               RETURNING 1)
+           SELECT count(*) FROM made""",
+        endpoint.id, endpoint.property_id, event_id, since, at)
+    return queued

@@ -198,3 +198,33 @@ async def test_inside_urls_are_refused_unless_allowed(api: Harness) -> None:
         assert (refused.status, refused.code, refused.data["details"][0]["path"]) == (400, "VALIDATION", "url"), url
     assert (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data == []
     assert (await api.admin("POST", "/webhooks/999999/pause")).code == "WEBHOOK_NOT_FOUND"
+
+
+async def test_redeliver_one_event_and_recover_everything_since(api: Harness, receiver: Receiver) -> None:
+    prop, endpoint = await register(api, receiver)
+    api.advance(3600)
+    second = (await api.admin("POST", f"/webhooks/{endpoint['id']}/test")).data["eventId"]
+
+    async def count(n: int) -> None:
+        async def reached() -> bool:
+            return len(receiver.received) == n
+        await until(reached)
+
+    await count(2)
+    again = await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": endpoint["pingEventId"]})
+    assert again.status == 202
+    await count(3)
+    assert receiver.received[2][0]["webhook-id"] == endpoint["pingEventId"]  # same id: receivers drop repeats
+    missing = await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": "evt_nope"})
+    assert (missing.status, missing.code) == (404, "EVENT_NOT_FOUND")
+    since = (datetime(2026, 11, 22, 10, 30, tzinfo=UTC)).isoformat()
+    recovered = await api.admin("POST", f"/webhooks/{endpoint['id']}/recover", {"since": since})
+    assert (recovered.status, recovered.data) == (202, {"events": 1})
+    await count(4)
+    assert receiver.received[3][0]["webhook-id"] == second
+    naive = await api.admin("POST", f"/webhooks/{endpoint['id']}/recover", {"since": "2026-11-22T10:30:00"})
+    assert naive.code == "VALIDATION"
+    other = await api.create_property()
+    other_hook = await api.admin("POST", f"/properties/{other['id']}/webhooks", {"url": receiver.url})
+    foreign = await api.admin("POST", f"/webhooks/{other_hook.data['id']}/redeliver", {"eventId": second})
+    assert foreign.code == "EVENT_NOT_FOUND"  # another property's event
