@@ -228,3 +228,24 @@ async def test_redeliver_one_event_and_recover_everything_since(api: Harness, re
     other_hook = await api.admin("POST", f"/properties/{other['id']}/webhooks", {"url": receiver.url})
     foreign = await api.admin("POST", f"/webhooks/{other_hook.data['id']}/redeliver", {"eventId": second})
     assert foreign.code == "EVENT_NOT_FOUND"  # another property's event
+
+
+async def test_the_queue_survives_a_restart(db: Any, receiver: Receiver) -> None:
+    from .conftest import open_harness
+
+    receiver.answers = [500]
+    env = {"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"}
+    async with open_harness(db, env) as first:
+        _, endpoint = await register(first, receiver)
+
+        async def failed_once() -> bool:
+            return len(receiver.received) == 1
+        await until(failed_once)
+    # a new service on the same record: the pending delivery is still owed
+    async with open_harness(db, env) as second:
+        second.advance(10)
+
+        async def delivered() -> bool:
+            return len(receiver.received) == 2
+        await until(delivered)
+        assert receiver.received[1][0]["webhook-id"] == endpoint["pingEventId"]
