@@ -118,7 +118,8 @@ class WebhookSender:
                       now: datetime, started: float) -> None:
         endpoint = item.endpoint
         since_first = now - (item.first_attempt_at or now)
-        wait = next_wait(item.attempts + 1, since_first, retry_after, self._jitter)
+        # 410 Gone: the receiver says the endpoint is no more; pause it rather than retry.
+        wait = None if status == 410 else next_wait(item.attempts + 1, since_first, retry_after, self._jitter)
         log.info("webhook %s to endpoint %d failed (attempt %d): %s", item.event_id, endpoint.id, item.attempts + 1,
                  error)
         await webhooks.failed(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), error,

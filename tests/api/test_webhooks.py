@@ -263,3 +263,15 @@ async def test_the_queue_survives_a_restart(db: Any, receiver: Receiver) -> None
             return len(receiver.received) == 2
         await until(delivered)
         assert receiver.received[1][0]["webhook-id"] == endpoint["pingEventId"]
+
+
+async def test_gone_pauses_the_endpoint_at_once(api: Harness, receiver: Receiver) -> None:
+    prop, endpoint = await register(api, receiver)
+    receiver.answers = [410]
+
+    async def paused() -> bool:
+        found = (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data[0]
+        return bool(found["status"] == "paused")
+    await until(paused)
+    assert len(receiver.received) == 1
+    await until_deliveries(api, endpoint["id"], [("pending", 1)])
