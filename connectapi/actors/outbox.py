@@ -85,6 +85,9 @@ class OutboxSender:
                 await self.send_due()
             except StorageUnavailable as exc:
                 log.warning("outbox: the record is unreachable: %s", exc)
+            except Exception:
+                # A bug here must not take the service down: the outbox is in the record.
+                log.exception("outbox: a sending round failed")
             with trio.move_on_after(self._sweep):
                 await self._wake.wait()
             self._wake = trio.Event()

@@ -67,6 +67,11 @@ class WebhookSender:
             except StorageUnavailable as exc:
                 log.warning("webhooks: the record is unreachable: %s", exc)
                 upcoming = None
+            except Exception:
+                # A bug here must not take the service down: the queue is in the record,
+                # so the next round tries again.
+                log.exception("webhooks: a delivery round failed")
+                upcoming = None
             wait = self._sweep
             if upcoming is not None:
                 wait = max(0.0, min(wait, (upcoming - self._clock.now()).total_seconds()))
