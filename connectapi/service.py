@@ -16,7 +16,7 @@ import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
-from .actors.front_door import FrontDoor, FrontDoorMessage
+from .actors.front_door import FrontDoor
 from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
 from .actors.webhook_sender import WebhookSender, open_webhook_client
 from .actors.property_actor import PropertyActor, PropertyMessage

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import date, timedelta
 from pathlib import Path
 
