@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from decimal import Decimal
 
+import httpx
 import pytest
 import trio
 import trio.testing
@@ -18,6 +20,7 @@ from connectapi.channel.client import (
     open_channel_manager,
     retry_after_seconds,
 )
+from connectapi.channel.sandbox.bookings import Stay
 from connectapi.channel.sandbox.serve import serve_sandbox
 from connectapi.channel.sandbox.state import SandboxState
 from connectapi.engine import SystemClock
@@ -166,3 +169,35 @@ def test_retry_after_forms() -> None:
     ten_o_clock = datetime(2026, 11, 22, 10, tzinfo=UTC).timestamp()
     assert retry_after_seconds("Sun, 22 Nov 2026 10:00:30 GMT", now=ten_o_clock) == 30.0
     assert retry_after_seconds("Sun, 22 Nov 2026 09:59:00 GMT", now=ten_o_clock) == 0.0
+
+
+async def test_booking_revisions_feed_read_and_ack(sandbox: Sandbox) -> None:
+    at = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    stay = Stay(sandbox.property_id, sandbox.room_type_id, sandbox.rate_plan_id, date(2026, 12, 1),
+                date(2026, 12, 3), 2, 0, {"name": "Ana", "surname": "Silva", "mail": "ana@example.com",
+                                          "phone": "+351912345678", "country": "PT"},
+                Decimal("240.00"), "EUR", "BookingCom")
+    new = sandbox.state.bookings.new(stay, at)
+    code = new["ota_reservation_code"]
+    sandbox.state.bookings.modify(code, {"departure": date(2026, 12, 4), "amount": Decimal("360.00")}, at)
+    sandbox.state.bookings.cancel(code, at)
+    async with httpx.AsyncClient(base_url=sandbox.url, headers={"user-api-key": KEY}) as http:
+        feed = (await http.get("/api/v1/booking_revisions/feed",
+                               params={"filter[property_id]": sandbox.property_id})).json()["data"]
+        revisions = [r["attributes"] for r in feed]
+        assert [r["status"] for r in revisions] == ["new", "modified", "cancelled"]
+        assert len({r["system_id"] for r in revisions}) == 3 and {r["booking_id"] for r in revisions} == {
+            new["booking_id"]}
+        modified = revisions[1]
+        assert (modified["departure_date"], modified["amount"]) == ("2026-12-04", "360.00")
+        assert modified["rooms"][0]["days"] == {"2026-12-01": "120.00", "2026-12-02": "120.00",
+                                                "2026-12-03": "120.00"}
+        one = await http.get(f"/api/v1/booking_revisions/{new['id']}")
+        assert one.json()["data"]["attributes"]["status"] == "new"
+        assert (await http.post(f"/api/v1/booking_revisions/{new['id']}/ack")).status_code == 200
+        left = (await http.get("/api/v1/booking_revisions/feed")).json()["data"]
+        assert [r["attributes"]["status"] for r in left] == ["modified", "cancelled"]
+        assert (await http.post("/api/v1/booking_revisions/nope/ack")).status_code == 404
+        other = (await http.get("/api/v1/booking_revisions/feed", params={"filter[property_id]": "other"})).json()
+        assert other["data"] == []
+        assert (await http.get("/api/v1/booking_revisions/feed", headers={"user-api-key": "wrong"})).status_code == 401

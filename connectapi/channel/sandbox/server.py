@@ -160,6 +160,33 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
     async def read_restrictions() -> Response:
         return await read("restrictions")
 
+    @app.get("/api/v1/booking_revisions/feed")
+    async def booking_feed() -> Response:
+        refused = await gate([])
+        if refused:
+            return refused
+        revisions = state.bookings.feed(request.args.get("filter[property_id]"))
+        return _json({"data": [{"type": "booking_revision", "id": r["id"], "attributes": r} for r in revisions]})
+
+    @app.get("/api/v1/booking_revisions/<revision_id>")
+    async def booking_revision(revision_id: str) -> Response:
+        refused = await gate([])
+        if refused:
+            return refused
+        found = state.bookings.revisions.get(revision_id)
+        if found is None:
+            return _error(404, "resource_not_found", "no such booking revision")
+        return _json({"data": {"type": "booking_revision", "id": revision_id, "attributes": found}})
+
+    @app.post("/api/v1/booking_revisions/<revision_id>/ack")
+    async def ack_booking_revision(revision_id: str) -> Response:
+        refused = await gate([])
+        if refused:
+            return refused
+        if not state.bookings.ack(revision_id):
+            return _error(404, "resource_not_found", "no such booking revision")
+        return _json({"meta": {"message": "Success"}})
+
     @app.get("/_sandbox/stats")
     async def stats() -> Response:
         if not authorised():

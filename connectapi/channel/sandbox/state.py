@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ...domain.dates import WEEKDAY_CODES
 from ...domain.money import currency_exponent
 from ...domain.sliding_window import SlidingWindow
+from .bookings import BookingFeed
 
 MINUTE = 60.0
 RESTRICTION_FIELDS = ("rate", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
@@ -83,6 +84,7 @@ class SandboxState:
         self.stats = Stats()
         self.faults = Faults()
         self.properties: dict[str, Property] = {}
+        self.bookings = BookingFeed()
         self._windows: dict[tuple[str, str], SlidingWindow] = {}
 
     # -- catalog ----------------------------------------------------------------------
