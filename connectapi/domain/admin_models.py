@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -204,3 +205,54 @@ class RecoverIn(BaseModel):
     model_config = ConfigDict(extra="forbid")  # not strict: `since` is an ISO 8601 string in JSON
 
     since: AwareDatetime
+
+
+class OtaGuestIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    surname: Annotated[str, Field(max_length=200)] | None = None
+    email: Annotated[str, Field(max_length=254)] | None = None
+    phone: Annotated[str, Field(max_length=32)] | None = None
+    country: Annotated[str, Field(pattern=r"^[A-Z]{2}$")] | None = None
+
+
+OtaAmount = Annotated[str, Field(pattern=r"^[0-9]{1,10}(\.[0-9]{1,2})?$")]
+
+
+class OtaBookingChangeIn(BaseModel):
+    """A modified OTA booking (sandbox): any of the create fields."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    roomTypeId: StrictInt | None = None
+    ratePlanId: StrictInt | None = None
+    checkIn: date | None = None
+    checkOut: date | None = None
+    adults: Annotated[StrictInt, Field(ge=1, le=20)] | None = None
+    children: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
+    guest: OtaGuestIn | None = None
+    amount: OtaAmount | None = None
+    channel: Annotated[str, Field(min_length=1, max_length=40)] | None = None
+
+
+class OtaBookingIn(BaseModel):
+    """A new OTA booking the sandbox channel manager emits for a property."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    roomTypeId: StrictInt
+    ratePlanId: StrictInt
+    checkIn: date
+    checkOut: date
+    adults: Annotated[StrictInt, Field(ge=1, le=20)]
+    children: Annotated[StrictInt, Field(ge=0, le=20)] = 0
+    guest: OtaGuestIn
+    amount: OtaAmount
+    channel: Annotated[str, Field(min_length=1, max_length=40)] = "BookingCom"
+
+    @model_validator(mode="after")
+    def _stay(self) -> OtaBookingIn:
+        if self.checkOut <= self.checkIn:
+            raise ValueError("checkOut must be after checkIn")
+        return self

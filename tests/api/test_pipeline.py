@@ -222,3 +222,36 @@ async def test_bookings_reach_the_channel_manager_through_the_drain(api: Harness
     await settled(api, prop["id"])
     held = grid(api, prop).availability[cm_room]
     assert [held[date(2026, 12, d)] for d in (1, 2, 3)] == [8, 8, 8]
+
+
+async def test_the_sandbox_emits_ota_booking_revisions_for_a_property(api: Harness) -> None:
+    prop = await api.create_property()
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    base = f"/properties/{prop['id']}/sandbox/ota-bookings"
+    made = await api.admin("POST", base, {
+        "roomTypeId": room, "ratePlanId": plan, "checkIn": "2026-12-01", "checkOut": "2026-12-03", "adults": 2,
+        "guest": {"name": "Ana", "surname": "Silva", "email": "ana@example.com"}, "amount": "240.00"})
+    assert made.status == 201 and made.data["status"] == "new", made.body
+    reference = made.data["reference"]
+    changed = await api.admin("POST", f"{base}/{reference}/modify", {"checkOut": "2026-12-04", "amount": "360.00"})
+    assert changed.data["status"] == "modified"
+    assert (await api.admin("POST", f"{base}/{reference}/cancel")).data["status"] == "cancelled"
+    assert api.ctx.sandbox is not None
+    cm_property = await api.ctx.db.fetchval("SELECT cm_property_id FROM properties WHERE id = $1", prop["id"])
+    revisions = api.ctx.sandbox.bookings.feed(cm_property)
+    assert [(r["status"], r["departure_date"], r["amount"]) for r in revisions] == [
+        ("new", "2026-12-03", "240.00"), ("modified", "2026-12-04", "360.00"), ("cancelled", "2026-12-04", "360.00")]
+    cm_room = await api.ctx.db.fetchval("SELECT cm_id FROM room_types WHERE id = $1", room)
+    assert revisions[0]["rooms"][0]["room_type_id"] == cm_room and revisions[0]["currency"] == "EUR"
+
+    bad = await api.admin("POST", base, {"roomTypeId": 999999, "ratePlanId": plan, "checkIn": "2026-12-01",
+                                         "checkOut": "2026-12-01", "adults": 2, "guest": {"name": "A"},
+                                         "amount": "1"})
+    assert bad.code == "VALIDATION"
+    other = await api.create_property(name="Other")
+    assert (await api.admin("POST", f"/properties/{other['id']}/sandbox/ota-bookings/{reference}/cancel")
+            ).code == "NOT_FOUND"
+    unmapped_room = await api.admin("POST", base, {"roomTypeId": other["roomTypes"][0]["id"], "ratePlanId": plan,
+                                                   "checkIn": "2026-12-01", "checkOut": "2026-12-02", "adults": 1,
+                                                   "guest": {"name": "A"}, "amount": "1"})
+    assert unmapped_room.data["details"][0]["path"] == "roomTypeId"
