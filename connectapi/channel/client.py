@@ -121,6 +121,20 @@ class ChannelManagerClient:
         body = await self._call("GET", "/api/v1/restrictions", params=self._range(property_id, first, last))
         return dict(body["data"])
 
+    async def booking_feed(self, property_id: str | None = None) -> list[dict[str, Any]]:
+        """Booking revisions not yet acknowledged (of one property, or of the account), oldest first."""
+        params = {"filter[property_id]": property_id} if property_id else None
+        body = await self._call("GET", "/api/v1/booking_revisions/feed", params=params)
+        return [dict(item["attributes"]) for item in body["data"]]
+
+    async def booking_revision(self, revision_id: str) -> dict[str, Any]:
+        body = await self._call("GET", f"/api/v1/booking_revisions/{revision_id}")
+        return dict(body["data"]["attributes"])
+
+    async def ack_booking_revision(self, revision_id: str) -> None:
+        """Only once the revision is stored: an acknowledged revision is not offered again."""
+        await self._call("POST", f"/api/v1/booking_revisions/{revision_id}/ack")
+
 
 def _error_text(response: httpx.Response) -> str:
     try:

@@ -201,3 +201,11 @@ async def test_booking_revisions_feed_read_and_ack(sandbox: Sandbox) -> None:
         other = (await http.get("/api/v1/booking_revisions/feed", params={"filter[property_id]": "other"})).json()
         assert other["data"] == []
         assert (await http.get("/api/v1/booking_revisions/feed", headers={"user-api-key": "wrong"})).status_code == 401
+    # the same through our client
+    through_client = await sandbox.client.booking_feed(sandbox.property_id)
+    assert [r["status"] for r in through_client] == ["modified", "cancelled"]
+    assert (await sandbox.client.booking_revision(new["id"]))["system_id"] == new["system_id"]
+    await sandbox.client.ack_booking_revision(through_client[0]["id"])
+    assert [r["status"] for r in await sandbox.client.booking_feed()] == ["cancelled"]
+    with pytest.raises(Rejected):
+        await sandbox.client.ack_booking_revision("nope")
