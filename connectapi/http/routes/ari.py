@@ -6,10 +6,9 @@ from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import trio
 from quart import Blueprint, Response, request
 
-from ...actors.ari_writer import Answer, IdempotencyClaim
+from ...actors.ari_writer import Answer
 from ...actors.property_actor import ChargeCells
 from ...actors.property_writer import ApplyWrite
 from ...domain import idempotency as idem
@@ -19,12 +18,13 @@ from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
 from ...domain.validation import parse_json
 from ...engine import ActorCrashed, ActorUnavailable
-from ...storage import ari, idempotency
+from ...storage import ari
 from ...storage.database import StorageUnavailable
 from ...storage.properties import get_catalog
 from ...storage.records import Catalog, Property
 from ..body import raw_body
-from ..envelope import ok, replay
+from .. import idempotent
+from ..envelope import ok
 from ..gates import caller, context, rule
 
 blueprint = Blueprint("connect_ari", __name__)
@@ -121,18 +121,9 @@ async def _write(resource: Resource) -> Response:
     # Cells are charged before anything is read or written: the idempotency record too.
     await ctx.properties.ask(who.property.id, ChargeCells(plan.requested_cells), ctx.ask_timeout)
 
-    claim = None
-    if key is not None:
-        route = f"PUT /{resource.value}"
-        stored = await idempotency.claim(ctx.db, who.property.id, route, key, idem.body_hash(payload),
-                                         ctx.clock.now(), idem.RETENTION, idem.STALE_IN_FLIGHT)
-        if stored is not None:
-            if not stored.same_body:
-                raise ApiError("IDEMPOTENCY_KEY_REUSED", "this idempotency key was used with another body")
-            if stored.in_flight or stored.status is None or stored.response is None:
-                raise ApiError("IDEMPOTENCY_IN_FLIGHT", "a request with this idempotency key is still running")
-            return replay(stored.status, stored.response)
-        claim = IdempotencyClaim(route, key)
+    claim = await idempotent.claim_or_replay(who.property.id, f"PUT /{resource.value}", key, payload)
+    if isinstance(claim, Response):
+        return claim
 
     try:
         answer: Answer = await ctx.writers.ask(
@@ -140,9 +131,7 @@ async def _write(resource: Resource) -> Response:
     except (ActorCrashed, ActorUnavailable, StorageUnavailable):
         # Rolled back or never run: free the key for the retry. A timeout keeps the claim:
         # the write may still commit, and a stale claim expires.
-        if claim is not None:
-            with trio.CancelScope(shield=True):
-                await idempotency.release(ctx.db, who.property.id, claim.route, claim.key)
+        await idempotent.release(who.property.id, claim)
         raise
     if answer.status >= 400:
         raise ApiError(answer.data["code"], answer.message, answer.data.get("details"))

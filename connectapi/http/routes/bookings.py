@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import trio
 from quart import Blueprint, Response, request
 
-from ...actors.ari_writer import IdempotencyClaim
 from ...actors.booking_views import booking_view
 from ...actors.booking_writer import CreateBooking, Outcome
 from ...actors.property_actor import ChargeBooking
@@ -18,9 +16,10 @@ from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
 from ...domain.validation import parse_json, parse_payload
 from ...engine import AskTimeout
-from ...storage import bookings, idempotency
+from ...storage import bookings
 from ..body import raw_body
-from ..envelope import ok, replay
+from .. import idempotent
+from ..envelope import ok
 from ..gates import caller, context, rule
 
 blueprint = Blueprint("connect_bookings", __name__)
@@ -41,23 +40,15 @@ async def create_booking() -> Response:
     payload = parse_json(await raw_body())
     body = parse_payload(BookingIn, payload)
 
-    claim = None
-    if key is not None:
-        stored = await idempotency.claim(ctx.db, pid, CREATE_ROUTE, key, idem.body_hash(payload), ctx.clock.now(),
-                                         idem.RETENTION, idem.STALE_IN_FLIGHT)
-        if stored is not None:
-            if not stored.same_body:
-                raise ApiError("IDEMPOTENCY_KEY_REUSED", "this idempotency key was used with another body")
-            if stored.in_flight or stored.status is None or stored.response is None:
-                raise ApiError("IDEMPOTENCY_IN_FLIGHT", "a request with this idempotency key is still running")
-            return replay(stored.status, stored.response)
-        claim = IdempotencyClaim(CREATE_ROUTE, key)
+    claim = await idempotent.claim_or_replay(pid, CREATE_ROUTE, key, payload)
+    if isinstance(claim, Response):
+        return claim
 
     try:
         earlier = await bookings.api_booking_by_reference(ctx.db, pid, body.externalReference)
         if earlier is not None:
             # A repeat: the booking as it stands, nothing charged, nothing written.
-            await _release(claim)
+            await idempotent.release(pid, claim)
             return ok(booking_view(earlier, replay=True), 200)
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
@@ -68,15 +59,9 @@ async def create_booking() -> Response:
         raise  # the booking may still commit: the claim stays until it does, or goes stale
     except Exception:
         # Refused before the transaction, rolled back, or never run: free the key for the retry.
-        await _release(claim)
+        await idempotent.release(pid, claim)
         raise
     return await _answer(outcome)
-
-
-async def _release(claim: IdempotencyClaim | None) -> None:
-    if claim is not None:
-        with trio.CancelScope(shield=True):
-            await idempotency.release(context().db, caller().property.id, claim.route, claim.key)
 
 
 async def _answer(outcome: Outcome) -> Response:
