@@ -18,6 +18,7 @@ import trio
 
 from ..domain.mail_settings import SmtpSettings
 from ..engine import Clock
+from ._wakeup import WakeUp
 from ..storage import notifications
 from ..storage.database import Database, StorageUnavailable
 from ..storage.records import Notification
@@ -74,7 +75,7 @@ class OutboxSender:
         self._clock = clock
         self._transport = transport
         self._sweep = sweep_seconds
-        self._wake = trio.Event()
+        self._wake = WakeUp()
 
     def wake(self) -> None:
         self._wake.set()
@@ -88,9 +89,7 @@ class OutboxSender:
             except Exception:
                 # A bug here must not take the service down: the outbox is in the record.
                 log.exception("outbox: a sending round failed")
-            with trio.move_on_after(self._sweep):
-                await self._wake.wait()
-            self._wake = trio.Event()
+            await self._wake.wait(self._sweep)
 
     async def send_due(self) -> int:
         """Send every due e-mail; answers how many went out."""

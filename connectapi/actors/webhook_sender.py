@@ -25,6 +25,7 @@ from ..domain.webhook_retry import next_wait
 from ..domain.webhook_signing import signed_headers, signing_secrets
 from ..domain.webhook_urls import Address, UnsafeUrl, check_resolved, check_url
 from ..engine import Clock
+from ._wakeup import WakeUp
 from ..storage import notifications, properties, webhooks
 from ..storage.database import Database, StorageUnavailable
 
@@ -54,7 +55,7 @@ class WebhookSender:
         self._jitter = jitter
         self._resolve = resolver
         self._sweep = sweep_seconds
-        self._wake = trio.Event()
+        self._wake = WakeUp()
 
     def wake(self) -> None:
         self._wake.set()
@@ -75,9 +76,7 @@ class WebhookSender:
             wait = self._sweep
             if upcoming is not None:
                 wait = max(0.0, min(wait, (upcoming - self._clock.now()).total_seconds()))
-            with trio.move_on_after(wait):
-                await self._wake.wait()
-            self._wake = trio.Event()
+            await self._wake.wait(wait)
 
     async def send_due(self) -> int:
         """Attempt every endpoint's next due delivery, round after round, until none is due;
