@@ -70,16 +70,22 @@ async def test_declared_length_over_the_limit_is_413_without_reading(client: htt
     assert response.json()["data"]["code"] == "PAYLOAD_TOO_LARGE"
 
 
-async def test_cli_admin_then_property_with_the_key(base_url: str, client: httpx.AsyncClient,
-                                                    monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+async def cli_property_and_key(base_url: str, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str], label: str, scope: str) -> tuple[dict, str]:
+    """Through `connectapi admin`, as an operator would: a property, then a key with one scope."""
     monkeypatch.setenv("CONNECTAPI_ADMIN_TOKEN", ADMIN_TOKEN)
     monkeypatch.setenv("CONNECTAPI_URL", base_url)
     assert await trio.to_thread.run_sync(main, ["admin", "property", "create", "--file", str(EXAMPLE)]) == 0
     prop = json.loads(capsys.readouterr().out)
-    argv = ["admin", "key", "create", str(prop["id"]), "--label", "site", "--scope", "ari:read"]
+    argv = ["admin", "key", "create", str(prop["id"]), "--label", label, "--scope", scope]
     assert await trio.to_thread.run_sync(main, argv) == 0
-    key = json.loads(capsys.readouterr().out)["key"]
+    return prop, json.loads(capsys.readouterr().out)["key"]
+
+
+async def test_cli_admin_then_property_with_the_key(base_url: str, client: httpx.AsyncClient,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    prop, key = await cli_property_and_key(base_url, monkeypatch, capsys, "site", "ari:read")
     response = await client.get(f"{API}/property", headers={"Authorization": f"Bearer {key}"})
     assert response.status_code == 200
     assert response.json()["data"]["name"] == "Casa Azul"
@@ -93,13 +99,7 @@ async def test_cli_admin_then_property_with_the_key(base_url: str, client: httpx
 async def test_cli_booking_check_in_and_notifications(base_url: str, client: httpx.AsyncClient,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("CONNECTAPI_ADMIN_TOKEN", ADMIN_TOKEN)
-    monkeypatch.setenv("CONNECTAPI_URL", base_url)
-    assert await trio.to_thread.run_sync(main, ["admin", "property", "create", "--file", str(EXAMPLE)]) == 0
-    prop = json.loads(capsys.readouterr().out)
-    argv = ["admin", "key", "create", str(prop["id"]), "--label", "engine", "--scope", "bookings:write"]
-    assert await trio.to_thread.run_sync(main, argv) == 0
-    key = json.loads(capsys.readouterr().out)["key"]
+    prop, key = await cli_property_and_key(base_url, monkeypatch, capsys, "engine", "bookings:write")
     check_in = (date.today() + timedelta(days=3)).isoformat()
     made = await client.post(f"{API}/bookings", headers={"Authorization": f"Bearer {key}"}, json={
         "externalReference": "WEB-1", "checkIn": check_in, "checkOut": (date.today() + timedelta(days=4)).isoformat(),
