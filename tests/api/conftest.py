@@ -27,9 +27,12 @@ START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
 def settings_for(env: dict[str, str] | None = None) -> Settings:
     """Pushes to the (in-process sandbox) channel manager are held unless a test lets them run:
-    most API tests look at the record and its batches before any push."""
+    most API tests look at the record and its batches before any push.
+
+    No shutdown grace: it is counted on the mock clock, which stands still, so an actor caught
+    mid-backoff when a test ends (say, after a failed assertion) would hold the end forever."""
     return Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_PUSH_PAUSED": "1",
-                              "CONNECTAPI_RECONCILE": "off", **(env or {})})
+                              "CONNECTAPI_RECONCILE": "off", **(env or {})}, shutdown_grace_seconds=0.0)
 
 
 @pytest.fixture

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,23 @@ CASA_AZUL: dict[str, Any] = {
         {"roomType": 1, "name": "Suite BB", "mealPlan": "BB"},
     ],
 }
+
+
+async def eventually(check: Callable[[], Any], what: str = "the condition", seconds: float = 15.0) -> None:
+    """Until `check()` (plain or async) holds. The mock clock stands still but PostgreSQL and
+    the sandbox still answer in real time, so the bound is real time: a ceiling for a failing
+    test, not a window waited out. `wait_all_tasks_blocked` alone is not enough: a task
+    waiting on a socket counts as blocked."""
+    give_up = time.monotonic() + seconds
+    while True:
+        held = check()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
+            return
+        if time.monotonic() > give_up:
+            raise AssertionError(f"{what} never held")
+        await trio.sleep(0)
 
 
 @dataclass

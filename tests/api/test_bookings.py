@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio_asyncio
 
-from .harness import API, Answer, Harness
+from .harness import API, Answer, Harness, eventually
 
 EVERY_SCOPE = ["bookings:read", "bookings:write", "bookings:payments", "ari:read"]
 TABLES = ("bookings", "booking_rooms", "guests", "folio_lines", "activity_log", "inventory_events", "domain_events",
@@ -503,7 +503,7 @@ async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone
             for i, name in enumerate(["Ana Silva", "Ana Silva", "Refused Guest", "Ana Silva", "Ana Silva"]):
                 nursery.start_soon(one, f"QUEUED-{i}", name)
             nursery.start_soon(one, "QUEUED-1")  # a repeat inside the batch: it sees the first
-            await eventually(lambda: trio_value(mailbox.queued == 6))
+            await eventually(lambda: mailbox.queued == 6)
             await trio_asyncio.aio_as_trio(hold.rollback)()
     finally:
         await trio_asyncio.aio_as_trio(blocker.close)()
@@ -522,16 +522,3 @@ async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone
 
 async def waiting_on_a_lock(api: Harness) -> bool:
     return bool(await api.ctx.db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))
-
-
-async def trio_value(value: bool) -> bool:
-    return value
-
-
-async def eventually(check: Any, tries: int = 20_000) -> None:
-    """Until `check()` is true; bounded by tries (the mock clock stands still)."""
-    for _ in range(tries):
-        if await check():
-            return
-        await trio.sleep(0)
-    raise AssertionError("never happened")

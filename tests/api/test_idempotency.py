@@ -10,7 +10,7 @@ import trio
 import trio.testing
 import trio_asyncio
 
-from .harness import API, Answer, Harness
+from .harness import API, Answer, Harness, eventually
 
 
 @pytest.fixture
@@ -85,14 +85,6 @@ async def test_stored_refusals_replay_but_malformed_bodies_are_not_stored(api: H
     assert (await put(api, key, malformed, "refused-key-2")).code == "VALIDATION"
     assert await api.ctx.db.fetchval("SELECT count(*) FROM idempotency_keys WHERE key = 'refused-key-2'") == 0
 
-
-async def eventually(check: Any, tries: int = 50_000) -> None:
-    """Poll until `check()` holds. Bounded by tries, not time: the mock clock stands still."""
-    for _ in range(tries):
-        if await check():
-            return
-        await trio.sleep(0)
-    raise AssertionError("condition never held")
 
 
 async def test_in_flight_while_the_first_is_still_running(api: Harness, db_dsn: str) -> None:

@@ -12,7 +12,7 @@ import trio.testing
 from connectapi.actors.channel_manager import PACING_WINDOW
 from connectapi.storage import pushes
 
-from .harness import API, Harness
+from .harness import API, Harness, eventually
 from .test_pipeline import settled
 
 
@@ -67,8 +67,7 @@ async def test_a_429_pauses_the_property_for_its_retry_after(api: Harness, retry
     faults = api.ctx.sandbox.faults
     faults.mode, faults.remaining, faults.retry_after = "429", 1, retry_after
     await set_night(api, key, room, date(2026, 11, 23), 1)
-    await let_run()
-    assert api.ctx.channel.throttled == 1
+    await eventually(lambda: api.ctx.channel.throttled == 1, "a 429 drawn")
     api.advance(pause - 0.01)
     await let_run()
     assert (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"] == 1
@@ -83,10 +82,10 @@ async def test_a_hang_times_out_and_backs_off(api: Harness) -> None:
     assert api.ctx.sandbox is not None
     api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "timeout", 1
     await set_night(api, key, room, date(2026, 11, 23), 4)
-    await let_run()
+    sandbox = api.ctx.sandbox
+    await eventually(lambda: sandbox.stats.failed == 1, "the push hanging in the sandbox")
     api.advance(10.5)  # the client's timeout
-    await let_run()
-    assert api.ctx.channel.failures(prop["id"]) == 1
+    await eventually(lambda: api.ctx.channel.failures(prop["id"]) == 1, "the push timed out")
     api.advance(2.0)  # the first backoff
     await settled(api, prop["id"])
     assert sandbox_value(api, prop, date(2026, 11, 23)) == 4

@@ -15,7 +15,7 @@ from standardwebhooks.webhooks import Webhook
 
 from connectapi.domain.webhook_retry import SCHEDULE
 
-from .harness import Harness
+from .harness import Harness, eventually
 
 
 @pytest.fixture
@@ -66,14 +66,6 @@ async def receiver() -> AsyncIterator[Receiver]:
         nursery.cancel_scope.cancel()
 
 
-async def until(check: Any, tries: int = 20_000) -> None:
-    for _ in range(tries):
-        if await check():
-            return
-        await trio.sleep(0)
-    raise AssertionError("never happened")
-
-
 async def until_deliveries(api: Harness, endpoint_id: int, expected: list[tuple[str, int]]) -> None:
     """Until the endpoint's deliveries (newest first) are (status, attempts) as expected: the
     receiver has the request a moment before the sender records the answer."""
@@ -107,7 +99,7 @@ async def test_registration_sends_a_signed_ping(api: Harness, receiver: Receiver
 
     async def arrived() -> bool:
         return len(receiver.received) == 1
-    await until(arrived)
+    await eventually(arrived)
     headers, body = receiver.received[0]
     assert signed_by(endpoint["secret"], headers, body)
     event = json.loads(body)
@@ -122,7 +114,7 @@ async def test_registration_sends_a_signed_ping(api: Harness, receiver: Receiver
     async def recorded() -> bool:
         found = (await api.admin("GET", f"/webhooks/{endpoint['id']}/deliveries")).data
         return bool(found) and found[0]["status"] == "delivered"
-    await until(recorded)
+    await eventually(recorded)
 
 
 async def test_after_a_rotation_both_secrets_sign_for_a_day(api: Harness, receiver: Receiver) -> None:
@@ -133,7 +125,7 @@ async def test_after_a_rotation_both_secrets_sign_for_a_day(api: Harness, receiv
 
     async def both() -> bool:
         return len(receiver.received) == 2
-    await until(both)
+    await eventually(both)
     headers, body = receiver.received[1]
     assert signed_by(rotated.data["secret"], headers, body) and signed_by(endpoint["secret"], headers, body)
     api.advance(24 * 3600)
@@ -141,7 +133,7 @@ async def test_after_a_rotation_both_secrets_sign_for_a_day(api: Harness, receiv
 
     async def three() -> bool:
         return len(receiver.received) == 3
-    await until(three)
+    await eventually(three)
     headers, body = receiver.received[2]
     assert signed_by(rotated.data["secret"], headers, body) and not signed_by(endpoint["secret"], headers, body)
 
@@ -153,7 +145,7 @@ async def test_a_day_of_failures_pauses_the_endpoint_and_resuming_sends_what_wai
     for attempt in range(1, 9):
         async def tried(n: int = attempt) -> bool:
             return len(receiver.received) == n
-        await until(tried)
+        await eventually(tried)
         if attempt <= len(SCHEDULE):
             api.advance(SCHEDULE[attempt - 1].total_seconds() * 1.1 + 1)  # past the wait and its jitter
     # the same event every time, each attempt signed afresh
@@ -162,7 +154,7 @@ async def test_a_day_of_failures_pauses_the_endpoint_and_resuming_sends_what_wai
     async def paused() -> bool:
         found = (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data[0]
         return bool(found["status"] == "paused")
-    await until(paused)
+    await eventually(paused)
     await api.admin("POST", f"/webhooks/{endpoint['id']}/test")  # queued behind the first, while paused
     api.advance(3600)
     for _ in range(200):
@@ -172,14 +164,14 @@ async def test_a_day_of_failures_pauses_the_endpoint_and_resuming_sends_what_wai
     async def owner_told() -> bool:
         notes = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
         return [n["kind"] for n in notes] == ["webhook.paused"]
-    await until(owner_told)
+    await eventually(owner_told)
 
     resumed = await api.admin("POST", f"/webhooks/{endpoint['id']}/resume")
     assert resumed.data["status"] == "active"
 
     async def caught_up() -> bool:
         return len(receiver.received) == 10
-    await until(caught_up)
+    await eventually(caught_up)
     ids = [json.loads(body)["id"] for _, body in receiver.received[8:]]
     assert ids[0] == endpoint["pingEventId"]  # in order of occurrence
     await until_deliveries(api, endpoint["id"], [("delivered", 1), ("delivered", 1)])
@@ -191,7 +183,7 @@ async def test_retry_after_is_honoured(api: Harness, receiver: Receiver) -> None
 
     async def once() -> bool:
         return len(receiver.received) == 1
-    await until(once)
+    await eventually(once)
     api.advance(30)
     for _ in range(200):
         await trio.sleep(0)
@@ -200,7 +192,7 @@ async def test_retry_after_is_honoured(api: Harness, receiver: Receiver) -> None
 
     async def twice() -> bool:
         return len(receiver.received) == 2
-    await until(twice)
+    await eventually(twice)
     await until_deliveries(api, endpoint["id"], [("delivered", 2)])
 
 
@@ -222,7 +214,7 @@ async def test_redeliver_one_event_and_recover_everything_since(api: Harness, re
     async def count(n: int) -> None:
         async def reached() -> bool:
             return len(receiver.received) == n
-        await until(reached)
+        await eventually(reached)
 
     await count(2)
     again = await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": endpoint["pingEventId"]})
@@ -254,14 +246,14 @@ async def test_the_queue_survives_a_restart(db: Any, receiver: Receiver) -> None
 
         async def failed_once() -> bool:
             return len(receiver.received) == 1
-        await until(failed_once)
+        await eventually(failed_once)
     # a new service on the same record: the pending delivery is still owed
     async with open_harness(db, env) as second:
         second.advance(10)
 
         async def delivered() -> bool:
             return len(receiver.received) == 2
-        await until(delivered)
+        await eventually(delivered)
         assert receiver.received[1][0]["webhook-id"] == endpoint["pingEventId"]
 
 
@@ -272,6 +264,6 @@ async def test_gone_pauses_the_endpoint_at_once(api: Harness, receiver: Receiver
     async def paused() -> bool:
         found = (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data[0]
         return bool(found["status"] == "paused")
-    await until(paused)
+    await eventually(paused)
     assert len(receiver.received) == 1
     await until_deliveries(api, endpoint["id"], [("pending", 1)])
