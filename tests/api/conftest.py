@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,7 @@ from connectapi.storage.database import Database
 from connectapi.http.gates import CONNECT_PREFIX
 
 from .harness import ADMIN_TOKEN, Harness
+from .webhook_receiver import Receiver
 from .probe import probe
 
 # 10:00 in Lisbon: far from midnight, so "today" is the same date in every test zone we use.
@@ -75,3 +77,13 @@ async def open_harness(db: Database, env: dict[str, str] | None = None) -> Async
 async def api(db: Database, env: dict[str, str]) -> AsyncIterator[Harness]:
     async with open_harness(db, env) as harness:
         yield harness
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    found = Receiver()
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(functools.partial(trio.serve_tcp, found.handle, 0, host="127.0.0.1"))
+        found.port = listeners[0].socket.getsockname()[1]
+        yield found
+        nursery.cancel_scope.cancel()

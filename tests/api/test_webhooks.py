@@ -2,68 +2,22 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import trio
-from standardwebhooks.webhooks import Webhook
 
 from connectapi.domain.webhook_retry import SCHEDULE
 
 from .harness import Harness, eventually
+from .webhook_receiver import Receiver, signed_by
 
 
 @pytest.fixture
 def env() -> dict[str, str]:
     return {"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"}
-
-
-@dataclass
-class Receiver:
-    """A minimal HTTP/1.1 server: answers each request with the next of `answers` (a status,
-    or a status and a Retry-After), then 204; keeps what it was sent."""
-
-    port: int = 0
-    answers: list[int | tuple[int, int]] = field(default_factory=list)
-    received: list[tuple[dict[str, str], str]] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks"
-
-    async def handle(self, stream: trio.SocketStream) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = await stream.receive_some(65536)
-            if not chunk:
-                return
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-        while len(body) < int(headers.get("content-length", "0")):
-            body += await stream.receive_some(65536)
-        self.received.append((headers, body.decode()))
-        answer = self.answers.pop(0) if self.answers else 204
-        status, extra = (answer, "") if isinstance(answer, int) else (answer[0], f"retry-after: {answer[1]}\r\n")
-        await stream.send_all(
-            f"HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n".encode())
-        await stream.aclose()
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    found = Receiver()
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(functools.partial(trio.serve_tcp, found.handle, 0, host="127.0.0.1"))
-        found.port = listeners[0].socket.getsockname()[1]
-        yield found
-        nursery.cancel_scope.cancel()
 
 
 async def until_deliveries(api: Harness, endpoint_id: int, expected: list[tuple[str, int]]) -> None:
@@ -77,13 +31,6 @@ async def until_deliveries(api: Harness, endpoint_id: int, expected: list[tuple[
             return
         await trio.sleep(0)
     raise AssertionError(f"deliveries {seen}, expected {expected}")
-
-
-def signed_by(secret: str, headers: dict[str, str], body: str) -> bool:
-    """Verify as a receiver would, at the attempt's own timestamp (the test's clock is fake)."""
-    at = datetime.fromtimestamp(int(headers["webhook-timestamp"]), UTC)
-    expected = Webhook(secret).sign(headers["webhook-id"], at, body)
-    return expected in headers["webhook-signature"].split(" ")
 
 
 async def register(api: Harness, receiver: Receiver) -> tuple[dict[str, Any], dict[str, Any]]:
