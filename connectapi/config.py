@@ -47,6 +47,10 @@ class Settings:
     outbox_sweep_seconds: float = 30.0
     # Webhooks to http:// and inside addresses: for tests and the sandbox only.
     webhook_allow_private: bool = False
+    # OTA bookings: the channel manager's notification must carry this secret (unset: every
+    # notification is refused and the timer alone pulls the feed).
+    cm_notify_secret: str | None = None
+    intake_sweep_seconds: float = 60.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -74,6 +78,7 @@ class Settings:
             smtp_url=env.get("CONNECTAPI_SMTP_URL") or None,
             smtp_from=env.get("CONNECTAPI_SMTP_FROM") or "connectapi@localhost",
             webhook_allow_private=env.get("CONNECTAPI_WEBHOOK_ALLOW_PRIVATE", "").lower() in ("1", "true", "yes"),
+            cm_notify_secret=env.get("CONNECTAPI_CM_NOTIFY_SECRET") or None,
         )
         if settings.smtp_url:
             try:

@@ -18,6 +18,7 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from .actors.front_door import FrontDoor
 from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
+from .actors.booking_intake import BookingIntake, Round
 from .actors.webhook_sender import WebhookSender, open_webhook_client
 from .actors.property_actor import PropertyActor, PropertyMessage
 from .actors.channel_manager import ChannelManagerActor
@@ -89,6 +90,20 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         sweeps.start_soon(outbox.run_forever)
                         webhook_sender = WebhookSender(db, clock, webhook_client, settings.webhook_allow_private)
                         sweeps.start_soon(webhook_sender.run_forever)
+
+                        async def intake_settled(done: Round) -> None:
+                            for property_id in sorted(done.inventory_moved):
+                                await scheduler.wake(property_id, True, False)
+                            if done.events:
+                                webhook_sender.wake()
+                            if done.mails:
+                                outbox.wake()
+
+                        intake = BookingIntake(db, clock, client, intake_settled, settings.intake_sweep_seconds)
+                        if sandbox is not None:
+                            # The in-process sandbox's notification: a trigger, as the real one is.
+                            sandbox.bookings.listeners.append(lambda _: intake.wake())
+                        sweeps.start_soon(intake.run_forever)
                         if not settings.push_paused:
                             sweeps.start_soon(scheduler.sweep_forever, db, settings.push_sweep_seconds)
                             if settings.reconcile:
@@ -107,6 +122,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             outbox=outbox,
                             webhooks=webhook_sender,
                             webhook_allow_private=settings.webhook_allow_private,
+                            intake=intake,
+                            cm_notify_secret=settings.cm_notify_secret,
                             channel=channel,
                             sandbox=sandbox,
                             sandbox_url=cm_url if sandbox is not None else None,

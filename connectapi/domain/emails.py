@@ -56,3 +56,21 @@ def owner_endpoint_paused(property_name: str, url: str) -> Email:
     return Email("webhook.paused", f"Webhooks to {url} are paused ({property_name})",
                  f"Deliveries to {url} have failed for a day, so the endpoint is paused.\n\n"
                  f"Events keep queueing and are sent, in order, once you resume it in the admin interface.\n")
+
+
+def owner_ota_unapplied(property_name: str, reservation_code: str, channel: str, why: str) -> Email:
+    """An OTA revision the service kept but could not apply: the owner must act on it."""
+    return Email("ota.unapplied", f"OTA booking {reservation_code} needs you ({property_name})",
+                 f"A booking revision from {channel} (reservation {reservation_code}) reached the service but "
+                 f"could not be applied: {why}.\n\n"
+                 f"It is kept and listed among the property's OTA revisions in the admin interface. "
+                 f"Check the booking with {channel} and in the PMS.\n")
+
+
+def owner_ota_overbooked(property_name: str, reservation_code: str, channel: str, reference: str,
+                         nights: list[str]) -> Email:
+    return Email("ota.overbooked", f"Overbooking: {channel} sold {reservation_code} with no room left "
+                                   f"({property_name})",
+                 f"{channel} sold reservation {reservation_code} (PMS {reference}) on nights that had no room left: "
+                 f"{', '.join(nights)}.\n\nThe booking is in the PMS; find the guest a room or agree a change "
+                 f"with {channel}.\n")

@@ -32,9 +32,16 @@ class Event:
 
 def new_event(event_type: str, prop: PropertyFacts, data: dict[str, Any], occurred_at: datetime,
               changes: dict[str, Any] | None = None, previous: dict[str, Any] | None = None) -> Event:
+    event_id = f"evt_{uuid.uuid4()}"
+    return Event(event_id, event_type, occurred_at,
+                 event_body(event_id, event_type, prop, data, occurred_at, changes, previous))
+
+
+def event_body(event_id: str, event_type: str, prop: PropertyFacts, data: dict[str, Any], occurred_at: datetime,
+               changes: dict[str, Any] | None = None, previous: dict[str, Any] | None = None) -> str:
+    """The envelope as the JSON text that is signed and sent."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
-    event_id = f"evt_{uuid.uuid4()}"
     envelope: dict[str, Any] = {
         "id": event_id,
         "type": event_type,
@@ -43,12 +50,11 @@ def new_event(event_type: str, prop: PropertyFacts, data: dict[str, Any], occurr
         "mode": MODE,
         "property": {"id": prop.id, "name": prop.name, "currency": prop.currency, "timezone": prop.timezone},
         "data": data,
+        # null but on `modified`: the changed fields' new values, and their old ones
+        "changes": changes,
+        "previous": previous,
     }
-    if changes is not None:
-        envelope["changes"] = changes
-    if previous is not None:
-        envelope["previous"] = previous
-    return Event(event_id, event_type, occurred_at, json.dumps(envelope, separators=(",", ":"), ensure_ascii=False))
+    return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
 
 
 def ping(prop: PropertyFacts, occurred_at: datetime, reason: str) -> Event:

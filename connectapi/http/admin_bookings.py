@@ -1,4 +1,5 @@
-"""Admin routes about bookings: the owner's e-mails, and the front desk's check-in."""
+"""Admin routes about bookings: the owner's e-mails, the front desk's check-in, and the OTA
+revisions the channel manager sent (the unmapped and refused ones wait there for the owner)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from quart import Blueprint, Response
 
 from ..domain.errors import ApiError
 from ..domain.paths import ADMIN_PREFIX
-from ..storage import bookings, notifications, properties
+from ..storage import bookings, notifications, ota, properties
 from .envelope import ok
 from .gates import context
 
@@ -21,6 +22,14 @@ async def list_notifications(property_id: int) -> Response:
     found = await notifications.for_property(ctx.db, property_id)
     return ok([{"id": n.id, "kind": n.kind, "to": n.to_address, "subject": n.subject, "createdAt": n.created_at,
                 "sentAt": n.sent_at, "attempts": n.attempts, "lastError": n.last_error} for n in found])
+
+
+@blueprint.get("/properties/<int:property_id>/ota-revisions")
+async def list_ota_revisions(property_id: int) -> Response:
+    ctx = context()
+    if await properties.get_property(ctx.db, property_id) is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    return ok(await ota.revisions_of(ctx.db, property_id))
 
 
 @blueprint.post("/bookings/<int:booking_id>/check-in")

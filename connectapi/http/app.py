@@ -13,7 +13,7 @@ from ..domain.errors import ApiError
 from ..domain.ratelimit_headers import policy_header, ratelimit_header
 from ..engine import ActorUnavailable, AskTimeout
 from ..storage.database import StorageUnavailable
-from . import admin, admin_bookings, admin_channel, admin_webhooks, envelope, gates, health
+from . import admin, admin_bookings, admin_channel, admin_webhooks, envelope, gates, health, public
 from .context import FrontContext
 from .routes import ari as ari_routes
 from .routes import batches as batch_routes
@@ -42,6 +42,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.register_blueprint(admin_channel.blueprint)
     app.register_blueprint(admin_bookings.blueprint)
     app.register_blueprint(admin_webhooks.blueprint)
+    app.register_blueprint(public.blueprint)
     for routes in (property_routes, ari_routes, batch_routes, sync_routes, booking_routes):
         app.register_blueprint(routes.blueprint, url_prefix=gates.CONNECT_PREFIX)
 

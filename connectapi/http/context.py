@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..actors.front_door import FrontDoorMessage
+from ..actors.booking_intake import BookingIntake
 from ..actors.channel_manager import ChannelManagerActor
 from ..actors.property_actor import PropertyMessage
 from ..actors.outbox import OutboxSender
@@ -35,6 +36,8 @@ class FrontContext:
     outbox: OutboxSender
     webhooks: WebhookSender
     webhook_allow_private: bool
+    intake: BookingIntake
+    cm_notify_secret: str | None
     channel: ChannelManagerActor
     sandbox: SandboxState | None  # the in-process sandbox channel manager, when no real one is configured
     sandbox_url: str | None

@@ -70,15 +70,28 @@ def context() -> FrontContext:
     return ctx
 
 
-async def run_gates() -> None:
+async def admit(needs_key: bool) -> str:
+    """The address's `ip` budget (and, when a key will be looked up, its `ip-auth` one);
+    answers the client's address."""
     ctx = context()
     address = ctx.proxies.client_address(request.remote_addr or "", request.headers.get("X-Forwarded-For"))
-    routed = request.routing_exception is None
-
-    entry = await ctx.front_door.ask(Admit(address, needs_key=routed), ctx.ask_timeout)
+    entry = await ctx.front_door.ask(Admit(address, needs_key=needs_key), ctx.ask_timeout)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:
         raise entry.refusal
+    return address
+
+
+async def refuse_auth(address: str, code: str, message: str) -> NoReturn:
+    """A 401 that also counts against the address's `ip-auth` budget."""
+    await context().front_door.tell(AuthFailed(address))
+    raise ApiError(code, message)
+
+
+async def run_gates() -> None:
+    ctx = context()
+    routed = request.routing_exception is None
+    address = await admit(needs_key=routed)
 
     length = request.content_length
     if length is not None and length > MAX_BODY_BYTES:
@@ -130,16 +143,12 @@ async def _authenticate(ctx: FrontContext, address: str) -> KeyWithProperty:
     """The key and its property, or a 401 that also counts against the address."""
     token = keyfmt.bearer_token(request.headers.get("Authorization"))
     if token is None or not keyfmt.is_well_formed(token):
-        await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
+        await refuse_auth(address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
     wanted = keyfmt.digest(token)
     found = await ctx.keys.find(wanted)
     if found is None or not keyfmt.same_digest(found.digest, wanted):
-        await _refuse_auth(ctx, address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
+        await refuse_auth(address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
     if found.key.revoked_at is not None:
-        await _refuse_auth(ctx, address, "API_KEY_REVOKED", "this API key was revoked or rotated")
+        await refuse_auth(address, "API_KEY_REVOKED", "this API key was revoked or rotated")
     return found
 
-
-async def _refuse_auth(ctx: FrontContext, address: str, code: str, message: str) -> NoReturn:
-    await ctx.front_door.tell(AuthFailed(address))
-    raise ApiError(code, message)

@@ -35,7 +35,7 @@ async def lock_property(conn: asyncpg.Connection, property_id: int) -> asyncpg.R
     key) do not wait behind a write.
     """
     return await conn.fetchrow(
-        """SELECT id, name, currency, timezone, owner_email, guest_confirmation FROM properties
+        """SELECT id, name, currency, timezone, owner_email, guest_confirmation, pms FROM properties
            WHERE id = $1 FOR NO KEY UPDATE""", property_id)
 
 

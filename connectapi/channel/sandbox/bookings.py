@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -34,7 +35,13 @@ class BookingFeed:
     acked: set[str] = field(default_factory=set)
     stays: dict[str, Stay] = field(default_factory=dict)  # booking id -> the stay now
     codes: dict[str, str] = field(default_factory=dict)  # OTA reservation code -> booking id
+    # Told of each revision as the channel manager's webhook would be: {booking_id,
+    # property_id, revision_id}, no booking data (REFERENCE.md).
+    listeners: list[Callable[[dict[str, str]], None]] = field(default_factory=list)
+    # Tests: hand the feed out newest first, as a channel manager may.
+    newest_first: bool = False
     _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1001))
+    _last_at: datetime | None = None
 
     def new(self, stay: Stay, at: datetime) -> dict[str, Any]:
         booking_id = str(uuid.uuid4())
@@ -54,9 +61,10 @@ class BookingFeed:
         return self._emit(self.codes[code], code, "cancelled", at)
 
     def feed(self, property_id: str | None) -> list[dict[str, Any]]:
-        """Revisions not yet acknowledged, oldest first."""
-        return [r for rid, r in self.revisions.items()
-                if rid not in self.acked and (property_id is None or r["property_id"] == property_id)]
+        """Revisions not yet acknowledged, oldest first (or newest first, when told to)."""
+        found = [r for rid, r in self.revisions.items()
+                 if rid not in self.acked and (property_id is None or r["property_id"] == property_id)]
+        return found[::-1] if self.newest_first else found
 
     def ack(self, revision_id: str) -> bool:
         if revision_id not in self.revisions:
@@ -65,6 +73,10 @@ class BookingFeed:
         return True
 
     def _emit(self, booking_id: str, code: str, status: str, at: datetime) -> dict[str, Any]:
+        # Its clock gives every revision its own instant, even on a test's standing clock.
+        if self._last_at is not None and at <= self._last_at:
+            at = self._last_at + timedelta(microseconds=1)
+        self._last_at = at
         stay = self.stays[booking_id]
         nights = [stay.arrival + timedelta(days=i) for i in range((stay.departure - stay.arrival).days)]
         nightly = (stay.amount / len(nights)).quantize(Decimal("0.01")) if nights else stay.amount
@@ -93,4 +105,6 @@ class BookingFeed:
             "inserted_at": at.isoformat(),
         }
         self.revisions[revision_id] = revision
+        for listener in self.listeners:
+            listener({"booking_id": booking_id, "property_id": stay.property_id, "revision_id": revision_id})
         return revision

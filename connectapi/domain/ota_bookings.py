@@ -1,0 +1,248 @@
+"""OTA booking revisions from the channel manager: read, normalised to the property's own
+ids, told as the webhook's `data.booking`, and compared for `changes` and `previous`.
+
+A revision repeats the whole booking as it now is (REFERENCE.md), so applying one means
+making the booking what the revision says; order matters only in that an older revision
+must never undo a newer one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .bookings import money, normalise_phone, stay_nights_of, to_minor
+from .money import currency_exponent
+
+STATUSES = ("new", "modified", "cancelled")
+# The booking's fields a `modified` event compares; `changes` and `previous` hold the ones
+# that differ, each whole (the new value and the old one).
+COMPARED = ("status", "stay", "rooms", "guest", "amounts", "channel")
+
+
+class MalformedRevision(ValueError):
+    """The revision lacks a field or holds one we cannot read."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionRoom:
+    cm_room_type_id: str
+    cm_rate_plan_id: str | None
+    adults: int
+    children: int
+    amount: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    id: str
+    cm_booking_id: str
+    cm_property_id: str
+    system_id: str
+    status: str
+    reservation_code: str
+    ota_name: str
+    arrival: date
+    departure: date
+    amount: Decimal
+    currency: str
+    customer: dict[str, str | None]
+    rooms: tuple[RevisionRoom, ...]
+    revised_at: datetime
+
+
+def revision_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(id, system_id, cm property id, cm booking id): what storing a revision needs."""
+    try:
+        return str(raw["id"]), str(raw["system_id"]), str(raw["property_id"]), str(raw["booking_id"])
+    except KeyError as exc:
+        raise MalformedRevision(f"no {exc.args[0]}") from None
+
+
+def revised_at(raw: dict[str, Any]) -> datetime:
+    try:
+        return datetime.fromisoformat(str(raw["inserted_at"]))
+    except (KeyError, ValueError):
+        raise MalformedRevision("no readable inserted_at") from None
+
+
+def parse_revision(raw: dict[str, Any]) -> Revision:
+    try:
+        ident, system_id, cm_property, cm_booking = revision_key(raw)
+        status = str(raw["status"])
+        if status not in STATUSES:
+            raise MalformedRevision(f"unknown status {status[:20]!r}")
+        rooms = tuple(RevisionRoom(
+            str(room["room_type_id"]),
+            None if room.get("rate_plan_id") is None else str(room["rate_plan_id"]),
+            int(room.get("occupancy", {}).get("adults", 1)),
+            int(room.get("occupancy", {}).get("children", 0)),
+            Decimal(str(room.get("amount", "0"))),
+        ) for room in raw["rooms"])
+        customer = raw.get("customer") or {}
+        arrival, departure = date.fromisoformat(raw["arrival_date"]), date.fromisoformat(raw["departure_date"])
+        if departure <= arrival:
+            raise MalformedRevision("departure_date is not after arrival_date")
+        if not rooms:
+            raise MalformedRevision("no rooms")
+        return Revision(
+            id=ident, cm_booking_id=cm_booking, cm_property_id=cm_property, system_id=system_id, status=status,
+            reservation_code=str(raw.get("ota_reservation_code") or raw.get("unique_id") or ""),
+            ota_name=str(raw.get("ota_name") or "unknown"), arrival=arrival, departure=departure,
+            amount=Decimal(str(raw["amount"])), currency=str(raw["currency"]).upper(),
+            customer={k: (None if customer.get(k) in (None, "") else str(customer[k]))
+                      for k in ("name", "surname", "mail", "phone", "country")},
+            rooms=rooms, revised_at=revised_at(raw),
+        )
+    except MalformedRevision:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, InvalidOperation) as exc:
+        raise MalformedRevision(f"unreadable revision: {type(exc).__name__} {exc}"[:200]) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Mapping:
+    """The property's channel-manager ids, theirs to ours."""
+
+    room_types: dict[str, int]
+    rate_plans: dict[str, int]
+    meal_plans: dict[int, str]  # our rate plan id -> its meal plan
+
+
+@dataclass(frozen=True, slots=True)
+class OtaRoom:
+    room_type_id: int
+    rate_plan_id: int | None
+    meal_plan: str
+    adults: int
+    children: int
+    amount_minor: int
+    nightly_minor: int
+
+
+@dataclass(frozen=True, slots=True)
+class OtaBooking:
+    """A revision in the property's terms."""
+
+    cancelled: bool
+    check_in: date
+    check_out: date
+    rooms: tuple[OtaRoom, ...]
+    guest_name: str
+    guest_email: str | None
+    guest_phone: str | None
+    guest_country: str | None
+    total_minor: int
+    currency: str
+    exponent: int
+    channel: str
+    reservation_code: str
+
+    @property
+    def nights(self) -> list[date]:
+        return stay_nights_of(self.check_in, self.check_out)
+
+    def rooms_per_night(self) -> Counter[tuple[int, date]]:
+        """Rooms the booking holds per (room type, night)."""
+        return Counter((room.room_type_id, night) for room in self.rooms for night in self.nights)
+
+
+def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
+    """The revision in the property's ids; or what it names that cannot be mapped."""
+    unmapped = []
+    for room in revision.rooms:
+        if room.cm_room_type_id not in mapping.room_types:
+            unmapped.append(f"room type {room.cm_room_type_id}")
+        if room.cm_rate_plan_id is not None and room.cm_rate_plan_id not in mapping.rate_plans:
+            unmapped.append(f"rate plan {room.cm_rate_plan_id}")
+    try:
+        exponent = currency_exponent(revision.currency)
+    except KeyError:
+        unmapped.append(f"currency {revision.currency[:3]}")
+        exponent = 2
+    total = _minor(revision.amount, exponent)
+    if unmapped:
+        return sorted(set(unmapped))
+    nights = len(stay_nights_of(revision.arrival, revision.departure))
+    rooms = []
+    for room in revision.rooms:
+        plan = mapping.rate_plans[room.cm_rate_plan_id] if room.cm_rate_plan_id is not None else None
+        amount = _minor(room.amount, exponent)
+        rooms.append(OtaRoom(mapping.room_types[room.cm_room_type_id], plan,
+                             mapping.meal_plans.get(plan, "RO") if plan is not None else "RO",
+                             max(1, room.adults), max(0, room.children), amount, amount // nights))
+    customer = revision.customer
+    name = " ".join(part for part in (customer["name"], customer["surname"]) if part) or "OTA guest"
+    return OtaBooking(
+        cancelled=revision.status == "cancelled", check_in=revision.arrival, check_out=revision.departure,
+        rooms=tuple(rooms), guest_name=name[:200], guest_email=customer["mail"],
+        guest_phone=normalise_phone(customer["phone"]) if customer["phone"] else None,
+        guest_country=customer["country"], total_minor=total, currency=revision.currency, exponent=exponent,
+        channel=revision.ota_name[:40], reservation_code=revision.reservation_code[:60])
+
+
+def _minor(amount: Decimal, exponent: int) -> int:
+    """Major units as minor ones, rounded half up when the OTA sent more digits than the
+    currency holds (a fraction of a cent is not worth refusing a booking for)."""
+    exact = to_minor(str(amount), exponent)
+    if exact is not None:
+        return max(0, exact)
+    return max(0, int(amount.scaleb(exponent).quantize(Decimal(1), rounding="ROUND_HALF_UP")))
+
+
+def told(booking: OtaBooking, reference: str, status: str) -> dict[str, Any]:
+    """`data.booking` of a webhook event: the property's ids only, never the channel
+    manager's ids or anything of its credentials."""
+    return {
+        "reference": reference,
+        "status": status,
+        "stay": {"checkIn": booking.check_in.isoformat(), "checkOut": booking.check_out.isoformat(),
+                 "nights": len(booking.nights)},
+        "rooms": [{"roomTypeId": r.room_type_id, "ratePlanId": r.rate_plan_id, "adults": r.adults,
+                   "children": r.children, "amount": money(r.amount_minor, booking.exponent)}
+                  for r in booking.rooms],
+        "guest": {"name": booking.guest_name, "email": booking.guest_email, "phone": booking.guest_phone,
+                  "country": booking.guest_country},
+        "amounts": {"total": money(booking.total_minor, booking.exponent), "currency": booking.currency},
+        "channel": {"name": booking.channel, "reservationCode": booking.reservation_code},
+    }
+
+
+def changes_between(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(changes, previous): of the compared fields, those that differ, new and old."""
+    differing = [name for name in COMPARED if before.get(name) != after.get(name)]
+    return {name: after.get(name) for name in differing}, {name: before.get(name) for name in differing}
+
+
+def is_newer(revised: datetime, seq: int, last_revised: datetime, last_seq: int) -> bool:
+    """Whether a revision comes after the one applied last: by the channel manager's time,
+    then, for the same instant, by the order we received them in."""
+    return (revised, seq) > (last_revised, last_seq)
+
+
+@dataclass(frozen=True, slots=True)
+class CellMove:
+    """One cell's move for an OTA booking, and rooms sold that were not there."""
+
+    delta: int
+    short: int
+
+
+def inventory_moves(held_now: Counter[tuple[int, date]], wanted: Counter[tuple[int, date]],
+                    available: dict[tuple[int, date], int]) -> dict[tuple[int, date], CellMove]:
+    """From the rooms a booking holds now to the rooms it should hold. The OTA has sold them
+    already, so nothing is refused: a cell is taken down to zero at most, and what could
+    not be taken is `short` (an overbooking the owner must hear of). `held_now` is what the
+    booking took before, which is all it gives back."""
+    moves = {}
+    for cell in set(held_now) | set(wanted):
+        free = available.get(cell, 0) + held_now.get(cell, 0)
+        take = min(wanted.get(cell, 0), max(0, free))
+        delta = held_now.get(cell, 0) - take
+        short = wanted.get(cell, 0) - take
+        if delta or short:
+            moves[cell] = CellMove(delta, short)
+    return moves

@@ -1,0 +1,225 @@
+"""OTA revisions and the bookings they make, in the record.
+
+Revisions are stored as they came before anything is applied, so a crash between the pull
+and the acknowledgement loses nothing: the next round applies what is still 'received'
+and acknowledges what is settled but not yet acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import asyncpg
+
+from ..domain.ota_bookings import CellMove, Mapping, OtaBooking
+from .database import Database
+
+
+async def property_ids_by_cm(db: Database) -> dict[str, int]:
+    """Our property id for each channel-manager property id we map."""
+    rows = await db.fetch("SELECT id, cm_property_id FROM properties WHERE cm_property_id IS NOT NULL")
+    return {r["cm_property_id"]: r["id"] for r in rows}
+
+
+async def store_revision(db: Database, revision_id: str, system_id: str, property_id: int, cm_booking_id: str,
+                         revised_at: datetime, payload: dict[str, Any], at: datetime) -> bool:
+    """Keep a revision as it came; False when it is already kept (same id, or the same
+    system_id again: a repeat is a no-op)."""
+    stored = await db.fetchval(
+        """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
+                                      received_at)
+           VALUES ($1, $2, $3, $4, $5, $6, 'received', $7) ON CONFLICT DO NOTHING RETURNING seq""",
+        revision_id, system_id, property_id, cm_booking_id, revised_at, json.dumps(payload), at)
+    return stored is not None
+
+
+async def still_to_apply(db: Database, revision_id: str) -> bool:
+    return bool(await db.fetchval("SELECT state = 'received' FROM ota_revisions WHERE id = $1", revision_id))
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    seq: int
+    id: str
+    property_id: int
+    cm_booking_id: str
+    revised_at: datetime
+    payload: dict[str, Any]
+
+
+async def received(db: Database, limit: int = 500) -> list[Received]:
+    """Revisions stored but not yet applied, in the order they came."""
+    rows = await db.fetch(
+        """SELECT seq, id, property_id, cm_booking_id, revised_at, payload FROM ota_revisions
+           WHERE state = 'received' ORDER BY seq LIMIT $1""", limit)
+    return [Received(r["seq"], r["id"], r["property_id"], r["cm_booking_id"], r["revised_at"],
+                     json.loads(r["payload"])) for r in rows]
+
+
+async def settle(conn: asyncpg.Connection, seq: int, state: str, note: str | None, booking_id: int | None,
+                 at: datetime) -> None:
+    await conn.execute(
+        "UPDATE ota_revisions SET state = $2, note = $3, booking_id = $4, settled_at = $5 WHERE seq = $1",
+        seq, state, note, booking_id, at)
+
+
+async def unacknowledged(db: Database, limit: int = 500) -> list[str]:
+    rows = await db.fetch(
+        """SELECT id FROM ota_revisions WHERE state <> 'received' AND acked_at IS NULL ORDER BY seq LIMIT $1""",
+        limit)
+    return [r["id"] for r in rows]
+
+
+async def acknowledged(db: Database, revision_id: str, at: datetime) -> None:
+    await db.execute("UPDATE ota_revisions SET acked_at = $2 WHERE id = $1", revision_id, at)
+
+
+async def mapping_in(conn: asyncpg.Connection, property_id: int) -> Mapping:
+    rooms = await conn.fetch("SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL",
+                             property_id)
+    plans = await conn.fetch(
+        "SELECT id, cm_id, meal_plan FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL", property_id)
+    return Mapping({r["cm_id"]: r["id"] for r in rooms}, {p["cm_id"]: p["id"] for p in plans},
+                   {p["id"]: p["meal_plan"] for p in plans})
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """An OTA booking already made: what it is now, and the revision that made it so."""
+
+    booking_id: int
+    reference: str
+    status: str
+    last_revision_at: datetime
+    last_revision_seq: int
+    told: dict[str, Any]
+
+
+async def known_booking(conn: asyncpg.Connection, property_id: int, cm_booking_id: str) -> Known | None:
+    """The OTA booking of this channel-manager booking id, locked for the change."""
+    row = await conn.fetchrow(
+        """SELECT o.booking_id, b.reference, b.status, o.last_revision_at, o.last_revision_seq, o.told
+           FROM ota_bookings o JOIN bookings b ON b.id = o.booking_id
+           WHERE o.property_id = $1 AND o.cm_booking_id = $2 FOR UPDATE OF o, b""",
+        property_id, cm_booking_id)
+    if row is None:
+        return None
+    return Known(row["booking_id"], row["reference"], row["status"], row["last_revision_at"],
+                 row["last_revision_seq"], json.loads(row["told"]))
+
+
+async def next_booking_id(conn: asyncpg.Connection) -> int:
+    return int(await conn.fetchval("SELECT nextval('booking_ids')"))
+
+
+async def insert_booking(conn: asyncpg.Connection, property_id: int, booking_id: int, reference: str,
+                         cm_booking_id: str, booking: OtaBooking, status: str, revised_at: datetime,
+                         revision_seq: int, told: dict[str, Any], at: datetime) -> None:
+    guest_id = await conn.fetchval(
+        """INSERT INTO guests (property_id, phone, name, email, created_at) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (property_id, phone) DO UPDATE SET email = COALESCE(guests.email, EXCLUDED.email)
+           RETURNING id""",
+        property_id, booking.guest_phone, booking.guest_name, booking.guest_email, at)
+    await conn.execute(
+        """INSERT INTO bookings (id, property_id, source, reference, status, check_in, check_out, currency, guest_id,
+                                 guest_name, guest_phone, guest_email, total_minor, created_at, cancelled_at)
+           VALUES ($1, $2, 'ota', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                   CASE WHEN $4::text = 'CANCELLED' THEN $13::timestamptz END)""",
+        booking_id, property_id, reference, status, booking.check_in, booking.check_out, booking.currency,
+        guest_id, booking.guest_name, booking.guest_phone, booking.guest_email, booking.total_minor, at)
+    await _insert_rooms(conn, booking_id, booking, status)
+    await conn.execute(
+        """INSERT INTO ota_bookings (booking_id, property_id, cm_booking_id, last_revision_at, last_revision_seq,
+                                     told)
+           VALUES ($1, $2, $3, $4, $5, $6)""",
+        booking_id, property_id, cm_booking_id, revised_at, revision_seq, json.dumps(told))
+
+
+async def update_booking(conn: asyncpg.Connection, booking_id: int, booking: OtaBooking, status: str,
+                         revised_at: datetime, revision_seq: int, told: dict[str, Any], at: datetime) -> None:
+    await conn.execute(
+        """UPDATE bookings SET status = $2, check_in = $3, check_out = $4, currency = $5, guest_name = $6,
+                               guest_phone = $7, guest_email = $8, total_minor = $9,
+                               cancelled_at = CASE WHEN $2::text = 'CANCELLED' THEN COALESCE(cancelled_at, $10::timestamptz) END
+           WHERE id = $1""",
+        booking_id, status, booking.check_in, booking.check_out, booking.currency, booking.guest_name,
+        booking.guest_phone, booking.guest_email, booking.total_minor, at)
+    await conn.execute("DELETE FROM booking_rooms WHERE booking_id = $1", booking_id)
+    await _insert_rooms(conn, booking_id, booking, status)
+    await conn.execute(
+        "UPDATE ota_bookings SET last_revision_at = $2, last_revision_seq = $3, told = $4 WHERE booking_id = $1",
+        booking_id, revised_at, revision_seq, json.dumps(told))
+
+
+async def _insert_rooms(conn: asyncpg.Connection, booking_id: int, booking: OtaBooking, status: str) -> None:
+    await conn.executemany(
+        """INSERT INTO booking_rooms (booking_id, position, room_type_id, rate_plan_id, meal_plan, adults, children,
+                                      nightly_minor, status)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
+        [(booking_id, i, r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults, r.children, r.nightly_minor, status)
+         for i, r in enumerate(booking.rooms)])
+
+
+async def rooms_held(conn: asyncpg.Connection, booking_id: int) -> Counter[tuple[int, date]]:
+    """Rooms the booking took from the inventory per (room type, night): all it gives back."""
+    rows = await conn.fetch(
+        """SELECT room_type_id, first_night AS night, -sum(delta) AS held FROM inventory_events
+           WHERE booking_id = $1 GROUP BY room_type_id, first_night""", booking_id)
+    return Counter({(r["room_type_id"], r["night"]): int(r["held"]) for r in rows if r["held"]})
+
+
+async def availability_of(conn: asyncpg.Connection, property_id: int,
+                          cells: set[tuple[int, date]]) -> dict[tuple[int, date], int]:
+    """The cells' counts now; a night without a cell holds the room type's full count."""
+    ids = [rt for rt, _ in cells]
+    nights = [night for _, night in cells]
+    rows = await conn.fetch(
+        """SELECT w.id, w.night, COALESCE(c.available, rt.rooms) AS available
+           FROM unnest($2::bigint[], $3::date[]) AS w (id, night)
+           JOIN room_types rt ON rt.id = w.id AND rt.property_id = $1
+           LEFT JOIN availability_cells c ON c.room_type_id = w.id AND c.night = w.night""",
+        property_id, ids, nights)
+    return {(r["id"], r["night"]): int(r["available"]) for r in rows}
+
+
+async def move_cells(conn: asyncpg.Connection, property_id: int, booking_id: int,
+                     moves: dict[tuple[int, date], CellMove], reason: str, at: datetime) -> None:
+    """Move the cells (dirty for the drain) and record one inventory event per cell moved:
+    an OTA booking is taken per night, since a night may have had fewer rooms than it sold."""
+    moved = {cell: move.delta for cell, move in moves.items() if move.delta}
+    if not moved:
+        return
+    cells = sorted(moved)
+    await conn.execute(
+        """WITH moved AS (
+               SELECT connectapi_move_availability(
+                   $1, $2::bigint[], $3::date[], $4::integer[],
+                   ARRAY(SELECT rt.rooms FROM unnest($2::bigint[]) WITH ORDINALITY AS w (id, ord)
+                         JOIN room_types rt ON rt.id = w.id ORDER BY w.ord)))
+           INSERT INTO inventory_events (property_id, booking_id, room_type_id, first_night, last_night, delta,
+                                         reason, at)
+           SELECT $1, $5, e.id, e.night, e.night, e.delta, $6, $7
+           FROM unnest($2::bigint[], $3::date[], $4::integer[]) AS e (id, night, delta), moved""",
+        property_id, [rt for rt, _ in cells], [night for _, night in cells], [moved[c] for c in cells],
+        booking_id, reason, at)
+
+
+async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[dict[str, Any]]:
+    """The property's revisions, newest first, as the admin interface shows them."""
+    rows = await db.fetch(
+        """SELECT r.id, r.state, r.note, r.received_at, r.settled_at, r.acked_at, r.payload, b.reference
+           FROM ota_revisions r LEFT JOIN bookings b ON b.id = r.booking_id
+           WHERE r.property_id = $1 ORDER BY r.seq DESC LIMIT $2""", property_id, limit)
+    views = []
+    for r in rows:
+        payload = json.loads(r["payload"])
+        views.append({"revisionId": r["id"], "state": r["state"], "note": r["note"],
+                      "status": payload.get("status"), "reservationCode": payload.get("ota_reservation_code"),
+                      "reference": r["reference"], "receivedAt": r["received_at"].isoformat(),
+                      "settledAt": r["settled_at"].isoformat() if r["settled_at"] else None,
+                      "acknowledged": r["acked_at"] is not None})
+    return views
