@@ -19,7 +19,7 @@ from hypercorn.trio import serve as hypercorn_serve
 from .actors.front_door import FrontDoor
 from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
 from .actors.booking_intake import BookingIntake, Round
-from .actors.webhook_sender import WebhookSender, open_webhook_client
+from .actors.webhook_sender import Resolver, WebhookSender, open_webhook_client, resolve
 from .actors.property_actor import PropertyActor, PropertyMessage
 from .actors.channel_manager import ChannelManagerActor
 from .actors.property_writer import PropertyWriter, WriterMessage
@@ -47,8 +47,10 @@ EMBEDDED_DATABASE = "connectapi"
 
 
 @asynccontextmanager
-async def open_front(settings: Settings, db: Database, clock: Clock, admin_token: str) -> AsyncIterator[FrontContext]:
-    """The actors the front talks to, for the life of the block.
+async def open_front(settings: Settings, db: Database, clock: Clock, admin_token: str,
+                     resolver: Resolver = resolve) -> AsyncIterator[FrontContext]:
+    """The actors the front talks to, for the life of the block. `resolver` answers the
+    addresses of a webhook endpoint's host (tests give their own).
 
     Shutdown runs inside out: property actors drain and stop first, the front door last.
     """
@@ -88,7 +90,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         reconciler = Reconciler(db, channel, scheduler, clock)
                         outbox = OutboxSender(db, clock, mail_transport(settings), settings.outbox_sweep_seconds)
                         sweeps.start_soon(outbox.run_forever)
-                        webhook_sender = WebhookSender(db, clock, webhook_client, settings.webhook_allow_private)
+                        webhook_sender = WebhookSender(db, clock, webhook_client, settings.webhook_allow_private,
+                                                       resolver=resolver)
                         sweeps.start_soon(webhook_sender.run_forever)
 
                         async def intake_settled(done: Round) -> None:

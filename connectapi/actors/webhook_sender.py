@@ -40,8 +40,26 @@ async def resolve(host: str, port: int) -> list[Address]:
 
 
 def open_webhook_client() -> httpx.AsyncClient:
+    # No connection is kept: each send connects to the address just checked, and a pooled
+    # connection (keyed by that address) could carry another host's request over a TLS
+    # session verified for the first.
     return httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_SECONDS,
+                             limits=httpx.Limits(max_keepalive_connections=0),
                              headers={"User-Agent": "connectapi-webhooks"})
+
+
+def pinned(url: str, address: Address) -> tuple[str, str, str]:
+    """The URL with its host replaced by the checked address, the Host header and the TLS
+    server name: the send goes where the check looked, not wherever a second DNS answer
+    (a rebinding) would point, and the certificate is still verified for the host name."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    literal = f"[{address}]" if address.version == 6 else str(address)
+    netloc = literal if parts.port is None else f"{literal}:{parts.port}"
+    host_header = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    if ":" in parts.hostname:  # an IPv6 literal in the URL
+        host_header = f"[{parts.hostname}]" + ("" if parts.port is None else f":{parts.port}")
+    return parts._replace(netloc=netloc).geturl(), host_header, parts.hostname
 
 
 class WebhookSender:
@@ -102,10 +120,14 @@ class WebhookSender:
             assert parts.hostname is not None
             addresses = await self._resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
             check_resolved(parts.hostname, addresses, self._allow_private)
+            if not addresses:
+                raise UnsafeUrl(f"{parts.hostname} does not resolve")
+            url, host, server_name = pinned(endpoint.url, addresses[0])
             headers = signed_headers(item.event_id, item.body, signing_secrets(
                 endpoint.secret, endpoint.previous_secret, endpoint.rotated_at, now), now)
-            response = await self._client.post(endpoint.url, content=item.body.encode(),
-                                               headers={**headers, "Content-Type": "application/json"})
+            response = await self._client.post(url, content=item.body.encode(),
+                                               headers={**headers, "Content-Type": "application/json", "Host": host},
+                                               extensions={"sni_hostname": server_name})
             status = response.status_code
             if 200 <= status < 300:
                 await webhooks.delivered(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), now)

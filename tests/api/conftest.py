@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import trio.testing
 
+from connectapi.actors.webhook_sender import Resolver, resolve
 from connectapi.config import Settings
 from connectapi.engine import FakeClock
 from connectapi.http.app import create_app
@@ -62,12 +63,13 @@ def db_dsn(db: Database) -> str:
 
 
 @asynccontextmanager
-async def open_harness(db: Database, env: dict[str, str] | None = None) -> AsyncIterator[Harness]:
+async def open_harness(db: Database, env: dict[str, str] | None = None,
+                       resolver: Resolver = resolve) -> AsyncIterator[Harness]:
     """The whole front over `db`; run it on a MockClock (trio.run(..., clock=MockClock()))."""
     mock_clock = trio.lowlevel.current_clock()
     assert isinstance(mock_clock, trio.testing.MockClock), "API tests run on the mock clock"
     clock = FakeClock(START)
-    async with open_front(settings_for(env), db, clock, ADMIN_TOKEN) as ctx:
+    async with open_front(settings_for(env), db, clock, ADMIN_TOKEN, resolver) as ctx:
         app = create_app(ctx)
         app.register_blueprint(probe, url_prefix=CONNECT_PREFIX)
         yield Harness(app.test_client(), ctx, mock_clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -214,3 +215,40 @@ async def test_gone_pauses_the_endpoint_at_once(api: Harness, receiver: Receiver
     await eventually(paused)
     assert len(receiver.received) == 1
     await until_deliveries(api, endpoint["id"], [("pending", 1)])
+
+
+def resolving(host: str, address: str) -> Any:
+    """A resolver that answers `address` for `host` (and nothing else): DNS under the test's hand."""
+    async def resolver(name: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address(address)] if name == host else []
+    return resolver
+
+
+async def test_a_host_name_resolving_to_loopback_is_refused_at_send_time(db: Any, receiver: Receiver) -> None:
+    from .conftest import open_harness
+
+    # Registration takes the name (it looks public); the send resolves it, finds 127.0.0.1, and refuses.
+    async with open_harness(db, {}, resolving("hooks.partner.example", "127.0.0.1")) as api:
+        prop = await api.create_property()
+        made = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": "https://hooks.partner.example/in"})
+        assert made.status == 201, made.body
+        await until_deliveries(api, made.data["id"], [("pending", 1)])
+        [attempt] = (await api.admin("GET", f"/webhooks/{made.data['id']}/deliveries")).data
+        assert "not public" in attempt["lastError"] and "127.0.0.1" in attempt["lastError"]
+        assert attempt["responseStatus"] is None
+    assert receiver.received == []
+
+
+async def test_a_send_goes_to_the_address_checked_with_the_host_name_kept(db: Any, receiver: Receiver) -> None:
+    from .conftest import open_harness
+
+    async with open_harness(db, {"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"},
+                            resolving("hooks.partner.example", "127.0.0.1")) as api:
+        prop = await api.create_property()
+        url = f"http://hooks.partner.example:{receiver.port}/hooks"
+        made = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": url})
+        assert made.status == 201, made.body
+        await eventually(lambda: len(receiver.received) == 1, "the ping at the receiver")
+        headers, _ = receiver.received[0]
+        # Connected to the one address resolved and checked, never resolving again.
+        assert headers["host"] == f"hooks.partner.example:{receiver.port}"
