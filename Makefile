@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test typecheck bench bench-pipeline bench-bookings clean
+.PHONY: install run test typecheck bench bench-pipeline bench-bookings bench-webhooks clean
 
 install: $(STAMP)
 
@@ -32,6 +32,9 @@ bench-pipeline: install
 
 bench-bookings: install
 	$(BIN)/python -m bench.bookings
+
+bench-webhooks: install
+	$(BIN)/python -m bench.webhooks
 
 clean:
 	rm -rf $(VENV) var

@@ -46,7 +46,9 @@ async def bare_route() -> Response:
 
 
 async def main(port: int, dsn: str | None) -> None:
-    settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_BUDGETS": LIFTED})
+    # Webhook receivers in the bench are plain HTTP on loopback.
+    settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_BUDGETS": LIFTED,
+                                  "CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"})
     async with trio_asyncio.open_loop():
         app_dsn = dsn if dsn else await ensure_database(EMBEDDED_DSN, EMBEDDED_DATABASE)
         async with open_database(app_dsn) as db:
