@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     sandbox.add_argument("--per-property", type=int, default=10,
                          help="availability and restrictions calls a minute per property (default 10)")
     sandbox.add_argument("--reads", type=int, default=10, help="reads a minute for the account (default 10)")
+    sandbox.add_argument("--notify-url", default=None,
+                         help="POST a booking notification here on every revision, with the secret in "
+                              "CONNECTAPI_CM_NOTIFY_SECRET (the service's /api/v1/channel-manager/notify)")
 
     from .cli_admin import add_admin_commands
 
@@ -57,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         if not key:
             print("connectapi: set CONNECTAPI_CM_KEY to the key the sandbox should accept", file=sys.stderr)
             return 2
-        run_standalone(args.host, args.port, key, Limits(args.per_property, args.per_property, args.reads))
+        run_standalone(args.host, args.port, key, Limits(args.per_property, args.per_property, args.reads),
+                       args.notify_url, os.environ.get("CONNECTAPI_CM_NOTIFY_SECRET"))
         return 0
     if args.command == "migrate":
         from .service import run_migrate

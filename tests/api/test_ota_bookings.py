@@ -254,3 +254,21 @@ async def test_cancelling_a_checked_in_booking_is_refused_and_told(api: Harness,
     assert [n["kind"] for n in told] == ["ota.unapplied"] and "checked in" in await mail_body(api, prop)
     key = (await api.create_key(prop["id"], ["ari:read"]))["key"]
     assert await availability(api, prop, key, "2026-12-10", "2026-12-11") == [7, 7]  # the guest's room stays taken
+
+
+async def test_a_receiver_down_then_up_gets_every_event_in_order(api: Harness, receiver: Receiver) -> None:
+    prop, secret = await hooked_property(api, receiver, **CM_ONLY)
+    receiver.answers = [503, 503, 503]  # down for the first three attempts
+    code = await ota_booking(api, prop)
+    await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings/{code}/modify", {"adults": 1})
+    await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings/{code}/cancel")
+    await revisions(api, prop, 3)  # all three applied while the receiver is down
+    for attempt, wait in enumerate((5, 300, 1800), start=2):
+        await eventually(lambda n=attempt: len(receiver.received) == n, f"attempt {attempt - 1}")
+        api.advance(wait * 1.1 + 1)  # past the schedule's wait and its jitter
+    events = await events_of(receiver, secret, 7)
+    kinds = [e["type"].removeprefix("channel.booking.") for e in events[1:]]
+    # The first event tried until it got through, and nothing behind it overtook it.
+    assert kinds == ["created"] * 4 + ["modified", "cancelled"]
+    assert len({e["id"] for e in events[1:5]}) == 1
+    assert events[5]["changes"] == {"rooms": [{**events[1]["data"]["booking"]["rooms"][0], "adults": 1}]}

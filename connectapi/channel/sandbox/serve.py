@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
+from collections.abc import Callable
 
+import httpx
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
@@ -32,11 +35,36 @@ async def serve_sandbox(state: SandboxState, api_key: str, clock: Clock, host: s
         task_status.started(binds[0])
 
 
-def run_standalone(host: str, port: int, api_key: str, limits: Limits) -> None:
+log = logging.getLogger("connectapi.sandbox")
+NOTIFY_SECRET_HEADER = "X-Notify-Secret"
+
+
+def notifier(url: str, secret: str, client: httpx.AsyncClient) -> Callable[[dict[str, str]], None]:
+    """The channel manager's booking webhook: {booking_id, property_id, revision_id}, sent in
+    the background, unsigned but carrying a shared secret header (REFERENCE.md)."""
+    async def send(payload: dict[str, str]) -> None:
+        try:
+            answer = await client.post(url, json=payload, headers={NOTIFY_SECRET_HEADER: secret})
+            if answer.status_code >= 300:
+                log.warning("booking notification answered %d", answer.status_code)
+        except httpx.HTTPError as exc:
+            log.warning("booking notification failed: %s", type(exc).__name__)
+
+    def notify(payload: dict[str, str]) -> None:
+        trio.lowlevel.spawn_system_task(send, payload)
+
+    return notify
+
+
+def run_standalone(host: str, port: int, api_key: str, limits: Limits, notify_url: str | None = None,
+                   notify_secret: str | None = None) -> None:
     async def main() -> None:
         stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(serve_sandbox, SandboxState(limits), api_key, SystemClock(), host, port, stop)
+        state = SandboxState(limits)
+        async with trio.open_nursery() as nursery, httpx.AsyncClient(timeout=10) as client:
+            if notify_url and notify_secret:
+                state.bookings.listeners.append(notifier(notify_url, notify_secret, client))
+            url = await nursery.start(serve_sandbox, state, api_key, SystemClock(), host, port, stop)
             print(f"sandbox channel manager listening on {url}", file=sys.stderr, flush=True)
             with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:

@@ -12,6 +12,7 @@ import hmac
 import json
 import uuid
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 import trio
@@ -19,6 +20,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ...engine import Clock
+from .bookings import Stay
 from .state import SandboxState, Throttle
 
 HANG_SECONDS = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
@@ -208,5 +210,25 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
             return _error(422, "validation_error", "mode ok|429|500|timeout, count >= 0, retryAfter >= 0")
         state.faults.mode, state.faults.remaining, state.faults.retry_after = mode, count, retry_after
         return _json({"faults": {"mode": mode, "count": count, "retryAfter": retry_after}})
+
+    @app.post("/_sandbox/ota-bookings")
+    async def ota_booking() -> Response:
+        """An OTA sells a stay, in the channel manager's own ids (the standalone sandbox's
+        way to make one; the service's admin route does it in the property's ids)."""
+        if not authorised():
+            return _error(401, "unauthorized", "Unauthorized")
+        wanted = await body()
+        try:
+            prop = state.properties[str(wanted["property_id"])]
+            stay = Stay(prop.id, str(wanted["room_type_id"]), str(wanted["rate_plan_id"]),
+                        date.fromisoformat(str(wanted["arrival_date"])),
+                        date.fromisoformat(str(wanted["departure_date"])), int(wanted.get("adults", 2)),
+                        int(wanted.get("children", 0)), dict(wanted.get("customer") or {"name": "Guest"}),
+                        Decimal(str(wanted["amount"])), prop.currency, str(wanted.get("ota_name", "BookingCom")))
+        except (KeyError, ValueError, TypeError, ArithmeticError):
+            return _error(422, "validation_error",
+                          "property_id, room_type_id, rate_plan_id, arrival_date, departure_date, amount")
+        revision = state.bookings.new(stay, clock.now())
+        return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
 
     return app
