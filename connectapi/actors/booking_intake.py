@@ -19,7 +19,7 @@ from datetime import date, datetime
 
 import asyncpg
 
-from ..channel.client import ChannelManagerClient, ChannelManagerError
+from ..channel.client import ChannelManagerClient, ChannelManagerError, Rejected
 from ..domain import emails
 from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import MalformedRevision, OtaBooking
@@ -93,7 +93,15 @@ class BookingIntake:
             feed = []
         await self._store(feed, done)
         for item in await ota.received(self._db):
-            applied = await self._apply(item)
+            try:
+                applied = await self._apply(item)
+            except StorageUnavailable:
+                raise  # the record is away: the round ends, the revision waits for the next
+            except Exception as exc:
+                # A revision the record refuses (or a bug of ours) must not hold up the ones
+                # behind it, round after round: it is kept, marked refused, and the owner told.
+                log.exception("intake: revision %s could not be applied", item.id)
+                applied = await self._refuse(item, f"could not be applied ({type(exc).__name__})")
             done.settled[applied.state] += 1
             done.events += applied.events
             done.mails += applied.mails
@@ -139,11 +147,28 @@ class BookingIntake:
     async def _ack(self, revision_id: str) -> bool:
         try:
             await self._client.ack_booking_revision(revision_id)
+        except Rejected as exc:
+            # The channel manager does not know it (a 4xx): there is nothing left to
+            # acknowledge, and asking again every round would hold up the others.
+            log.warning("intake: the channel manager refused an acknowledgement: %s", exc)
         except ChannelManagerError as exc:
             log.warning("intake: could not acknowledge a revision: %s", exc)
             return False
         await ota.acknowledged(self._db, revision_id, self._clock.now())
         return True
+
+    async def _refuse(self, item: ota.Received, why: str) -> _Applied:
+        now = self._clock.now()
+
+        async def work(conn: asyncpg.Connection) -> _Applied:
+            prop = await ari.lock_property(conn, item.property_id)
+            mails = await _tell_owner(conn, prop, None, emails.owner_ota_unapplied(
+                prop["name"], str(item.payload.get("ota_reservation_code", "?"))[:60],
+                str(item.payload.get("ota_name", "the OTA"))[:40], why), now)
+            await ota.settle(conn, item.seq, "refused", why, None, now)
+            return _Applied("refused", why, mails=mails)
+
+        return await self._db.transaction(work)
 
     async def _apply(self, item: ota.Received) -> _Applied:
         now = self._clock.now()

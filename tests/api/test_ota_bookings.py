@@ -272,3 +272,22 @@ async def test_a_receiver_down_then_up_gets_every_event_in_order(api: Harness, r
     assert kinds == ["created"] * 4 + ["modified", "cancelled"]
     assert len({e["id"] for e in events[1:5]}) == 1
     assert events[5]["changes"] == {"rooms": [{**events[1]["data"]["booking"]["rooms"][0], "adults": 1}]}
+
+
+async def test_a_revision_the_record_refuses_does_not_hold_up_the_others(api: Harness, receiver: Receiver) -> None:
+    prop, secret = await hooked_property(api, receiver, **CM_ONLY)
+    # Injected: the record refuses the first OTA booking (a trigger on its row).
+    await api.ctx.db.execute("""CREATE FUNCTION refuse_first_ota() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN IF NEW.check_in = DATE '2026-12-10' THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $$""")
+    await api.ctx.db.execute("CREATE TRIGGER refuse_first_ota BEFORE INSERT ON bookings FOR EACH ROW "
+                             "EXECUTE FUNCTION refuse_first_ota()")
+    sandbox = api.ctx.sandbox
+    assert sandbox is not None
+    await ota_booking(api, prop, check_in="2026-12-10", check_out="2026-12-11")
+    await ota_booking(api, prop, check_in="2026-12-20", check_out="2026-12-21")
+    states = [(r["state"], r["note"]) for r in await revisions(api, prop, 2)]
+    assert states == [("applied", None), ("refused", "could not be applied (RaiseError)")]
+    created = (await events_of(receiver, secret, 2))[1]
+    assert created["data"]["booking"]["stay"]["checkIn"] == "2026-12-20"
+    told = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.unapplied"]
