@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -49,19 +50,8 @@ def test_nothing_is_lost_across_a_sigkill(tmp_path: Path) -> None:
         token = (tmp_path / "var" / "admin-token").read_text().strip()
         admin = httpx.Client(base_url=f"{first.url}/api/v1/admin", headers={"Authorization": f"Bearer {token}"},
                              timeout=10)
-        example = json.loads((Path(__file__).parents[2] / "docs" / "examples" / "property.json").read_text())
-        prop = admin.post("/properties", json=example).json()["data"]
+        prop, (cm_prop_id, cm_room, cm_plan) = mapped_property(admin, cm)
         room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
-        # a real channel manager: the property is made there by hand and mapped
-        cm_prop = cm.post("/api/v1/properties", json={"property": {"title": "Casa Azul", "currency": "EUR"}}).json()
-        cm_prop_id = cm_prop["data"]["id"]
-        cm_room = cm.post("/api/v1/room_types", json={"room_type": {"property_id": cm_prop_id, "title": "Double",
-                                                                    "count_of_rooms": 8}}).json()["data"]["id"]
-        cm_plan = cm.post("/api/v1/rate_plans", json={"rate_plan": {"property_id": cm_prop_id, "room_type_id": cm_room,
-                                                                    "title": "Flexible"}}).json()["data"]["id"]
-        mapped = admin.put(f"/properties/{prop['id']}/channel-mapping", json={
-            "cmPropertyId": cm_prop_id, "roomTypes": {str(room): cm_room}, "ratePlans": {str(plan): cm_plan}})
-        assert mapped.status_code == 200
         key = admin.post(f"/properties/{prop['id']}/keys", json={"label": "k", "scopes": ["ari:read", "ari:write"]}
                          ).json()["data"]["key"]
         api = httpx.Client(base_url=f"{first.url}{API}", headers={"Authorization": f"Bearer {key}"}, timeout=10)
@@ -114,6 +104,25 @@ def test_nothing_is_lost_across_a_sigkill(tmp_path: Path) -> None:
                 served.proc.wait(30)
         sandbox.send_signal(signal.SIGTERM)
         sandbox.wait(10)
+
+
+def mapped_property(admin: httpx.Client, cm: httpx.Client) -> tuple[dict[str, Any], tuple[str, str, str]]:
+    """The example property, made in the service, and made by hand in a real channel manager
+    (a standalone sandbox) and mapped: answers it and the channel manager's ids (property,
+    its first room type, its first rate plan)."""
+    example = json.loads((Path(__file__).parents[2] / "docs" / "examples" / "property.json").read_text())
+    prop = admin.post("/properties", json=example).json()["data"]
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    cm_prop = cm.post("/api/v1/properties", json={"property": {"title": "Casa Azul", "currency": "EUR"}}
+                      ).json()["data"]["id"]
+    cm_room = cm.post("/api/v1/room_types", json={"room_type": {"property_id": cm_prop, "title": "Double",
+                                                                "count_of_rooms": 8}}).json()["data"]["id"]
+    cm_plan = cm.post("/api/v1/rate_plans", json={"rate_plan": {"property_id": cm_prop, "room_type_id": cm_room,
+                                                                "title": "Flexible"}}).json()["data"]["id"]
+    mapped = admin.put(f"/properties/{prop['id']}/channel-mapping", json={
+        "cmPropertyId": cm_prop, "roomTypes": {str(room): cm_room}, "ratePlans": {str(plan): cm_plan}})
+    assert mapped.status_code == 200, mapped.text
+    return prop, (cm_prop, cm_room, cm_plan)
 
 
 def _answers(cm: httpx.Client) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from .test_crash_durability import _answers, wait_until
+from .test_crash_durability import _answers, mapped_property, wait_until
 from .test_serve_process import Served, free_port
 
 CM_KEY = "ota-e2e-sandbox-key-0001"
@@ -73,18 +73,8 @@ def test_an_ota_booking_reaches_the_receiver_across_a_sigkill(tmp_path: Path) ->
         token = (tmp_path / "var" / "admin-token").read_text().strip()
         admin = httpx.Client(base_url=f"{first.url}/api/v1/admin", headers={"Authorization": f"Bearer {token}"},
                              timeout=10)
-        example = json.loads((Path(__file__).parents[2] / "docs" / "examples" / "property.json").read_text())
-        prop = admin.post("/properties", json=example).json()["data"]
-        room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
-        cm_prop = cm.post("/api/v1/properties", json={"property": {"title": "Casa Azul", "currency": "EUR"}}
-                          ).json()["data"]["id"]
-        cm_room = cm.post("/api/v1/room_types", json={"room_type": {"property_id": cm_prop, "title": "Double",
-                                                                    "count_of_rooms": 8}}).json()["data"]["id"]
-        cm_plan = cm.post("/api/v1/rate_plans", json={"rate_plan": {"property_id": cm_prop, "room_type_id": cm_room,
-                                                                    "title": "Flexible"}}).json()["data"]["id"]
-        assert admin.put(f"/properties/{prop['id']}/channel-mapping", json={
-            "cmPropertyId": cm_prop, "roomTypes": {str(room): cm_room},
-            "ratePlans": {str(plan): cm_plan}}).status_code == 200
+        prop, (cm_prop, cm_room, cm_plan) = mapped_property(admin, cm)
+        room = prop["roomTypes"][0]["id"]
         receiver.down = False
         endpoint = admin.post(f"/properties/{prop['id']}/webhooks", json={"url": receiver.url}).json()["data"]
         wait_until(lambda: len(receiver.received) == 1)  # the ping
