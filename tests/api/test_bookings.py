@@ -317,7 +317,7 @@ async def test_listing_and_reading(api: Harness) -> None:
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=x", "since=yesterday",
-                                   "externalReference=" + "x" * 65])
+                                   "externalReference=" + "x" * 65, "externalReference=%00", "externalReference=a%0Ab"])
 async def test_bad_list_queries(api: Harness, query: str) -> None:
     _, key = await setup(api)
     answer = await api.call("GET", f"{API}/bookings?{query}", key=key)

@@ -97,8 +97,9 @@ async def list_bookings() -> Response:
         else:
             limit = int(text)
     reference = request.args.get("externalReference")
-    if reference is not None and not 1 <= len(reference) <= 64:
-        issues.append({"path": "externalReference", "message": "must be 1 to 64 characters"})
+    if reference is not None and (not 1 <= len(reference) <= 64 or not reference.isprintable()):
+        # Control characters, NUL above all, cannot be a reference (and PostgreSQL text refuses NUL).
+        issues.append({"path": "externalReference", "message": "must be 1 to 64 printable characters"})
     if issues:
         raise ApiError("VALIDATION", "query does not match the schema", issues)
     found = await bookings.list_api_bookings(ctx.db, caller().property.id, since, reference, limit)
