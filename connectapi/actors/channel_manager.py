@@ -27,6 +27,8 @@ from ..channel.client import ChannelManagerClient, ChannelManagerError, Rejected
 from ..domain.sliding_window import SlidingWindow
 from ..engine import Clock
 
+from ..metrics import CM_CALLS
+
 log = logging.getLogger("connectapi.channel")
 Kind = Literal["availability", "restrictions"]
 # Our windows run a little longer than the channel manager's: it counts a call when it
@@ -107,7 +109,9 @@ class ChannelManagerActor:
                 else:
                     warnings = await self._client.push_restrictions(values)
             except ChannelManagerError as exc:
+                CM_CALLS.labels(kind, "throttled" if isinstance(exc, Throttled) else "failed").inc()
                 return self._failed(state, exc)
+        CM_CALLS.labels(kind, "ok").inc()
         state.failures = 0
         return PushOutcome(True, tuple(warnings))
 
@@ -129,6 +133,7 @@ class ChannelManagerActor:
             await self._wait_for_slot(_PropertyState(), self._reads)
             self._reads.charge(self._clock.monotonic())
             self.calls += 1
+            CM_CALLS.labels(f"read-{kind}", "made").inc()
             if kind == "availability":
                 return await self._client.read_availability(cm_property_id, first, last)
             return await self._client.read_restrictions(cm_property_id, first, last)

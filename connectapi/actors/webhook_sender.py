@@ -25,6 +25,7 @@ from ..domain.webhook_retry import next_wait
 from ..domain.webhook_signing import signed_headers, signing_secrets
 from ..domain.webhook_urls import Address, UnsafeUrl, check_resolved, check_url
 from ..engine import Clock
+from ..metrics import WEBHOOK_FAILURES
 from ._wakeup import WakeUp
 from ..storage import notifications, properties, webhooks
 from ..storage.database import Database, StorageUnavailable
@@ -148,6 +149,7 @@ class WebhookSender:
         wait = None if status == 410 else next_wait(item.attempts + 1, since_first, retry_after, self._jitter)
         log.info("webhook %s to endpoint %d failed (attempt %d): %s", item.event_id, endpoint.id, item.attempts + 1,
                  error)
+        WEBHOOK_FAILURES.inc()
         await webhooks.failed(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), error,
                               now + (wait or timedelta(0)), now)
         if wait is None:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import trio
 
+from ..metrics import ACTOR_RESTARTS
 from ._actor import Actor, run_incarnation
 from ._mailbox import Mailbox
 
@@ -102,6 +103,7 @@ class Supervisor:
                         return
                     delay = self._policy.backoff(len(crashes))
                     log.warning("actor %s crashed; restarting in %.2fs", name, delay, exc_info=True)
+                    ACTOR_RESTARTS.labels(name.split("[")[0]).inc()  # the kind, not one per property
                     await trio.sleep(delay)
         finally:
             mailbox.close()

@@ -1,14 +1,17 @@
-"""Routes without an API key: the channel manager's notification and the public webhook
-contract. Both are held to the caller address's `ip` budget."""
+"""Routes without an API key: the channel manager's notification, the public webhook
+contract and the Connect API's OpenAPI document. All are held to the caller address's `ip`
+budget."""
 
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 
 from quart import Blueprint, Response, request
 
 from ..domain.webhook_contract import contract
+from .openapi import OPENAPI_PATH, openapi_document
 from .envelope import ok
 from .gates import admit, context, refuse_auth
 
@@ -18,10 +21,6 @@ log = logging.getLogger("connectapi.intake")
 NOTIFY_PATH = "/api/v1/channel-manager/notify"
 CONTRACT_PATH = "/api/v1/public/webhooks/contract"
 NOTIFY_SECRET_HEADER = "X-Notify-Secret"
-
-
-def is_public(path: str) -> bool:
-    return path in (NOTIFY_PATH, CONTRACT_PATH)
 
 
 @blueprint.post(NOTIFY_PATH)
@@ -42,3 +41,10 @@ async def channel_manager_notify() -> Response:
 async def webhook_contract() -> Response:
     await admit(needs_key=False)
     return ok(contract())
+
+
+@blueprint.get(OPENAPI_PATH)
+async def openapi() -> Response:
+    """The document itself, not wrapped in the envelope: tools read it as it is."""
+    await admit(needs_key=False)
+    return Response(json.dumps(openapi_document()), content_type="application/json")

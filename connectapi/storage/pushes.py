@@ -102,6 +102,16 @@ async def dirty_counts(db: Database, property_id: int) -> dict[str, int]:
     return {"availability": row["a"], "rates": row["r"], "restrictions": row["s"]}
 
 
+async def dirty_totals(db: Database) -> dict[str, int]:
+    """Dirty cells across every property, per resource (the metrics' gauge)."""
+    row = await db.fetchrow(
+        """SELECT (SELECT count(*) FROM availability_cells WHERE version > pushed_version) AS a,
+                  (SELECT count(*) FROM rate_cells WHERE version > pushed_version) AS r,
+                  (SELECT count(*) FROM restriction_cells WHERE version > pushed_version) AS s""")
+    assert row is not None
+    return {"availability": row["a"], "rates": row["r"], "restrictions": row["s"]}
+
+
 async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
     """The record's side of GET /sync: dirty counts, the last outcome, the newest pending batch."""
 

@@ -193,3 +193,8 @@ async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, si
            SELECT count(*) FROM made""",
         endpoint.id, endpoint.property_id, event_id, since, at)
     return queued
+
+
+async def backlog(db: Database) -> int:
+    """Deliveries not yet made, paused endpoints' included."""
+    return int(await db.fetchval("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'"))

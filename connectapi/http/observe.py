@@ -1,0 +1,57 @@
+"""What each answered request leaves behind: one structured log line and its metrics, and
+the /metrics route (operator token) that reads the record's gauges when scraped.
+
+The line names the route's template, not the path with its query, and never a key or a
+secret: those travel in headers, which are not logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from quart import Blueprint, Response, g, request
+
+from ..metrics import DIRTY_CELLS, LATENCY, RATE_LIMITED, REGISTRY, REQUESTS, WEBHOOK_BACKLOG
+from ..storage import webhooks
+from ..storage.pushes import dirty_totals
+from .admin import check_admin_token
+from .gates import context
+
+log = logging.getLogger("connectapi.access")
+blueprint = Blueprint("observe", __name__)
+
+
+def started() -> None:
+    g.started = time.perf_counter()
+
+
+def answered(response: Response) -> None:
+    elapsed = time.perf_counter() - g.get("started", time.perf_counter())
+    rule = request.url_rule
+    route = rule.rule if rule is not None else "unmatched"  # a bounded set of labels
+    status = response.status_code
+    REQUESTS.labels(request.method, route, str(status)).inc()
+    LATENCY.labels(request.method, route).observe(elapsed)
+    scope = g.get("error_scope")
+    if status == 429 and scope:
+        RATE_LIMITED.labels(scope).inc()
+    caller = g.get("caller")
+    line = {"requestId": g.get("request_id"), "method": request.method, "route": route, "status": status,
+            "durationMs": round(elapsed * 1000, 2), "propertyId": caller.property.id if caller else None}
+    if g.get("error_code"):
+        line["code"] = g.error_code
+    if scope:
+        line["scope"] = scope
+    log.info("request", extra=line)
+
+
+@blueprint.get("/metrics")
+async def metrics() -> Response:
+    check_admin_token()
+    db = context().db
+    for resource, count in (await dirty_totals(db)).items():
+        DIRTY_CELLS.labels(resource).set(count)
+    WEBHOOK_BACKLOG.set(await webhooks.backlog(db))
+    return Response(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,304 @@
+"""The OpenAPI 3.1 document of the Connect API, built from the models that validate the bodies
+and from one table of the fourteen routes: their scope, parameters, answers and error codes.
+
+A test holds the table to the app's routes both ways, so a route cannot be added or removed
+without the document following.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from ..domain.ari_models import AvailabilityBody, RatesBody, RestrictionsBody
+from ..domain.booking_models import BookingIn, CancelIn
+from ..domain.errors import STATUS_OF_CODE
+from ..domain.idempotency import HEADER as IDEMPOTENCY_HEADER
+from .gates import CONNECT_PREFIX, MAX_BODY_BYTES
+
+OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
+API_VERSION = "1.0.0"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    where: str  # query | path
+    schema: dict[str, Any]
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str  # OpenAPI form, under the prefix: /bookings/{bookingId}
+    operation_id: str
+    summary: str
+    scope: str | None  # None: any valid key
+    product: str | None  # channelManager | pms
+    success: dict[int, str]  # status -> data schema name
+    errors: dict[str, str] = field(default_factory=dict)  # code -> when, beyond those every route has
+    body: type[BaseModel] | None = None
+    params: tuple[Param, ...] = ()
+    idempotent: bool = False  # takes x-idempotency-key
+
+
+_RANGE = (
+    Param("from", "query", {"type": "string", "format": "date"}, "first night; default today in the property's "
+          "timezone"),
+    Param("to", "query", {"type": "string", "format": "date"}, "last night; default from + 30 days, at most 500 "
+          "days after from"),
+)
+_BOOKING_ID = Param("bookingId", "path", {"type": "integer", "minimum": 1}, "the booking's id", True)
+_WRITE_ERRORS = {
+    "VALIDATION": "the body does not match the schema", "RANGE_INVALID": "dateTo before dateFrom",
+    "HORIZON": "a night beyond today + 365 days", "TOO_MANY_UPDATES": "more than 1000 entries",
+    "TOO_MANY_CELLS": "more than 5000 cells", "IDEMPOTENCY_KEY_INVALID": "a malformed x-idempotency-key",
+    "IDEMPOTENCY_KEY_REUSED": "the key was used with another body", "IDEMPOTENCY_IN_FLIGHT": "the key's first "
+    "request is still running", "NOTHING_ACCEPTED": "the rate policy refused every group",
+    "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes",
+}
+_READ_ERRORS = {"RANGE_INVALID": "a bad from/to range", "VALIDATION": "a date that cannot be read"}
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("GET", "/property", "getProperty", "The key's property, its scopes and products", None, None,
+              {200: "Property"}),
+    Operation("GET", "/catalog", "getCatalog", "Room types and rate plans with their ids", None, None,
+              {200: "Catalog"}),
+    Operation("GET", "/availability", "getAvailability", "Availability from the record", "ari:read",
+              "channelManager", {200: "AvailabilityRead"}, _READ_ERRORS, params=_RANGE),
+    Operation("PUT", "/availability", "putAvailability", "Set absolute availability", "ari:write", "channelManager",
+              {202: "WriteResult"}, {**_WRITE_ERRORS, "UNKNOWN_ROOM_TYPE": "a room type not of this property"},
+              AvailabilityBody, idempotent=True),
+    Operation("GET", "/rates", "getRates", "Rates from the record, in minor units", "ari:read", "channelManager",
+              {200: "RatesRead"}, _READ_ERRORS, params=_RANGE),
+    Operation("PUT", "/rates", "putRates", "Set nightly sell prices", "ari:write", "channelManager",
+              {202: "WriteResult"}, {**_WRITE_ERRORS, "UNKNOWN_RATE_PLAN": "a rate plan not of this property",
+                                     "CURRENCY_MISMATCH": "not the property's currency"},
+              RatesBody, idempotent=True),
+    Operation("GET", "/restrictions", "getRestrictions", "Restrictions from the record", "ari:read",
+              "channelManager", {200: "RestrictionsRead"}, _READ_ERRORS, params=_RANGE),
+    Operation("PUT", "/restrictions", "putRestrictions", "Set stay restrictions", "ari:write", "channelManager",
+              {202: "WriteResult"}, {**_WRITE_ERRORS, "UNKNOWN_RATE_PLAN": "a rate plan not of this property"},
+              RestrictionsBody, idempotent=True),
+    Operation("GET", "/sync", "getSync", "Whether the sent data reached the channels", "ari:read", "channelManager",
+              {200: "Sync"}),
+    Operation("GET", "/batches/{batchId}", "getBatch", "Status of one write batch", "ari:read", "channelManager",
+              {200: "Batch"}, {"BATCH_NOT_FOUND": "no such batch on this property"},
+              params=(Param("batchId", "path", {"type": "string"}, "the batch id a write answered", True),)),
+    Operation("GET", "/bookings", "listBookings", "Bookings the API created, newest first", "bookings:read", "pms",
+              {200: "BookingList"}, {"VALIDATION": "a bad query parameter"}, params=(
+                  Param("since", "query", {"type": "string", "format": "date-time"},
+                        "created on or after it; default the last 7 days"),
+                  Param("externalReference", "query", {"type": "string", "maxLength": 64},
+                        "only the booking with that reservation id"),
+                  Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}, ""),
+              )),
+    Operation("GET", "/bookings/{bookingId}", "getBooking", "One booking the API created", "bookings:read", "pms",
+              {200: "Booking"}, {"BOOKING_NOT_FOUND": "not on this property, or not created by the API"},
+              params=(_BOOKING_ID,)),
+    Operation("POST", "/bookings", "createBooking", "Create a booking in the PMS", "bookings:write", "pms",
+              {201: "Booking", 200: "Booking"}, {
+                  "VALIDATION": "the body does not match the schema", "CURRENCY_MISMATCH": "not the property's",
+                  "STAY_INVALID": "in the past, beyond the horizon or over 90 nights",
+                  "UNKNOWN_ROOM_TYPE": "not of this property", "UNKNOWN_RATE_PLAN": "not of this property",
+                  "UNKNOWN_ROOM_TYPE_FOR_PLAN": "the plan is not the room type's",
+                  "OCCUPANCY_EXCEEDED": "more guests than the room type takes",
+                  "PAYMENT_EXCEEDS_TOTAL": "more than the stay's total", "MODULE_NOT_ENTITLED": "no PMS in the plan",
+                  "PAYMENT_NOT_ALLOWED": "a payment without bookings:payments",
+                  "NO_AVAILABILITY": "a night with no room left", "IDEMPOTENCY_KEY_INVALID": "malformed",
+                  "IDEMPOTENCY_KEY_REUSED": "used with another body", "IDEMPOTENCY_IN_FLIGHT": "still running",
+                  "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
+              BookingIn, idempotent=True),
+    Operation("POST", "/bookings/{bookingId}/cancel", "cancelBooking", "Cancel the whole booking", "bookings:write",
+              "pms", {200: "Booking"}, {"VALIDATION": "the body does not match the schema",
+                                        "BOOKING_NOT_FOUND": "not on this property, or not created by the API",
+                                        "BOOKING_NOT_CANCELLABLE": "checked in or moved on",
+                                        "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
+              CancelIn, params=(_BOOKING_ID,)),
+)
+
+# What every route can answer, by the gates.
+_EVERY_ROUTE = {
+    "API_KEY_INVALID": "a missing, malformed or unknown key", "API_KEY_REVOKED": "a revoked or rotated key",
+    "IP_NOT_ALLOWED": "outside the key's address allowlist", "PROPERTY_UNAVAILABLE": "the property is not active",
+    "RATE_LIMITED": "a budget is spent; see data.scope and Retry-After",
+    "INTERNAL": "a fault of ours; data.details.requestId names it",
+    "SERVICE_UNAVAILABLE": "the service cannot answer right now; see Retry-After",
+}
+_PRODUCT_ERRORS = {"channelManager": ("CHANNEL_MANAGER_DISABLED", "the property has no channel manager"),
+                   "pms": ("PMS_NOT_AVAILABLE", "the property has no PMS")}
+
+_NIGHTS = {"type": "array", "items": {"type": "object", "required": ["date"], "properties": {
+    "date": {"type": "string", "format": "date"}}}}
+_MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"}
+_NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
+
+DATA_SCHEMAS: dict[str, dict[str, Any]] = {
+    "Property": {"type": "object", "required": ["id", "name", "timezone", "currency", "scopes", "products"],
+                 "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                                "timezone": {"type": "string"}, "currency": {"type": "string"},
+                                "scopes": {"type": "array", "items": {"type": "string"}},
+                                "products": {"type": "object", "properties": {
+                                    "channelManager": {"type": "boolean"}, "pms": {"type": "boolean"}}},
+                                "bookingsPerMinute": {"type": "integer"}}},
+    "Catalog": {"type": "object", "required": ["roomTypes", "ratePlans"], "properties": {
+        "roomTypes": {"type": "array", "items": {"type": "object", "required": ["id", "name"], "properties": {
+            "id": {"type": "integer"}, "name": {"type": "string"}, "maxAdults": {"type": "integer"},
+            "maxOccupancy": {"type": ["integer", "null"]}, "rooms": {"type": "integer"}}}},
+        "ratePlans": {"type": "array", "items": {"type": "object", "required": ["id", "roomTypeId"], "properties": {
+            "id": {"type": "integer"}, "roomTypeId": {"type": "integer"}, "name": {"type": "string"},
+            "mealPlan": {"type": "string"}}}}}},
+    "AvailabilityRead": {"type": "object", "required": ["from", "to", "roomTypes"], "properties": {
+        "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
+        "roomTypes": {"type": "array", "items": {"type": "object", "required": ["roomTypeId", "nights"],
+                                                 "properties": {"roomTypeId": {"type": "integer"},
+                                                                "nights": _NIGHTS}}}}},
+    "RatesRead": {"type": "object", "required": ["from", "to", "currency", "ratePlans"], "properties": {
+        "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
+        "currency": {"type": "string"},
+        "ratePlans": {"type": "array", "items": {"type": "object", "required": ["ratePlanId", "nights"],
+                                                 "properties": {"ratePlanId": {"type": "integer"},
+                                                                "nights": _NIGHTS}}}}},
+    "RestrictionsRead": {"type": "object", "required": ["from", "to", "ratePlans"], "properties": {
+        "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
+        "ratePlans": {"type": "array", "items": {"type": "object", "required": ["ratePlanId", "nights"],
+                                                 "properties": {"ratePlanId": {"type": "integer"},
+                                                                "nights": _NIGHTS}}}}},
+    "WriteResult": {"type": "object", "required": ["batchId", "resource", "requestedCells", "acceptedCells",
+                                                   "noopCells", "rejected", "poll"],
+                    "properties": {"batchId": {"type": "string"}, "resource": {"type": "string"},
+                                   "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
+                                   "noopCells": {"type": "integer"}, "rejected": {"type": "array"},
+                                   "pushedBy": {"type": "string"}, "poll": {"type": "string"}}},
+    "Sync": {"type": "object", "required": ["inventory", "rates", "restrictions", "projector"], "properties": {
+        "inventory": {"type": "object", "required": ["state", "dirtyCells"], "properties": {
+            "state": {"enum": ["IN_SYNC", "PENDING", "BACKING_OFF", "FAILING"]},
+            "dirtyCells": {"type": "integer"}}},
+        "rates": {"type": "object"}, "restrictions": {"type": "object"}, "projector": {"type": "object"},
+        "newestPendingBatch": {"type": ["object", "null"]}}},
+    "Batch": {"type": "object", "required": ["batchId", "resource", "status", "pendingCells"], "properties": {
+        "batchId": {"type": "string"}, "resource": {"type": "string"}, "createdAt": {"type": "string"},
+        "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
+        "noopCells": {"type": "integer"}, "rejected": {"type": "array"},
+        "status": {"enum": ["pending", "completed"]}, "pendingCells": {"type": "integer"},
+        "lastError": {"type": ["string", "null"]}}},
+    "Booking": {"type": "object", "required": ["bookingId", "reference", "externalReference", "status", "checkIn",
+                                               "checkOut", "currency", "totalAmount", "guest", "rooms", "replay"],
+                "properties": {
+                    "bookingId": {"type": "integer"}, "reference": {"type": "string"},
+                    "externalReference": {"type": ["string", "null"]},
+                    "status": {"enum": ["UPCOMING", "CHECKED_IN", "CANCELLED"]},
+                    "checkIn": {"type": "string", "format": "date"}, "checkOut": {"type": "string", "format": "date"},
+                    "nights": {"type": "integer"}, "currency": {"type": "string"}, "totalAmount": _MONEY,
+                    "totalPaid": _MONEY, "balanceDue": _MONEY,
+                    "guest": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    "rooms": {"type": "array", "items": {"type": "object"}}, "inventory": {"type": "object"},
+                    "replay": {"type": "boolean"}, "createdAt": {"type": "string"},
+                    "cancelledAt": _NULLABLE_TIME}},
+    "BookingList": {"type": "object", "required": ["bookings", "count", "limit"], "properties": {
+        "bookings": {"type": "array", "items": {"$ref": "#/components/schemas/Booking"}},
+        "count": {"type": "integer"}, "limit": {"type": "integer"}}},
+}
+
+_RATELIMIT_HEADERS = {
+    "RateLimit": {"description": "the budget nearest to running out (IETF RateLimit draft): "
+                                 "\"<policy>\";r=<remaining>;t=<seconds to reset>",
+                  "schema": {"type": "string"}},
+    "RateLimit-Policy": {"description": "the budgets that apply: \"<policy>\";q=<quota>;w=<window seconds>",
+                         "schema": {"type": "string"}},
+    "X-Request-Id": {"description": "this request's id, also in the service's log", "schema": {"type": "string"}},
+}
+
+
+def _error_response(codes: dict[str, str]) -> dict[str, Any]:
+    status = STATUS_OF_CODE[next(iter(codes))]
+    response: dict[str, Any] = {
+        "description": "; ".join(f"{code}: {when}" for code, when in codes.items()),
+        "headers": dict(_RATELIMIT_HEADERS),
+        "content": {"application/json": {"schema": {"allOf": [
+            {"$ref": "#/components/schemas/ErrorEnvelope"},
+            {"properties": {"statuscode": {"const": status},
+                            "data": {"properties": {"code": {"enum": list(codes)}}}}},
+        ]}}},
+    }
+    if status in (429, 503):
+        response["headers"]["Retry-After"] = {"description": "seconds to wait", "schema": {"type": "integer"}}
+    return response
+
+
+def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
+    codes = dict(op.errors)
+    codes.update(_EVERY_ROUTE)
+    if op.scope is not None:
+        codes["SCOPE_MISSING"] = f"the key lacks {op.scope}"
+    if op.product is not None:
+        code, when = _PRODUCT_ERRORS[op.product]
+        codes[code] = when
+    by_status: dict[int, dict[str, str]] = {}
+    for code, when in codes.items():
+        by_status.setdefault(STATUS_OF_CODE[code], {})[code] = when
+    responses: dict[str, Any] = {}
+    for status, schema in sorted(op.success.items()):
+        headers = dict(_RATELIMIT_HEADERS)
+        if op.idempotent:
+            headers["X-Idempotent-Replay"] = {"description": "true when this is a stored answer replayed",
+                                              "schema": {"type": "string", "enum": ["true"]}}
+        what = "a repeated externalReference: the booking as made, replay true" if (
+            op.operation_id == "createBooking" and status == 200) else "success"
+        responses[str(status)] = {"description": what, "headers": headers, "content": {"application/json": {
+            "schema": {"allOf": [{"$ref": "#/components/schemas/SuccessEnvelope"},
+                                 {"properties": {"data": {"$ref": f"#/components/schemas/{schema}"}}}]}}}}
+    for status, status_codes in sorted(by_status.items()):
+        responses[str(status)] = _error_response(status_codes)
+    parameters = [{"name": p.name, "in": p.where, "required": p.required, "description": p.description,
+                   "schema": p.schema} for p in op.params]
+    if op.idempotent:
+        parameters.append({"name": IDEMPOTENCY_HEADER, "in": "header", "required": False,
+                           "description": "the same key and body within 7 days replays the stored answer",
+                           "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{10,64}$"}})
+    made: dict[str, Any] = {
+        "operationId": op.operation_id, "summary": op.summary,
+        "description": f"Scope: {op.scope or 'any valid key'}." + (f" Product: {op.product}." if op.product else ""),
+        "security": [{"bearerAuth": []}], "parameters": parameters, "responses": responses,
+    }
+    if op.body is not None:
+        made["requestBody"] = {"required": True, "content": {"application/json": {"schema": body_refs[op.body.__name__]}}}
+    return made
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    models = sorted({op.body for op in OPERATIONS if op.body is not None}, key=lambda m: m.__name__)
+    refs, definitions = models_json_schema([(m, "validation") for m in models],
+                                           ref_template="#/components/schemas/{model}")
+    body_refs = {model.__name__: ref for (model, _), ref in refs.items()}
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        paths.setdefault(CONNECT_PREFIX + op.path, {})[op.method.lower()] = _operation(op, body_refs)
+    schemas: dict[str, Any] = {**definitions.get("$defs", {}), **DATA_SCHEMAS}
+    schemas["SuccessEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {
+        "statuscode": {"type": "integer"}, "message": {"type": "string"}, "data": {}}}
+    schemas["ErrorEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {
+        "statuscode": {"type": "integer"}, "message": {"type": "string"},
+        "data": {"type": "object", "required": ["code"], "properties": {
+            "code": {"type": "string"}, "details": {"type": ["object", "array"]}, "scope": {"type": "string"},
+            "retryAfterSeconds": {"type": "integer"}}}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "connectapi Connect API", "version": API_VERSION,
+                 "description": "Availability, rates and restrictions to the channels, and bookings into the PMS. "
+                                "Every answer is the envelope {statuscode, message, data}; clients branch on "
+                                "data.code. Budgets are told in the RateLimit headers."},
+        "servers": [{"url": "/"}],
+        "paths": paths,
+        "components": {"schemas": schemas,
+                       "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
+                                                          "description": "Authorization: Bearer <API key>"}}},
+        "security": [{"bearerAuth": []}],
+    }

@@ -1,0 +1,53 @@
+"""One structured log line per request, a request id on every answer, and /metrics."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import date
+
+import pytest
+from pythonjsonlogger.json import JsonFormatter
+
+from .harness import API, Harness
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {"CONNECTAPI_BUDGETS": "requests=3"}
+
+
+async def test_each_request_leaves_one_line_without_its_key(api: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    prop, key = await api.keyed_property()
+    caplog.set_level(logging.INFO, logger="connectapi.access")
+    answers = [await api.call("GET", f"{API}/property", key=key) for _ in range(4)]
+    assert [a.status for a in answers] == [200, 200, 200, 429]
+    lines = [r for r in caplog.records if r.name == "connectapi.access"]
+    assert len(lines) == 4
+    ok, limited = lines[0].__dict__, lines[3].__dict__
+    assert (ok["route"], ok["status"], ok["propertyId"]) == ("/api/v1/connect-api/v1/property", 200, prop["id"])
+    assert ok["requestId"] == answers[0].headers["X-Request-Id"] and ok["durationMs"] >= 0
+    assert (limited["status"], limited["code"], limited["scope"]) == (429, "RATE_LIMITED", "requests")
+    rendered = JsonFormatter("%(levelname)s %(name)s %(message)s").format(lines[3])
+    assert json.loads(rendered)["scope"] == "requests"
+    assert key not in caplog.text and key[:20] not in rendered
+
+
+async def test_metrics_need_the_operator_token_and_count(api: Harness) -> None:
+    refused = await api.call("GET", "/metrics")
+    assert (refused.status, refused.code) == (401, "ADMIN_TOKEN_INVALID")
+    prop, key = await api.keyed_property()
+    written = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [{
+        "roomTypeId": prop["roomTypes"][0]["id"], "dateFrom": str(date(2026, 12, 1)), "dateTo": "2026-12-03",
+        "available": 2}]})
+    assert written.status == 202  # three cells, held back: pushes are paused in these tests
+    for _ in range(3):
+        await api.call("GET", f"{API}/property", key=key)
+    response = await api.client.get("/metrics", headers={"Authorization": "Bearer test-operator-token"})
+    assert response.status_code == 200 and response.content_type.startswith("text/plain")
+    text = (await response.get_data()).decode()
+    assert 'connectapi_requests_total{method="GET",route="/api/v1/connect-api/v1/property",status="200"}' in text
+    assert 'connectapi_rate_limited_total{scope="requests"}' in text
+    assert 'connectapi_request_seconds_bucket{le="0.005",method="GET",route="/api/v1/connect-api/v1/property"}' in text
+    assert 'connectapi_dirty_cells{resource="availability"} 3.0' in text
+    assert "connectapi_webhook_backlog 0.0" in text and "connectapi_webhook_failures_total" in text

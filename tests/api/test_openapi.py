@@ -1,0 +1,69 @@
+"""The OpenAPI document: public, and holding exactly the routes the app serves."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from connectapi.domain.errors import STATUS_OF_CODE
+from connectapi.http.gates import CONNECT_PREFIX
+from connectapi.http.openapi import OPENAPI_PATH
+
+from .harness import Harness
+
+
+def shape(path: str) -> str:
+    """`/bookings/<booking_id>` and `/bookings/{bookingId}` alike: `/bookings/{}`."""
+    return re.sub(r"<[^>]+>|\{[^}]+\}", "{}", path)
+
+
+async def document(api: Harness) -> dict[str, Any]:
+    got = await api.call("GET", OPENAPI_PATH)
+    assert got.status == 200 and got.headers["RateLimit-Policy"].startswith('"ip"')
+    return dict(got.body)
+
+
+async def test_the_document_holds_every_route_and_no_other(api: Harness) -> None:
+    doc = await document(api)
+    assert doc["openapi"] == "3.1.0"
+    served = {(method, shape(rule.rule)) for rule in api.client.app.url_map.iter_rules()  # type: ignore[attr-defined]
+              if rule.rule.startswith(CONNECT_PREFIX + "/") and not rule.endpoint.startswith("probe.")
+              for method in rule.methods - {"HEAD", "OPTIONS"}}
+    documented = {(method.upper(), shape(path)) for path, item in doc["paths"].items() for method in item}
+    assert served == documented
+    assert len(documented) == 14
+
+
+async def test_every_route_names_its_errors_and_headers(api: Harness) -> None:
+    doc = await document(api)
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            statuses = {int(s) for s in op["responses"]}
+            assert {401, 403, 409, 429, 500, 503} <= statuses, (method, path)
+            for status, response in op["responses"].items():
+                assert "RateLimit" in response["headers"] and "RateLimit-Policy" in response["headers"]
+                if int(status) >= 400:
+                    codes = response["content"]["application/json"]["schema"]["allOf"][1]["properties"]["data"][
+                        "properties"]["code"]["enum"]
+                    assert all(STATUS_OF_CODE[c] == int(status) for c in codes), (method, path, status)
+            assert op["security"] == [{"bearerAuth": []}]
+    assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
+    puts = [op for item in doc["paths"].values() for m, op in item.items() if m == "put"]
+    assert all(any(p["name"] == "x-idempotency-key" for p in op["parameters"]) for op in puts)
+
+
+async def test_the_body_schemas_are_the_validating_models(api: Harness) -> None:
+    """A body the service takes passes the document's schema, and one it refuses does not."""
+    doc = await document(api)
+    registry: Registry[Any] = Registry().with_resource("urn:doc", Resource.opaque(doc))
+    schema = {"$ref": "urn:doc#/components/schemas/BookingIn"}
+    validator = Draft202012Validator(schema, registry=registry)
+    good = {"externalReference": "R-1", "checkIn": "2026-12-01", "checkOut": "2026-12-02", "currency": "EUR",
+            "guest": {"name": "Ana", "phone": "+351912345678"},
+            "rooms": [{"roomTypeId": 1, "ratePlanId": 2, "adults": 2, "nightlyRate": "90.00"}]}
+    assert not list(validator.iter_errors(good))
+    assert list(validator.iter_errors({**good, "surprise": 1}))  # unknown fields are refused
+    assert list(validator.iter_errors({**good, "rooms": []}))
