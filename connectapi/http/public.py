@@ -1,5 +1,6 @@
 """Routes without an API key: the channel manager's notification, the public webhook
-contract and the Connect API's OpenAPI document. All are held to the caller address's `ip`
+contract, and the Connect API's OpenAPI document and Postman collection (documentation: a
+newcomer reads them before holding a key). All are held to the caller address's `ip`
 budget."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 from quart import Blueprint, Response, request
 
 from ..domain.webhook_contract import contract
+from . import postman
 from .openapi import OPENAPI_PATH, openapi_document
 from .envelope import ok
 from .gates import admit, context, refuse_auth
@@ -20,6 +22,7 @@ log = logging.getLogger("connectapi.intake")
 
 NOTIFY_PATH = "/api/v1/channel-manager/notify"
 CONTRACT_PATH = "/api/v1/public/webhooks/contract"
+POSTMAN_PATH = "/api/v1/connect-api/postman"
 NOTIFY_SECRET_HEADER = "X-Notify-Secret"
 
 
@@ -48,3 +51,14 @@ async def openapi() -> Response:
     """The document itself, not wrapped in the envelope: tools read it as it is."""
     await admit(needs_key=False)
     return Response(json.dumps(openapi_document()), content_type="application/json")
+
+
+@blueprint.get(POSTMAN_PATH)
+async def postman_collection() -> Response:
+    """The collection, or with `?environment=1` its environment (baseUrl: this service as
+    the caller reached it; apiKey: empty, for the caller to fill in)."""
+    await admit(needs_key=False)
+    if request.args.get("environment") == "1":
+        return Response(json.dumps(postman.environment(request.host_url.rstrip("/"))),
+                        content_type="application/json")
+    return Response(json.dumps(postman.collection()), content_type="application/json")

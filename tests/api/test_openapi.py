@@ -67,3 +67,17 @@ async def test_the_body_schemas_are_the_validating_models(api: Harness) -> None:
     assert not list(validator.iter_errors(good))
     assert list(validator.iter_errors({**good, "surprise": 1}))  # unknown fields are refused
     assert list(validator.iter_errors({**good, "rooms": []}))
+
+
+async def test_the_postman_collection_has_every_route_and_needs_no_key(api: Harness) -> None:
+    doc = await document(api)
+    got = await api.call("GET", "/api/v1/connect-api/postman")
+    assert got.status == 200 and got.body["info"]["schema"].endswith("/v2.1.0/collection.json")
+    assert got.body["auth"]["bearer"][0]["value"] == "{{apiKey}}"
+    items = {(i["request"]["method"], shape("/" + "/".join(i["request"]["url"]["path"]).replace("{{", "{")
+                                           .replace("}}", "}"))) for i in got.body["item"]}
+    documented = {(m.upper(), shape(path)) for path, item in doc["paths"].items() for m in item}
+    assert items == documented
+    assert all(i["event"][0]["script"]["exec"][0].startswith('pm.test("answers ') for i in got.body["item"])
+    env = await api.call("GET", "/api/v1/connect-api/postman?environment=1")
+    assert {v["key"]: v["value"] for v in env.body["values"]} == {"baseUrl": "http://localhost", "apiKey": ""}
