@@ -69,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         applied = run_migrate(settings)
         print(f"applied migrations: {applied or 'none (up to date)'}")
         return 0
-    from .cli_admin import run_admin
+    from .cli_admin import run_admin, run_seed
 
+    if args.command == "seed":
+        return run_seed(args, settings)
     return run_admin(args, settings)
 
 

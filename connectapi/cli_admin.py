@@ -1,4 +1,8 @@
-"""`connectapi admin …`: the admin routes from the command line, over HTTP."""
+"""`connectapi admin …` and `connectapi seed`: the admin routes from the command line, over HTTP.
+
+One table says which words call which route; lists print as tables, everything else as
+JSON, and `--json` gives JSON for all.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -13,63 +19,130 @@ import httpx
 from .config import ADMIN_TOKEN_FILE, Settings
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+EVERY_SCOPE = ["ari:read", "ari:write", "bookings:read", "bookings:write", "bookings:payments"]
+Body = Callable[[argparse.Namespace], Any]
+
+
+def _file(args: argparse.Namespace) -> Any:
+    text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+    return json.loads(text)
+
+
+def _key_create(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {"label": args.label, "allowlist": args.allow or []}
+    if args.legacy:
+        body["legacy"] = True
+    else:
+        body["scopes"] = args.scope or []
+    return body
+
+
+def _key_update(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k, v in (("label", args.label), ("scopes", args.scope), ("allowlist", args.allow))
+            if v is not None}
+
+
+@dataclass(frozen=True)
+class Command:
+    words: tuple[str, str]  # thing, action
+    method: str
+    path: str  # with {id} for the positional id
+    help: str
+    id_name: str | None = None  # the positional argument's name
+    body: Body | None = None
+    options: tuple[tuple[str, dict[str, Any]], ...] = ()
+    query: tuple[str, ...] = ()  # options sent as query parameters
+    columns: tuple[str, ...] = ()  # a list answer prints as a table of these
+
+
+_FILE = (("--file", {"required": True, "help": "JSON body, or - for standard input"}),)
+_KEY_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--label", {}), ("--scope", {"action": "append", "help": "repeat for each scope"}),
+    ("--allow", {"action": "append", "help": "allowlist address or CIDR; repeat"}))
+
+COMMANDS: tuple[Command, ...] = (
+    Command(("property", "create"), "POST", "/properties", "create a property from a JSON body", body=_file,
+            options=_FILE),
+    Command(("property", "get"), "GET", "/properties/{id}", "a property with its catalog", "property_id"),
+    Command(("property", "update"), "PATCH", "/properties/{id}", "change a property (JSON body)", "property_id",
+            _file, _FILE),
+    Command(("property", "map"), "PUT", "/properties/{id}/channel-mapping", "set the channel-manager mapping",
+            "property_id", _file, _FILE),
+    Command(("property", "grid"), "GET", "/properties/{id}/channel-grid", "what the channel manager holds",
+            "property_id", options=(("--from", {"dest": "from_"}), ("--to", {})), query=("from_", "to")),
+    Command(("room-type", "add"), "POST", "/properties/{id}/room-types", "add a room type (JSON body)",
+            "property_id", _file, _FILE),
+    Command(("rate-plan", "add"), "POST", "/properties/{id}/rate-plans", "add a rate plan (JSON body)",
+            "property_id", _file, _FILE),
+    Command(("key", "create"), "POST", "/properties/{id}/keys", "mint a key; it is shown once", "property_id",
+            _key_create, ((_KEY_OPTIONS[0][0], {"required": True}), *_KEY_OPTIONS[1:],
+                          ("--legacy", {"action": "store_true", "help": "a pre-scopes key (the two ari scopes)"}))),
+    Command(("key", "list"), "GET", "/properties/{id}/keys", "a property's keys", "property_id",
+            columns=("id", "label", "prefix", "scopes", "createdAt", "lastUsedAt", "revokedAt")),
+    Command(("key", "update"), "PATCH", "/keys/{id}", "change a key's label, scopes or allowlist", "key_id",
+            _key_update, _KEY_OPTIONS),
+    Command(("key", "rotate"), "POST", "/keys/{id}/rotate", "a new secret for the key (shown once)", "key_id"),
+    Command(("key", "revoke"), "POST", "/keys/{id}/revoke", "revoke a key", "key_id"),
+    Command(("key", "refusals"), "GET", "/properties/{id}/allowlist-refusals", "calls refused by an allowlist",
+            "property_id", columns=("keyId", "address", "at")),
+    Command(("notifications", "list"), "GET", "/properties/{id}/notifications", "the owner's e-mails, newest first",
+            "property_id", columns=("id", "kind", "to", "subject", "createdAt", "sentAt", "attempts")),
+    Command(("booking", "check-in"), "POST", "/bookings/{id}/check-in", "the guest has arrived", "booking_id"),
+    Command(("ota", "revisions"), "GET", "/properties/{id}/ota-revisions", "OTA revisions and their state",
+            "property_id", columns=("revisionId", "status", "state", "reservationCode", "reference", "note")),
+    Command(("webhook", "add"), "POST", "/properties/{id}/webhooks", "register an endpoint (its secret is shown once)",
+            "property_id", lambda a: {k: v for k, v in (("url", a.url_), ("description", a.description)) if v},
+            (("--url", {"dest": "url_", "required": True}), ("--description", {}))),
+    Command(("webhook", "list"), "GET", "/properties/{id}/webhooks", "a property's endpoints", "property_id",
+            columns=("id", "url", "status", "description", "createdAt")),
+    Command(("webhook", "pause"), "POST", "/webhooks/{id}/pause", "hold deliveries", "endpoint_id"),
+    Command(("webhook", "resume"), "POST", "/webhooks/{id}/resume", "send what waited", "endpoint_id"),
+    Command(("webhook", "test"), "POST", "/webhooks/{id}/test", "send a ping", "endpoint_id"),
+    Command(("webhook", "rotate-secret"), "POST", "/webhooks/{id}/rotate-secret", "a new secret (old signs 24 h)",
+            "endpoint_id"),
+    Command(("webhook", "deliveries"), "GET", "/webhooks/{id}/deliveries", "deliveries, newest first", "endpoint_id",
+            columns=("eventId", "type", "status", "attempt", "responseStatus", "nextAttemptAt", "lastError")),
+    Command(("webhook", "redeliver"), "POST", "/webhooks/{id}/redeliver", "send one event again", "endpoint_id",
+            lambda a: {"eventId": a.event}, (("--event", {"required": True}),)),
+    Command(("webhook", "recover"), "POST", "/webhooks/{id}/recover", "send every event since an instant again",
+            "endpoint_id", lambda a: {"since": a.since}, (("--since", {"required": True,
+                                                                       "help": "ISO 8601 with an offset"}),)),
+    Command(("sandbox", "show"), "GET", "/sandbox", "the in-process sandbox channel manager's state"),
+    Command(("sandbox", "faults"), "POST", "/sandbox/faults", "arm faults in the sandbox (JSON body)", body=_file,
+            options=_FILE),
+    Command(("sandbox", "ota-booking"), "POST", "/properties/{id}/sandbox/ota-bookings",
+            "an OTA sells a stay (JSON body)", "property_id", _file, _FILE),
+    Command(("sandbox", "ota-modify"), "POST", "/properties/{id}/sandbox/ota-bookings/{reference}/modify",
+            "the OTA changes it (JSON body)", "property_id", _file, (*_FILE, ("--reference", {"required": True}))),
+    Command(("sandbox", "ota-cancel"), "POST", "/properties/{id}/sandbox/ota-bookings/{reference}/cancel",
+            "the OTA cancels it", "property_id", options=(("--reference", {"required": True}),)),
+)
 
 
 def add_admin_commands(commands: Any) -> None:
     admin = commands.add_parser("admin", help="call the admin API of a running service")
-    admin.add_argument("--url", default=os.environ.get("CONNECTAPI_URL", DEFAULT_URL),
-                       help=f"service base URL (CONNECTAPI_URL, default {DEFAULT_URL})")
+    _connection_options(admin)
+    admin.add_argument("--json", action="store_true", help="print JSON, lists included")
     things = admin.add_subparsers(dest="thing", required=True)
-
-    prop = things.add_parser("property", help="properties").add_subparsers(dest="action", required=True)
-    create = prop.add_parser("create", help="create a property from a JSON body")
-    create.add_argument("--file", required=True, help="JSON body, or - for standard input")
-    get = prop.add_parser("get", help="show a property with its catalog")
-    get.add_argument("property_id", type=int)
-    update = prop.add_parser("update", help="PATCH a property with a JSON body")
-    update.add_argument("property_id", type=int)
-    update.add_argument("--file", required=True)
-
-    mapping = prop.add_parser("map", help="set the channel-manager mapping from a JSON body")
-    mapping.add_argument("property_id", type=int)
-    mapping.add_argument("--file", required=True)
-
-    room = things.add_parser("room-type", help="room types").add_subparsers(dest="action", required=True)
-    add_room = room.add_parser("add")
-    add_room.add_argument("property_id", type=int)
-    add_room.add_argument("--file", required=True)
-
-    plan = things.add_parser("rate-plan", help="rate plans").add_subparsers(dest="action", required=True)
-    add_plan = plan.add_parser("add")
-    add_plan.add_argument("property_id", type=int)
-    add_plan.add_argument("--file", required=True)
-
-    key = things.add_parser("key", help="API keys").add_subparsers(dest="action", required=True)
-    kcreate = key.add_parser("create", help="mint a key; it is shown once")
-    kcreate.add_argument("property_id", type=int)
-    kcreate.add_argument("--label", required=True)
-    kcreate.add_argument("--scope", action="append", default=None, help="repeat for each scope")
-    kcreate.add_argument("--allow", action="append", default=[], help="allowlist address or CIDR; repeat")
-    kcreate.add_argument("--legacy", action="store_true", help="a pre-scopes key holding the two ari scopes")
-    klist = key.add_parser("list")
-    klist.add_argument("property_id", type=int)
-    kupdate = key.add_parser("update")
-    kupdate.add_argument("key_id", type=int)
-    kupdate.add_argument("--label")
-    kupdate.add_argument("--scope", action="append", default=None)
-    kupdate.add_argument("--allow", action="append", default=None)
-    for action in ("rotate", "revoke"):
-        key.add_parser(action).add_argument("key_id", type=int)
-
-    notes = things.add_parser("notifications", help="the owner's e-mails of a property, newest first")
-    notes.add_argument("property_id", type=int)
-    booking = things.add_parser("booking", help="front-desk moves").add_subparsers(dest="action", required=True)
-    booking.add_parser("check-in", help="the guest has arrived").add_argument("booking_id", type=int)
+    groups: dict[str, Any] = {}
+    for command in COMMANDS:
+        thing, action = command.words
+        if thing not in groups:
+            groups[thing] = things.add_parser(thing).add_subparsers(dest="action", required=True)
+        parser = groups[thing].add_parser(action, help=command.help)
+        parser.set_defaults(command=command)
+        if command.id_name:
+            parser.add_argument(command.id_name, type=int)
+        for flag, options in command.options:
+            parser.add_argument(flag, **options)
+    seed = commands.add_parser("seed", help="a sample property (two room types, three rate plans) and a key with "
+                                            "every scope, printed once")
+    _connection_options(seed)
 
 
-def _read_body(path: str) -> Any:
-    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
-    return json.loads(text)
+def _connection_options(parser: Any) -> None:
+    parser.add_argument("--url", default=os.environ.get("CONNECTAPI_URL", DEFAULT_URL),
+                        help=f"service base URL (CONNECTAPI_URL, default {DEFAULT_URL})")
 
 
 def _token(settings: Settings) -> str:
@@ -81,55 +154,88 @@ def _token(settings: Settings) -> str:
     return path.read_text().strip()
 
 
-def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
-    thing, action = args.thing, getattr(args, "action", None)
-    if thing == "property":
-        if action == "create":
-            return "POST", "/properties", _read_body(args.file)
-        if action == "get":
-            return "GET", f"/properties/{args.property_id}", None
-        if action == "map":
-            return "PUT", f"/properties/{args.property_id}/channel-mapping", _read_body(args.file)
-        return "PATCH", f"/properties/{args.property_id}", _read_body(args.file)
-    if thing == "room-type":
-        return "POST", f"/properties/{args.property_id}/room-types", _read_body(args.file)
-    if thing == "rate-plan":
-        return "POST", f"/properties/{args.property_id}/rate-plans", _read_body(args.file)
-    if thing == "notifications":
-        return "GET", f"/properties/{args.property_id}/notifications", None
-    if thing == "booking":
-        return "POST", f"/bookings/{args.booking_id}/check-in", None
-    if action == "create":
-        body: dict[str, Any] = {"label": args.label, "allowlist": args.allow}
-        if args.legacy:
-            body["legacy"] = True
-        else:
-            body["scopes"] = args.scope or []
-        return "POST", f"/properties/{args.property_id}/keys", body
-    if action == "list":
-        return "GET", f"/properties/{args.property_id}/keys", None
-    if action == "update":
-        patch = {k: v for k, v in (("label", args.label), ("scopes", args.scope), ("allowlist", args.allow)) if v is not None}
-        return "PATCH", f"/keys/{args.key_id}", patch
-    return "POST", f"/keys/{args.key_id}/{action}", None
+class AdminError(Exception):
+    """An answer that is not a success, or no answer: said on standard error."""
 
 
-def run_admin(args: argparse.Namespace, settings: Settings) -> int:
-    method, path, body = _request(args)
-    url = args.url.rstrip("/") + "/api/v1/admin" + path
+def _call(base: str, token: str, method: str, path: str, body: Any = None,
+          query: dict[str, str] | None = None) -> Any:
     try:
-        response = httpx.request(method, url, json=body, headers={"Authorization": f"Bearer {_token(settings)}"},
-                                 timeout=30)
+        response = httpx.request(method, base.rstrip("/") + "/api/v1/admin" + path, json=body, params=query,
+                                 headers={"Authorization": f"Bearer {token}"}, timeout=30)
     except httpx.HTTPError as exc:
-        print(f"connectapi: cannot reach {args.url}: {exc}", file=sys.stderr)
-        return 1
+        raise AdminError(f"connectapi: cannot reach {base}: {exc}") from None
     try:
         payload = response.json()
     except ValueError:
-        print(f"connectapi: HTTP {response.status_code} with a body that is not JSON", file=sys.stderr)
+        raise AdminError(f"connectapi: HTTP {response.status_code} with a body that is not JSON") from None
+    if not response.is_success:
+        raise AdminError(json.dumps(payload, indent=2))
+    return payload.get("data")
+
+
+def table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    """Rows as aligned text columns; lists joined with commas, nothing shown as '-'."""
+    def cell(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, list):
+            return ",".join(str(v) for v in value) or "-"
+        return str(value).replace("\n", " ")
+
+    cells = [[cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def run_admin(args: argparse.Namespace, settings: Settings) -> int:
+    command: Command = args.command
+    path = command.path
+    if command.id_name:
+        path = path.replace("{id}", str(getattr(args, command.id_name)))
+    if "{reference}" in path:
+        path = path.replace("{reference}", args.reference)
+    query = {name.rstrip("_"): getattr(args, name) for name in command.query if getattr(args, name, None)}
+    try:
+        data = _call(args.url, _token(settings), command.method, path,
+                     command.body(args) if command.body else None, query or None)
+    except AdminError as exc:
+        print(exc, file=sys.stderr)
         return 1
-    if response.is_success:
-        print(json.dumps(payload.get("data"), indent=2))
-        return 0
-    print(json.dumps(payload, indent=2), file=sys.stderr)
-    return 1
+    if command.columns and isinstance(data, list) and not args.json:
+        print(table(data, command.columns))
+    else:
+        print(json.dumps(data, indent=2))
+    return 0
+
+
+SEED_PROPERTY: dict[str, Any] = {
+    "name": "Sample Guesthouse", "timezone": "Europe/Lisbon", "currency": "EUR",
+    "products": {"channelManager": True, "pms": True}, "pmsEntitled": True, "status": "active",
+    "ownerEmail": "owner@sample-guesthouse.example",
+    "roomTypes": [{"name": "Double", "maxAdults": 2, "maxOccupancy": 3, "rooms": 6},
+                  {"name": "Family Suite", "maxAdults": 4, "maxOccupancy": 5, "rooms": 2}],
+    "ratePlans": [{"roomType": 0, "name": "Flexible", "mealPlan": "RO", "minRate": 40, "maxRate": 600},
+                  {"roomType": 0, "name": "Bed and breakfast", "mealPlan": "BB", "minRate": 50, "maxRate": 700},
+                  {"roomType": 1, "name": "Suite flexible", "mealPlan": "BB", "minRate": 90, "maxRate": 1200}],
+}
+
+
+def run_seed(args: argparse.Namespace, settings: Settings) -> int:
+    token = _token(settings)
+    try:
+        prop = _call(args.url, token, "POST", "/properties", SEED_PROPERTY)
+        key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys",
+                    {"label": "seed", "scopes": EVERY_SCOPE})
+    except AdminError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(json.dumps({"propertyId": prop["id"],
+                      "roomTypes": [{"id": r["id"], "name": r["name"]} for r in prop["roomTypes"]],
+                      "ratePlans": [{"id": p["id"], "roomTypeId": p["roomTypeId"], "name": p["name"]}
+                                    for p in prop["ratePlans"]],
+                      "key": key["key"], "scopes": key["scopes"]}, indent=2))
+    print("The key is shown this once: keep it.", file=sys.stderr)
+    return 0

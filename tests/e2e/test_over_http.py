@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -96,6 +97,36 @@ async def test_cli_admin_then_property_with_the_key(base_url: str, client: httpx
     assert "ADMIN_TOKEN_INVALID" in capsys.readouterr().err
 
 
+async def test_seed_makes_a_sample_property_and_a_key_with_every_scope(
+        base_url: str, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CONNECTAPI_ADMIN_TOKEN", ADMIN_TOKEN)
+    monkeypatch.setenv("CONNECTAPI_URL", base_url)
+    assert await trio.to_thread.run_sync(main, ["seed"]) == 0
+    seeded = json.loads(capsys.readouterr().out)
+    assert (len(seeded["roomTypes"]), len(seeded["ratePlans"])) == (2, 3)
+    answer = await client.get(f"{API}/property", headers={"Authorization": f"Bearer {seeded['key']}"})
+    assert answer.status_code == 200
+    assert answer.json()["data"]["scopes"] == ["ari:read", "ari:write", "bookings:read", "bookings:write",
+                                               "bookings:payments"]
+    assert await trio.to_thread.run_sync(main, ["admin", "key", "list", str(seeded["propertyId"])]) == 0
+    listed = capsys.readouterr().out
+    assert listed.splitlines()[0].startswith("id") and seeded["key"] not in listed  # a key is shown once
+
+
+def test_every_admin_route_has_a_command() -> None:
+    from connectapi.cli_admin import COMMANDS
+    from connectapi.http.app import create_app
+    from connectapi.http.admin import ADMIN_PREFIX
+
+    app = create_app(None)  # type: ignore[arg-type]  # only the routes are read
+    routes = {(method, re.sub(r"<[^>]+>", "{}", rule.rule.removeprefix(ADMIN_PREFIX)))
+              for rule in app.url_map.iter_rules() if rule.rule.startswith(ADMIN_PREFIX + "/")
+              for method in rule.methods - {"HEAD", "OPTIONS"}}
+    commands = {(c.method, re.sub(r"\{[^}]+\}", "{}", c.path)) for c in COMMANDS}
+    assert routes == commands
+
+
 async def test_cli_booking_check_in_and_notifications(base_url: str, client: httpx.AsyncClient,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,5 +143,9 @@ async def test_cli_booking_check_in_and_notifications(base_url: str, client: htt
     assert json.loads(capsys.readouterr().out)["status"] == "CHECKED_IN"
     cancel = await client.post(f"{API}/bookings/{booking_id}/cancel", headers={"Authorization": f"Bearer {key}"})
     assert cancel.json()["data"]["code"] == "BOOKING_NOT_CANCELLABLE"
-    assert await trio.to_thread.run_sync(main, ["admin", "notifications", str(prop["id"])]) == 0
+    assert await trio.to_thread.run_sync(main, ["admin", "--json", "notifications", "list", str(prop["id"])]) == 0
     assert [n["kind"] for n in json.loads(capsys.readouterr().out)] == ["booking.created"]
+    # without --json a list is a table: a header line, then one line per e-mail
+    assert await trio.to_thread.run_sync(main, ["admin", "notifications", "list", str(prop["id"])]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["id", "kind", "to"] and len(lines) == 2 and "booking.created" in lines[1]
