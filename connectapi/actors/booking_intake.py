@@ -175,6 +175,9 @@ class BookingIntake:
 
         async def work(conn: asyncpg.Connection) -> _Applied:
             prop = await ari.lock_property(conn, item.property_id)
+            if not await ota.lock_received(conn, item.seq):
+                # Another process applied it while this one waited for the lock.
+                return _Applied("already settled")
             applied = await _apply_revision(conn, prop, item, now)
             await ota.settle(conn, item.seq, applied.state, applied.note, applied.booking_id, now)
             return applied

@@ -60,6 +60,12 @@ async def received(db: Database, limit: int = 500) -> list[Received]:
                      json.loads(r["payload"])) for r in rows]
 
 
+async def lock_received(conn: asyncpg.Connection, seq: int) -> bool:
+    """Lock a revision for applying; False when it is no longer waiting to be applied."""
+    state = await conn.fetchval("SELECT state FROM ota_revisions WHERE seq = $1 FOR UPDATE", seq)
+    return bool(state == "received")
+
+
 async def settle(conn: asyncpg.Connection, seq: int, state: str, note: str | None, booking_id: int | None,
                  at: datetime) -> None:
     await conn.execute(
