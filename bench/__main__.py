@@ -1,94 +1,56 @@
-"""`python -m bench`: the service's speed targets, measured in one run.
+"""`python -m bench` (`make bench`): every scenario, one after another, and their report.
 
-- GET /property against a bare quart-trio route on the same hypercorn (target: >= 60%).
-- PUT /rates of ~5000 cells against a raw asyncpg bulk upsert of the same cells
-  (targets: p50 under 150 ms, within 3x of the raw upsert).
-
-The server runs in its own process and the load in this one, so on a two-core machine
-each has a core. Rounds alternate bare / api so drift (heat, other load) hits both.
+Each scenario is its own command (`python -m bench.front`, `.pipeline`, `.bookings`,
+`.webhooks`, `.actors`, `.soak`), run here with bounded times; each starts the service on
+the embedded defaults (budgets lifted where the scenario needs it) and writes its JSON to
+`bench/results/`. This command then writes `bench/results/latest.json` and
+`bench/REPORT.md` with PNG plots in `bench/plots/`. `--quick` runs each for a few seconds,
+to check the harness itself (`make test` does this once).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-import trio
+from .report import SCENARIOS, write_report
 
-from . import ari_write
-from .load import Run, load
-from .process import bench_server
-from .server import BARE_PATH
-
-API_PATH = "/api/v1/connect-api/v1/property"
-TARGET_RATIO = 0.60
-WRITE_P50_MS = 150.0
-WRITE_RATIO = 3.0
-
-
-def summary(runs: list[Run]) -> dict[str, float]:
-    seconds = sum(r.seconds for r in runs)
-    latencies = [x for r in runs for x in r.latencies]
-    merged = Run(runs[0].path, seconds, sum(r.requests for r in runs), sum(r.errors for r in runs), latencies)
-    return {"rps": merged.rps, "p50_ms": merged.percentile(50) * 1000, "p99_ms": merged.percentile(99) * 1000,
-            "requests": merged.requests, "errors": merged.errors}
+HERE = Path(__file__).parent
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of one measured round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--write-rounds", type=int, default=20, help="PUT /rates rounds of ~5000 cells")
+    parser.add_argument("--quick", action="store_true", help="a few seconds per scenario")
+    parser.add_argument("--only", action="append", help="run only these scenarios (repeat)")
+    parser.add_argument("--report-dir", type=Path, default=HERE, help="where REPORT.md and plots/ go")
     args = parser.parse_args()
-
-    with bench_server() as ready:
-        port = ready["port"]
-        auth = {"Authorization": f"Bearer {ready['key']}"}
-        results: dict[str, list[Run]] = {"bare": [], "api": []}
-
-        async def measure() -> None:
-            await load(port, BARE_PATH, {}, args.connections, 1.0)  # warm-up
-            await load(port, API_PATH, auth, args.connections, 1.0)
-            for _ in range(args.rounds):
-                results["bare"].append(await load(port, BARE_PATH, {}, args.connections, args.seconds))
-                results["api"].append(await load(port, API_PATH, auth, args.connections, args.seconds))
-
-        trio.run(measure)
-        writes = ari_write.measure(ready, args.write_rounds)
-
-    bare, api = summary(results["bare"]), summary(results["api"])
-    ratio = api["rps"] / bare["rps"]
-    print(f"{'route':<28}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
-    for name, row in (("bare quart-trio route", bare), ("GET /property", api)):
-        print(f"{name:<28}{row['rps']:>10.0f}{row['p50_ms']:>10.2f}{row['p99_ms']:>10.2f}{row['errors']:>8.0f}")
-    verdict = "meets" if ratio >= TARGET_RATIO else "MISSES"
-    print(f"throughput ratio GET /property / bare = {ratio:.2f} ({verdict} the {TARGET_RATIO:.0%} target)")
-    print(f"({args.connections} connections, {args.rounds} rounds of {args.seconds:.0f}s each, cores: {os.cpu_count()})")
-
-    print()
-    print(f"PUT /rates, {writes['cells']} cells ({writes['rounds']} rounds, every cell changed each round)")
-    print(f"{'':<28}{'p50 ms':>10}{'p99 ms':>10}{'cells/s':>12}")
-    print(f"{'PUT /rates (202)':<28}{writes['route_p50_ms']:>10.1f}{writes['route_p99_ms']:>10.1f}"
-          f"{writes['route_cells_per_s']:>12.0f}")
-    print(f"{'raw asyncpg bulk upsert':<28}{writes['raw_p50_ms']:>10.1f}{writes['raw_p99_ms']:>10.1f}"
-          f"{writes['raw_cells_per_s']:>12.0f}")
-    p50_ok = writes["route_p50_ms"] < WRITE_P50_MS
-    ratio_ok = writes["ratio"] <= WRITE_RATIO
-    print(f"route p50 {'meets' if p50_ok else 'MISSES'} the {WRITE_P50_MS:.0f} ms target; route / raw = "
-          f"{writes['ratio']:.2f} ({'meets' if ratio_ok else 'MISSES'} the {WRITE_RATIO:.0f}x target)")
-
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "latest.json").write_text(json.dumps({
-        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bare": bare, "api": api, "ratio": ratio, "ari_write": writes,
-        "connections": args.connections, "rounds": args.rounds, "seconds": args.seconds,
-    }, indent=2))
-    return 0 if api["errors"] == 0 and bare["errors"] == 0 else 1
+    results_dir = HERE / "results"
+    results_dir.mkdir(exist_ok=True)
+    failed = []
+    started = time.perf_counter()
+    chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
+    for n, scenario in enumerate(chosen, start=1):
+        argv = scenario.quick if args.quick else scenario.full
+        print(f"[{n}/{len(chosen)}] {scenario.title} ({time.perf_counter() - started:.0f} s so far) ...", flush=True)
+        (results_dir / scenario.result).unlink(missing_ok=True)
+        run = subprocess.run([sys.executable, "-m", f"bench.{scenario.module}", *argv], cwd=HERE.parent)
+        if run.returncode != 0:
+            failed.append(scenario.name)
+            print(f"    {scenario.name}: exited {run.returncode}", flush=True)
+    figures = {s.name: json.loads((results_dir / s.result).read_text())
+               for s in chosen if (results_dir / s.result).exists()}
+    report = write_report(figures, quick=args.quick, seconds=time.perf_counter() - started,
+                          report_dir=args.report_dir)
+    (results_dir / "latest.json").write_text(json.dumps(report, indent=2))
+    missing = [s.name for s in chosen if s.name not in figures]
+    print(f"report: {args.report_dir / 'REPORT.md'} ({time.perf_counter() - started:.0f} s); "
+          f"targets met {sum(t['met'] is True for t in report['targets'])} of {len(report['targets'])}"
+          + (f"; no result from {missing}" if missing else ""), flush=True)
+    return 1 if missing else 0
 
 
 if __name__ == "__main__":

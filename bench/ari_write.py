@@ -14,6 +14,7 @@ import asyncpg
 import trio
 
 from .load import _read_response
+from .stats import percentile
 
 WEEKS = 51
 
@@ -93,10 +94,6 @@ async def raw_runs(dsn: str, property_id: int, plans: list[int], start: date, ro
         await conn.close()
     return timings
 
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
 def measure(ready: dict[str, Any], rounds: int) -> dict[str, Any]:

@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import trio
 
-from .pipeline import ADMIN_TOKEN, API, percentile
+from .pipeline import ADMIN_TOKEN, API
+from .stats import percentile, thin
 from .process import bench_server
 
 P50_MS = 40.0
@@ -74,7 +75,7 @@ async def run(base: str, key: str, room: int, plan: int, connections: int, secon
             for _ in range(connections):
                 nursery.start_soon(client)
         elapsed = time.perf_counter() - started
-    return {"bookings": len(latencies), "per_second": len(latencies) / elapsed,
+    return {"bookings": len(latencies), "per_second": len(latencies) / elapsed, "latencies": thin(latencies),
             "p50_ms": statistics.median(latencies) * 1000 if latencies else None,
             "p99_ms": percentile(latencies, 99) * 1000 if latencies else None, "refused": refused}
 

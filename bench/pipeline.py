@@ -24,14 +24,11 @@ import httpx
 import trio
 
 from .process import bench_server
+from .stats import percentile, thin
 
 ADMIN_TOKEN = "bench-operator"
 API = "/api/v1/connect-api/v1"
 
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
 def make_property(admin: httpx.Client, name: str) -> tuple[int, int, int, str]:
@@ -214,6 +211,7 @@ def main() -> int:
         "properties_checked": len(many) + 1,
         "grid_differs_for": differing,
         "grid_equals_record": not differing,
+        "latencies": {"one property at idle": idle, "many at once": together, "steady state": thin(steady)},
     }
     print(f"one property at idle: 202 -> channel manager p50 {result['idle_p50_s']:.2f} s, "
           f"p99 {result['idle_p99_s']:.2f} s ({len(idle)} writes; target p50 < 2 s)")

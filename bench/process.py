@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -20,14 +21,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def bench_server() -> Iterator[dict[str, Any]]:
-    """The server's ready line (port, key, dsn, property, rate plans) while it runs."""
+def bench_server(env: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """The server's ready line (port, key, dsn, property, rate plans) and its pid while it runs."""
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "bench.server", str(port)], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).parents[1])
+                              cwd=Path(__file__).parents[1], env={**os.environ, **(env or {})})
     try:
         assert server.stdout is not None
-        yield json.loads(server.stdout.readline())
+        yield {**json.loads(server.stdout.readline()), "pid": server.pid}
     finally:
         server.send_signal(signal.SIGINT)
         try:

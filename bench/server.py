@@ -6,6 +6,7 @@ Run by `bench/__main__.py` in its own process; prints one JSON line with the por
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -47,8 +48,11 @@ async def bare_route() -> Response:
 
 async def main(port: int, dsn: str | None) -> None:
     # Webhook receivers in the bench are plain HTTP on loopback.
-    settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_BUDGETS": LIFTED,
+    settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent",
+                                  "CONNECTAPI_BUDGETS": os.environ.get("BENCH_BUDGETS", LIFTED),
                                   "CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"})
+    if os.environ.get("BENCH_ACTOR_IDLE"):  # the actors scenario watches idle actors go
+        settings = settings.with_overrides(actor_idle_seconds=float(os.environ["BENCH_ACTOR_IDLE"]))
     async with trio_asyncio.open_loop():
         app_dsn = dsn if dsn else await ensure_database(EMBEDDED_DSN, EMBEDDED_DATABASE)
         async with open_database(app_dsn) as db:
@@ -85,8 +89,6 @@ async def main(port: int, dsn: str | None) -> None:
 EMBEDDED_DSN = ""
 
 if __name__ == "__main__":
-    import os
-
     chosen_port = int(sys.argv[1])
     database_url = os.environ.get("DATABASE_URL")
     embedded = None

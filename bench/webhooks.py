@@ -26,7 +26,8 @@ from typing import Any
 import httpx
 import trio
 
-from .pipeline import ADMIN_TOKEN, percentile
+from .pipeline import ADMIN_TOKEN
+from .stats import percentile
 from .process import bench_server
 
 P50_SECONDS = 1.0
@@ -145,7 +146,7 @@ async def measure(base: str, rounds: int, endpoints: int, bookings: int) -> dict
         nursery.cancel_scope.cancel()
     return {
         "latency": {"rounds": rounds, "p50_s": statistics.median(latencies), "p99_s": percentile(latencies, 99),
-                    "max_s": max(latencies)},
+                    "max_s": max(latencies), "latencies": latencies},
         "throughput": {"endpoints": endpoints, "bookings": bookings, "deliveries": delivered,
                        "seconds": elapsed, "per_second": delivered / elapsed, "complete": complete},
     }

@@ -13,7 +13,7 @@ import time
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from quart import Blueprint, Response, g, request
 
-from ..metrics import DIRTY_CELLS, LATENCY, RATE_LIMITED, REGISTRY, REQUESTS, WEBHOOK_BACKLOG
+from ..metrics import DIRTY_CELLS, LATENCY, LIVE_ACTORS, RATE_LIMITED, REGISTRY, REQUESTS, WEBHOOK_BACKLOG
 from ..storage import webhooks
 from ..storage.pushes import dirty_totals
 from .admin import check_admin_token
@@ -50,7 +50,10 @@ def answered(response: Response) -> None:
 @blueprint.get("/metrics")
 async def metrics() -> Response:
     check_admin_token()
-    db = context().db
+    ctx = context()
+    db = ctx.db
+    LIVE_ACTORS.labels("property").set(len(ctx.properties))
+    LIVE_ACTORS.labels("writer").set(len(ctx.writers))
     for resource, count in (await dirty_totals(db)).items():
         DIRTY_CELLS.labels(resource).set(count)
     WEBHOOK_BACKLOG.set(await webhooks.backlog(db))

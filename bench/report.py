@@ -1,0 +1,206 @@
+"""The scenarios `python -m bench` runs, their targets from the issues, and the report:
+`REPORT.md` with PNG plots (matplotlib), and the figures as one JSON document."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    module: str
+    result: str
+    full: tuple[str, ...]
+    quick: tuple[str, ...]
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("front", "front overhead and the ARI write path", "front", "front.json",
+             ("--seconds", "4", "--rounds", "2", "--write-rounds", "15"),
+             ("--seconds", "1", "--rounds", "1", "--write-rounds", "2")),
+    Scenario("pipeline", "push latency and coalescing (one property, 200 properties)", "pipeline", "pipeline.json",
+             ("--properties", "200", "--idle-writes", "5", "--steady-seconds", "30"),
+             ("--properties", "5", "--idle-writes", "2", "--idle-gap", "1", "--steady-seconds", "3",
+              "--steady-gap", "1.5")),
+    Scenario("bookings", "booking creation, with and without contention", "bookings", "bookings.json",
+             ("--seconds", "6"), ("--seconds", "1", "--connections", "4")),
+    Scenario("webhooks", "OTA booking to webhook receiver", "webhooks", "webhooks.json",
+             (), ("--rounds", "3", "--endpoints", "5", "--bookings", "2")),
+    Scenario("actors", "1000 properties touched once", "actors", "actors.json",
+             ("--properties", "1000", "--idle", "10"), ("--properties", "20", "--no-idle-check")),
+    Scenario("soak", "a 10-minute soak at the spec's budgets", "soak", "soak.json",
+             ("--seconds", "600"), ("--seconds", "10", "--keys", "2")),
+)
+
+
+def _target(scenario: str, name: str, value: Any, unit: str, target: str, met: bool | None,
+            anchor: str | None = None) -> dict[str, Any]:
+    return {"scenario": scenario, "name": name, "value": value, "unit": unit, "target": target, "met": met,
+            "anchor": anchor}
+
+
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if (f := figures.get("front")) is not None:
+        found.append(_target("front", "GET /property throughput / bare route", round(f["ratio"], 2), "ratio",
+                             ">= 0.60", f["ratio"] >= 0.60,
+                             f"bare route {f['bare']['rps']:.0f} req/s, GET /property {f['api']['rps']:.0f} req/s"))
+        w = f["ari_write"]
+        found.append(_target("front", f"PUT /rates of {w['cells']} cells, p50", round(w["route_p50_ms"], 1), "ms",
+                             "< 150 ms", w["route_p50_ms"] < 150, f"raw asyncpg upsert p50 {w['raw_p50_ms']:.1f} ms"))
+        found.append(_target("front", "PUT /rates / raw upsert", round(w["ratio"], 2), "ratio", "<= 3",
+                             w["ratio"] <= 3.0, f"raw upsert {w['raw_cells_per_s']:.0f} cells/s"))
+    if (p := figures.get("pipeline")) is not None:
+        found.append(_target("pipeline", "202 to channel manager, one property at idle, p50",
+                             round(p["idle_p50_s"], 2), "s", "< 2 s", p["idle_p50_s"] < 2.0))
+        found.append(_target("pipeline", f"{p['together_properties']} properties at once, p50 / p99",
+                             f"{p['together_p50_s']:.2f} / {p['together_p99_s']:.2f}", "s", "reported", None))
+        found.append(_target("pipeline", "429s drawn from the channel manager", p["throttled"], "calls", "0",
+                             p["throttled"] == 0))
+        found.append(_target("pipeline", "channel-manager grid equals the record", p["grid_equals_record"], "",
+                             f"all {p['properties_checked']} properties", p["grid_equals_record"]))
+    if (b := figures.get("bookings")) is not None:
+        one = b["one_client"]
+        found.append(_target("bookings", "one client, p50", round(one["p50_ms"], 1), "ms", "< 40 ms",
+                             one["p50_ms"] < 40))
+        for key, label in (("spread_nights", "different nights"), ("same_night", "the same night")):
+            many = b[key]
+            found.append(_target("bookings", f"concurrent clients, {label}", round(many["per_second"]), "bookings/s",
+                                 ">= 100/s", many["per_second"] >= 100))
+        over = b["oversell"]
+        found.append(_target("bookings", f"{over['requests']} requests for {over['rooms_left']} rooms",
+                             over["sold"], "sold", f"<= {over['rooms_left']}", not over["overbooked"]))
+    if (h := figures.get("webhooks")) is not None:
+        lat, thr = h["latency"], h["throughput"]
+        found.append(_target("webhooks", "revision to receiver at idle, p50", round(lat["p50_s"] * 1000), "ms",
+                             "< 1000 ms", lat["p50_s"] < 1.0, f"p99 {lat['p99_s'] * 1000:.0f} ms"))
+        found.append(_target("webhooks", f"deliveries to {thr['endpoints']} endpoints", round(thr["per_second"]),
+                             "per s", "all delivered", thr["complete"]))
+    if (a := figures.get("actors")) is not None:
+        found.append(_target("actors", f"server memory per property touched ({a['properties']})",
+                             round(a["bytes_per_property"] / 1024, 1), "KiB", "reported", None,
+                             f"RSS {a['rss_before_mib']:.0f} -> {a['rss_after_mib']:.0f} MiB"))
+        found.append(_target("actors", "idle actors reclaimed", a["reclaimed"], "",
+                             "all stopped", a["reclaimed"],
+                             f"live {a['live_actors_after']} -> {a['live_actors_after_idle'] or 'not checked'}"))
+    if (s := figures.get("soak")) is not None:
+        found.append(_target("soak", f"answers other than 2xx and 429 ({s['requests']} requests)",
+                             sum(s["unexpected"].values()), "", "0", not s["unexpected"],
+                             f"statuses {s['statuses']}"))
+        found.append(_target("soak", "server memory growth, 2nd to last quarter", f"{s['memory_growth']:+.1%}", "",
+                             "<= +10%", s["memory_flat"]))
+    return found
+
+
+def machine() -> dict[str, Any]:
+    return {"cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "python": platform.python_version(), "platform": platform.platform(terse=True)}
+
+
+def _plots(figures: dict[str, Any], plots: Path) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots.mkdir(parents=True, exist_ok=True)
+    made: list[tuple[str, str]] = []
+    series: list[tuple[str, str, dict[str, list[float]]]] = []
+    if "front" in figures:
+        series.append(("front: GET /property and the bare route", "ms",
+                       {k: [v * 1000 for v in vs] for k, vs in figures["front"]["latencies"].items()}))
+    if "bookings" in figures:
+        series.append(("POST /bookings, one client", "ms",
+                       {"one client": [v * 1000 for v in figures["bookings"]["one_client"]["latencies"]]}))
+    if "webhooks" in figures:
+        series.append(("OTA revision to webhook receiver", "ms",
+                       {"at idle": [v * 1000 for v in figures["webhooks"]["latency"]["latencies"]]}))
+    if "pipeline" in figures:
+        series.append(("PUT (202) to channel manager", "s", figures["pipeline"]["latencies"]))
+    if series:
+        fig, axes = plt.subplots(1, len(series), figsize=(5 * len(series), 4))
+        for ax, (title, unit, data) in zip(axes if len(series) > 1 else [axes], series):
+            for label, values in data.items():
+                if values:
+                    ordered = sorted(values)
+                    ax.plot(ordered, [i / len(ordered) for i in range(1, len(ordered) + 1)], label=label)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel(unit)
+            ax.set_ylabel("fraction of requests at or below")
+            ax.set_xscale("log")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(plots / "latency.png", dpi=90)
+        plt.close(fig)
+        made.append(("Latency distributions (cumulative)", "latency.png"))
+    if "soak" in figures:
+        soak = figures["soak"]
+        step = soak["window_seconds"]
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        xs = [step * (i + 1) for i in range(len(soak["requests_per_window"]))]
+        ax.plot(xs, [n / step for n in soak["requests_per_window"]], label="requests/s")
+        ax.set_xlabel("s")
+        ax.set_ylabel("requests/s")
+        twin = ax.twinx()
+        twin.plot(xs[:len(soak["rss_mib"])], soak["rss_mib"], color="tab:red", label="server RSS (MiB)")
+        twin.set_ylabel("MiB")
+        ax.set_title("soak: throughput and server memory over time", fontsize=9)
+        fig.legend(fontsize=8, loc="lower right")
+        fig.tight_layout()
+        fig.savefig(plots / "soak.png", dpi=90)
+        plt.close(fig)
+        made.append(("Throughput and memory over time (soak)", "soak.png"))
+    if "pipeline" in figures:
+        p = figures["pipeline"]
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        bars = {"many at once": p["together_calls_per_1000_cells"], "steady state": p["steady_calls_per_1000_cells"]}
+        ax.bar(list(bars), [v or 0 for v in bars.values()])
+        ax.set_ylabel("calls per 1000 cells")
+        ax.set_title("channel-manager calls per 1000 accepted cells", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(plots / "channel_calls.png", dpi=90)
+        plt.close(fig)
+        made.append(("Channel-manager calls per 1000 cells", "channel_calls.png"))
+    return made
+
+
+def write_report(figures: dict[str, Any], quick: bool, seconds: float, report_dir: Path) -> dict[str, Any]:
+    found = targets(figures)
+    box = machine()
+    plots = _plots(figures, report_dir / "plots")
+    mark = {True: "met", False: "**missed**", None: "-"}
+    lines = [
+        "# connectapi benchmark report", "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"{' in quick mode (a few seconds per scenario: checks the harness, not the targets)' if quick else ''}, "
+        f"{seconds / 60:.1f} minutes, on {box['cores']} cores and {box['memory_gib']} GiB "
+        f"({box['platform']}, Python {box['python']}). Client, service, its sandbox channel manager and "
+        "PostgreSQL share the machine.", "",
+        "| scenario | measure | value | target | | measured beside it |", "|---|---|---|---|---|---|",
+    ]
+    for t in found:
+        value = f"{t['value']} {t['unit']}".strip()
+        lines.append(f"| {t['scenario']} | {t['name']} | {value} | {t['target']} | {mark[t['met']]} | "
+                     f"{t['anchor'] or ''} |")
+    missing = [s.name for s in SCENARIOS if s.name not in figures]
+    if missing:
+        lines += ["", f"No result from: {', '.join(missing)}."]
+    for title, name in plots:
+        lines += ["", f"## {title}", "", f"![{title}](plots/{name})"]
+    lines += ["", "Each scenario is its own command (`python -m bench.<name> --help`); its full figures are in "
+                  "`bench/results/<name>.json`."]
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "REPORT.md").write_text("\n".join(lines) + "\n")
+    return {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "quick": quick, "machine": box,
+            "seconds": seconds, "targets": found,
+            "figures": {k: {n: v for n, v in f.items() if n != "latencies"} for k, f in figures.items()}}

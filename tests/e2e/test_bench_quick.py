@@ -1,0 +1,28 @@
+"""`python -m bench --quick`: the benchmark harness itself runs every scenario end to end and
+writes its report (the figures of a quick run say nothing about the targets)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_the_quick_bench_writes_a_report_with_every_scenario(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "bench", "--quick", "--report-dir", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    progress = [line for line in run.stdout.splitlines() if line.startswith("[")]
+    assert len(progress) == 6  # a progress line per scenario
+    report = (tmp_path / "REPORT.md").read_text()
+    for scenario in ("front", "pipeline", "bookings", "webhooks", "actors", "soak"):
+        assert f"| {scenario} |" in report, scenario
+    assert "quick mode" in report and "cores" in report
+    for plot in ("latency.png", "soak.png", "channel_calls.png"):
+        assert (tmp_path / "plots" / plot).stat().st_size > 1000, plot
+    latest = json.loads((ROOT / "bench" / "results" / "latest.json").read_text())
+    assert latest["quick"] is True and {t["scenario"] for t in latest["targets"]} == {
+        "front", "pipeline", "bookings", "webhooks", "actors", "soak"}
