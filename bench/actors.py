@@ -1,8 +1,9 @@
 """`python -m bench.actors`: many properties touched once; what their actors cost, and that
 idle ones are reclaimed.
 
-Makes `--properties` properties with a key each, then touches each once (a GET /property
-and a one-night availability write: a property actor and a writer come up). Reports the
+The service starts with `--properties` properties and a key each in its record; each is
+touched once (a GET /property and a one-night availability write: a property actor and a
+writer come up). Reports the
 server process's resident memory before and after, per property, and the live actors
 (from /metrics) right after and once `--idle` seconds of quiet have passed: they must
 have stopped and their memory must not keep growing.
@@ -26,67 +27,41 @@ import trio
 from .pipeline import ADMIN_TOKEN, API
 from .process import bench_server
 
-BYTES_PER_ACTOR_TARGET = 64 * 1024  # a property's actors should cost tens of KiB, not megabytes
-
-
 def live_actors(admin_base: str) -> dict[str, int]:
     text = httpx.get(f"{admin_base}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30).text
     return {kind: int(float(n)) for kind, n in re.findall(r'connectapi_live_actors\{kind="(\w+)"\} (\S+)', text)}
 
 
-async def make_and_touch(base: str, count: int, concurrency: int) -> list[tuple[int, str]]:
-    body = json.loads((Path(__file__).parents[1] / "docs/examples/property.json").read_text())
-    made: list[tuple[int, str]] = []
+async def touch_all(base: str, many: list[list[Any]], concurrency: int) -> None:
+    """Each property once: GET /property and a one-night availability write."""
     night = date.today() + timedelta(days=3)
-    limits = httpx.Limits(max_connections=concurrency)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
-        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    limiter = trio.CapacityLimiter(concurrency)
+    async with httpx.AsyncClient(base_url=base, timeout=120,
+                                 limits=httpx.Limits(max_connections=concurrency)) as client:
 
-        async def one(i: int) -> None:
-            prop = (await client.post("/api/v1/admin/properties", json={**body, "name": f"Touched {i}",
-                                                                         "ownerEmail": None},
-                                      headers=admin)).json()["data"]
-            key = (await client.post(f"/api/v1/admin/properties/{prop['id']}/keys",
-                                     json={"label": "bench", "scopes": ["ari:read", "ari:write"]},
-                                     headers=admin)).json()["data"]["key"]
-            made.append((prop["id"], key))
-
-        limiter = trio.CapacityLimiter(concurrency)
-
-        async def limited(fn: Any, *args: Any) -> None:
+        async def touch(room: int, key: str) -> None:
             async with limiter:
-                await fn(*args)
+                auth = {"Authorization": f"Bearer {key}"}
+                assert (await client.get(f"{API}/property", headers=auth)).status_code == 200
+                answer = await client.put(f"{API}/availability", headers=auth, json={"updates": [{
+                    "roomTypeId": room, "dateFrom": night.isoformat(), "dateTo": night.isoformat(),
+                    "available": 4}]})
+                assert answer.status_code == 202, answer.text
 
         async with trio.open_nursery() as nursery:
-            for i in range(count):
-                nursery.start_soon(limited, one, i)
-        room_of: dict[int, int] = {}
-
-        async def touch(prop_id: int, key: str) -> None:
-            auth = {"Authorization": f"Bearer {key}"}
-            assert (await client.get(f"{API}/property", headers=auth)).status_code == 200
-            if prop_id not in room_of:
-                catalog = (await client.get(f"{API}/catalog", headers=auth)).json()["data"]
-                room_of[prop_id] = catalog["roomTypes"][0]["id"]
-            answer = await client.put(f"{API}/availability", headers=auth, json={"updates": [{
-                "roomTypeId": room_of[prop_id], "dateFrom": night.isoformat(), "dateTo": night.isoformat(),
-                "available": 4}]})
-            assert answer.status_code == 202, answer.text
-
-        async with trio.open_nursery() as nursery:
-            for prop_id, key in made:
-                nursery.start_soon(limited, touch, prop_id, key)
-    return made
+            for _, key, room in many:
+                nursery.start_soon(touch, room, key)
 
 
 def run(properties: int, idle: float, check_idle: bool = True) -> dict[str, Any]:
-    with bench_server({"BENCH_ACTOR_IDLE": str(idle), "CONNECTAPI_PUSH_PAUSED": "1"}) as ready:
+    env = {"BENCH_ACTOR_IDLE": str(idle), "CONNECTAPI_PUSH_PAUSED": "1", "BENCH_PROPERTIES": str(properties)}
+    with bench_server(env) as ready:
         base = f"http://127.0.0.1:{ready['port']}"
         server = psutil.Process(ready["pid"])
         before = server.memory_info().rss
         actors_before = live_actors(base)
         started = time.perf_counter()
-        trio.run(make_and_touch, base, properties, 16)
+        trio.run(touch_all, base, ready["many"], 16)
         touched_in = time.perf_counter() - started
         after = server.memory_info().rss
         actors_after = live_actors(base)
@@ -97,7 +72,7 @@ def run(properties: int, idle: float, check_idle: bool = True) -> dict[str, Any]
         after_idle = server.memory_info().rss
     per_property = (after - before) / properties
     return {
-        "properties": properties, "seconds_to_make_and_touch": touched_in,
+        "properties": properties, "seconds_to_touch": touched_in,
         "rss_before_mib": before / 2**20, "rss_after_mib": after / 2**20, "rss_after_idle_mib": after_idle / 2**20,
         "bytes_per_property": per_property, "live_actors_before": actors_before, "live_actors_after": actors_after,
         "live_actors_after_idle": actors_idle, "idle_seconds": idle,
@@ -113,7 +88,7 @@ def main() -> int:
     parser.add_argument("--no-idle-check", action="store_true", help="skip the minute of quiet")
     args = parser.parse_args()
     result = run(args.properties, args.idle, not args.no_idle_check)
-    print(f"{result['properties']} properties made and touched in {result['seconds_to_make_and_touch']:.0f} s: "
+    print(f"{result['properties']} properties touched in {result['seconds_to_touch']:.0f} s: "
           f"server RSS {result['rss_before_mib']:.0f} -> {result['rss_after_mib']:.0f} MiB, "
           f"{result['bytes_per_property'] / 1024:.1f} KiB per property; live actors {result['live_actors_after']} "
           f"-> {result['live_actors_after_idle']} after {result['idle_seconds']:.0f} s idle "

@@ -66,6 +66,17 @@ async def main(port: int, dsn: str | None) -> None:
             secret = keyfmt.new_key()
             await api_keys.create_key(db, prop.id, "bench", keyfmt.digest(secret), keyfmt.display_prefix(secret),
                                       ["ari:read", "ari:write"], [])
+            # The actors scenario's properties, made in the record before the service starts:
+            # what it measures is touching them, not making them.
+            many = []
+            for i in range(int(os.environ.get("BENCH_PROPERTIES", "0"))):
+                made, made_catalog = await properties.create_property(
+                    db, PropertyIn.model_validate({**example, "name": f"Touched {i}", "ownerEmail": None}),
+                    clock.now().date())
+                many_key = keyfmt.new_key()
+                await api_keys.create_key(db, made.id, "bench", keyfmt.digest(many_key),
+                                          keyfmt.display_prefix(many_key), ["ari:read", "ari:write"], [])
+                many.append([made.id, many_key, made_catalog.room_types[0].id])
             async with open_front(settings, db, clock, "bench-operator") as ctx:
                 app = create_app(ctx)
                 app.register_blueprint(bare)
@@ -77,13 +88,32 @@ async def main(port: int, dsn: str | None) -> None:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(lambda task_status: serve(
                         app, config, shutdown_trigger=stop.wait, task_status=task_status))
-                    print(json.dumps({"port": port, "key": secret, "dsn": app_dsn, "property": prop.id,
+                    print(json.dumps({"port": port, "key": secret, "dsn": app_dsn, "property": prop.id, "many": many,
                                       "timezone": prop.timezone,
                                       "ratePlans": [p.id for p in catalog.rate_plans]}), flush=True)
+                    if os.environ.get("BENCH_TRACEMALLOC"):
+                        nursery.start_soon(_memory_diffs)
                     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                         async for _ in signals:
                             break
                     stop.set()
+
+
+async def _memory_diffs() -> None:
+    """BENCH_TRACEMALLOC=1: on each SIGUSR1, the allocations that grew most since the last one."""
+    import tracemalloc
+
+    tracemalloc.start(12)
+    last = tracemalloc.take_snapshot()
+    with trio.open_signal_receiver(signal.SIGUSR1) as signals:
+        async for _ in signals:
+            now = tracemalloc.take_snapshot()
+            for stat in now.compare_to(last, "traceback")[:12]:
+                print(f"{stat.size_diff / 1024:+.0f} KiB {stat.count_diff:+d}", file=sys.stderr)
+                for line in stat.traceback.format()[-8:]:
+                    print("   ", line, file=sys.stderr)
+            sys.stderr.flush()
+            last = now
 
 
 EMBEDDED_DSN = ""

@@ -95,10 +95,17 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
 
     asyncpg times queries on the event loop's clock, which under trio-asyncio is Trio's:
     tests that jump a MockClock pass `command_timeout=None`.
+
+    No idle-connection expiry (`max_inactive_connection_lifetime=0`): asyncpg arms a
+    five-minute timer on every release and cancels it on the next acquire, and under
+    trio-asyncio a cancelled timer stays queued until it would have fired, holding a copy
+    of the releasing request's context (its headers, scope, session). Under steady load
+    that held some 50 MiB (the soak bench: RSS rose for five minutes, then levelled).
+    The pool never grows past `max_size` anyway.
     """
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
-        reset=_release_without_reset_query,
+        reset=_release_without_reset_query, max_inactive_connection_lifetime=0,
     )
     try:
         yield Database(pool, dsn)
