@@ -25,14 +25,14 @@ class Scenario:
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("front", "front overhead and the ARI write path", "front", "front.json",
-             ("--seconds", "4", "--rounds", "2", "--write-rounds", "15"),
+             ("--seconds", "4", "--rounds", "2", "--write-rounds", "10"),
              ("--seconds", "1", "--rounds", "1", "--write-rounds", "2")),
     Scenario("pipeline", "push latency and coalescing (one property, 200 properties)", "pipeline", "pipeline.json",
-             ("--properties", "200", "--idle-writes", "3", "--steady-seconds", "20"),
+             ("--properties", "200", "--idle-writes", "2", "--steady-seconds", "10"),
              ("--properties", "5", "--idle-writes", "2", "--idle-gap", "1", "--steady-seconds", "3",
               "--steady-gap", "1.5")),
     Scenario("bookings", "booking creation, with and without contention", "bookings", "bookings.json",
-             ("--seconds", "5"), ("--seconds", "1", "--connections", "4")),
+             ("--seconds", "3"), ("--seconds", "1", "--connections", "4")),
     Scenario("webhooks", "OTA booking to webhook receiver", "webhooks", "webhooks.json",
              (), ("--rounds", "3", "--endpoints", "5", "--bookings", "2")),
     Scenario("actors", "1000 properties touched once", "actors", "actors.json",

@@ -11,6 +11,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import trio
 import trio_asyncio
@@ -59,6 +60,7 @@ async def main(port: int, dsn: str | None) -> None:
             await migrate(db)
             clock = SystemClock()
             example = json.loads((Path(__file__).parents[1] / "docs/examples/property.json").read_text())
+            touched = {**example, "ownerEmail": None}  # the plain example, for the actors scenario
             # Several plans without a rate policy, for the rates bench.
             example["ratePlans"] = [{"roomType": 0, "name": f"Plan {i}", "mealPlan": "RO"} for i in range(BENCH_PLANS)]
             body = PropertyIn.model_validate(example)
@@ -68,15 +70,22 @@ async def main(port: int, dsn: str | None) -> None:
                                       ["ari:read", "ari:write"], [])
             # The actors scenario's properties, made in the record before the service starts:
             # what it measures is touching them, not making them.
-            many = []
-            for i in range(int(os.environ.get("BENCH_PROPERTIES", "0"))):
-                made, made_catalog = await properties.create_property(
-                    db, PropertyIn.model_validate({**example, "name": f"Touched {i}", "ownerEmail": None}),
-                    clock.now().date())
-                many_key = keyfmt.new_key()
-                await api_keys.create_key(db, made.id, "bench", keyfmt.digest(many_key),
-                                          keyfmt.display_prefix(many_key), ["ari:read", "ari:write"], [])
-                many.append([made.id, many_key, made_catalog.room_types[0].id])
+            many: list[list[Any]] = []
+            limiter = trio.CapacityLimiter(8)
+
+            async def make(i: int) -> None:
+                async with limiter:
+                    made, made_catalog = await properties.create_property(
+                        db, PropertyIn.model_validate({**touched, "name": f"Touched {i}"}),
+                        clock.now().date())
+                    many_key = keyfmt.new_key()
+                    await api_keys.create_key(db, made.id, "bench", keyfmt.digest(many_key),
+                                              keyfmt.display_prefix(many_key), ["ari:read", "ari:write"], [])
+                    many.append([made.id, many_key, made_catalog.room_types[0].id])
+
+            async with trio.open_nursery() as makers:
+                for i in range(int(os.environ.get("BENCH_PROPERTIES", "0"))):
+                    makers.start_soon(make, i)
             async with open_front(settings, db, clock, "bench-operator") as ctx:
                 app = create_app(ctx)
                 app.register_blueprint(bare)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
-from .test_fuzz_openapi import LIFTED
-from .test_serve_process import Served, free_port
+from .live import service_with_key
 
 NEWMAN_VERSION = "6.2.2"
 CACHE = Path(__file__).parents[2] / ".cache" / "newman"
@@ -33,17 +31,7 @@ def newman() -> Path:
 
 
 def test_the_collection_runs_green_against_a_live_service(tmp_path: Path, newman: Path) -> None:
-    port = free_port()
-    served = Served(tmp_path / "var", port, {"CONNECTAPI_BUDGETS": LIFTED})
-    try:
-        served.wait_for("listening on")
-        token = (tmp_path / "var" / "admin-token").read_text().strip()
-        admin = httpx.Client(base_url=f"{served.url}/api/v1/admin", headers={"Authorization": f"Bearer {token}"},
-                             timeout=30)
-        example = json.loads((Path(__file__).parents[2] / "docs" / "examples" / "property.json").read_text())
-        prop = admin.post("/properties", json=example).json()["data"]
-        key = admin.post(f"/properties/{prop['id']}/keys", json={"label": "postman", "scopes": [
-            "ari:read", "ari:write", "bookings:read", "bookings:write", "bookings:payments"]}).json()["data"]["key"]
+    with service_with_key(tmp_path / "var", "postman") as (served, key):
         public = httpx.Client(base_url=served.url, timeout=30)
         collection = public.get("/api/v1/connect-api/postman")
         environment = public.get("/api/v1/connect-api/postman", params={"environment": "1"})
@@ -57,10 +45,7 @@ def test_the_collection_runs_green_against_a_live_service(tmp_path: Path, newman
              "--env-var", f"apiKey={key}", "--reporters", "cli,json", "--reporter-json-export",
              str(tmp_path / "report.json"), "--color", "off", "--bail"],
             capture_output=True, text=True, timeout=300)
-        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-        report = json.loads((tmp_path / "report.json").read_text())["run"]
-        assert report["stats"]["requests"] == {"total": 14, "pending": 0, "failed": 0}
-        assert report["stats"]["assertions"]["failed"] == 0 and report["stats"]["assertions"]["total"] == 28
-    finally:
-        served.proc.send_signal(signal.SIGTERM)
-        served.proc.wait(30)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())["run"]
+    assert report["stats"]["requests"] == {"total": 14, "pending": 0, "failed": 0}
+    assert report["stats"]["assertions"]["failed"] == 0 and report["stats"]["assertions"]["total"] == 28
