@@ -130,7 +130,7 @@ def add_admin_commands(commands: Any) -> None:
         if thing not in groups:
             groups[thing] = things.add_parser(thing).add_subparsers(dest="action", required=True)
         parser = groups[thing].add_parser(action, help=command.help)
-        parser.set_defaults(command=command)
+        parser.set_defaults(admin_command=command)  # beside args.command, which names "admin"
         if command.id_name:
             parser.add_argument(command.id_name, type=int)
         for flag, options in command.options:
@@ -191,7 +191,7 @@ def table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
 
 
 def run_admin(args: argparse.Namespace, settings: Settings) -> int:
-    command: Command = args.command
+    command: Command = args.admin_command
     path = command.path
     if command.id_name:
         path = path.replace("{id}", str(getattr(args, command.id_name)))
