@@ -3,7 +3,8 @@
 Each scenario is its own command (`python -m bench.front`, `.pipeline`, `.bookings`,
 `.webhooks`, `.actors`, `.soak`), run here with bounded times; each starts the service on
 the embedded defaults (budgets lifted where the scenario needs it) and writes its JSON to
-`bench/results/`. This command then writes `bench/results/latest.json` and
+`bench/results/`. A scenario marked `background` (the soak) keeps running while the ones
+after it run. This command then writes `bench/results/latest.json` and
 `bench/REPORT.md` with PNG plots in `bench/plots/`. `--quick` runs each for a few seconds,
 to check the harness itself (`make test` does this once).
 """
@@ -17,9 +18,16 @@ import sys
 import time
 from pathlib import Path
 
-from .report import SCENARIOS, write_report
+from .report import SCENARIOS, Scenario, write_report
 
 HERE = Path(__file__).parent
+
+
+def _wait_all(running: list[tuple[Scenario, subprocess.Popen[bytes]]]) -> None:
+    while running:
+        scenario, process = running.pop(0)
+        if (code := process.wait()) != 0:
+            print(f"    {scenario.name}: exited {code}", flush=True)
 
 
 def main() -> int:
@@ -30,17 +38,20 @@ def main() -> int:
     args = parser.parse_args()
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
-    failed = []
     started = time.perf_counter()
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
+    running: list[tuple[Scenario, subprocess.Popen[bytes]]] = []
     for n, scenario in enumerate(chosen, start=1):
         argv = scenario.quick if args.quick else scenario.full
-        print(f"[{n}/{len(chosen)}] {scenario.title} ({time.perf_counter() - started:.0f} s so far) ...", flush=True)
+        beside = " in the background, beside the next" if scenario.background and n < len(chosen) else ""
+        print(f"[{n}/{len(chosen)}] {scenario.title}{beside} ({time.perf_counter() - started:.0f} s so far) ...",
+              flush=True)
         (results_dir / scenario.result).unlink(missing_ok=True)
-        run = subprocess.run([sys.executable, "-m", f"bench.{scenario.module}", *argv], cwd=HERE.parent)
-        if run.returncode != 0:
-            failed.append(scenario.name)
-            print(f"    {scenario.name}: exited {run.returncode}", flush=True)
+        running.append((scenario, subprocess.Popen([sys.executable, "-m", f"bench.{scenario.module}", *argv],
+                                                   cwd=HERE.parent)))
+        if not beside:
+            _wait_all(running)
+    _wait_all(running)
     figures = {s.name: json.loads((results_dir / s.result).read_text())
                for s in chosen if (results_dir / s.result).exists()}
     report = write_report(figures, quick=args.quick, seconds=time.perf_counter() - started,

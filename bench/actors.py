@@ -65,10 +65,17 @@ def run(properties: int, idle: float, check_idle: bool = True) -> dict[str, Any]
         touched_in = time.perf_counter() - started
         after = server.memory_info().rss
         actors_after = live_actors(base)
+        actors_idle: dict[str, int] = {}
         if check_idle:
-            # Quiet: a property actor stops once idle and once its one-minute budget windows are empty.
-            time.sleep(60 + idle * 1.5 + 5)
-        actors_idle = live_actors(base) if check_idle else {}
+            # Quiet: a property actor stops once idle and once its one-minute budget windows are
+            # empty, so about a minute after the last touch; looked at every few seconds.
+            deadline = time.perf_counter() + 60 + idle * 1.5 + 30
+            while True:
+                actors_idle = live_actors(base)
+                if _all_stopped(actors_idle) or time.perf_counter() > deadline:
+                    break
+                time.sleep(2)
+        quiet_for = time.perf_counter() - started - touched_in
         after_idle = server.memory_info().rss
     per_property = (after - before) / properties
     return {
@@ -76,9 +83,13 @@ def run(properties: int, idle: float, check_idle: bool = True) -> dict[str, Any]
         "rss_before_mib": before / 2**20, "rss_after_mib": after / 2**20, "rss_after_idle_mib": after_idle / 2**20,
         "bytes_per_property": per_property, "live_actors_before": actors_before, "live_actors_after": actors_after,
         "live_actors_after_idle": actors_idle, "idle_seconds": idle,
-        "reclaimed": (actors_idle.get("property", 1) == 0 and actors_idle.get("writer", 1) == 0) if check_idle
-        else None,
+        "seconds_until_reclaimed": quiet_for if check_idle and _all_stopped(actors_idle) else None,
+        "reclaimed": _all_stopped(actors_idle) if check_idle else None,
     }
+
+
+def _all_stopped(live: dict[str, int]) -> bool:
+    return live.get("property", 1) == 0 and live.get("writer", 1) == 0
 
 
 def main() -> int:
@@ -91,8 +102,10 @@ def main() -> int:
     print(f"{result['properties']} properties touched in {result['seconds_to_touch']:.0f} s: "
           f"server RSS {result['rss_before_mib']:.0f} -> {result['rss_after_mib']:.0f} MiB, "
           f"{result['bytes_per_property'] / 1024:.1f} KiB per property; live actors {result['live_actors_after']} "
-          f"-> {result['live_actors_after_idle']} after {result['idle_seconds']:.0f} s idle "
-          f"(RSS {result['rss_after_idle_mib']:.0f} MiB)")
+          + (f"-> {result['live_actors_after_idle']} {result['seconds_until_reclaimed'] or 0:.0f} s after the last "
+             f"touch (idle timeout {result['idle_seconds']:.0f} s) " if result["reclaimed"] is not None
+             else "(reclaim not checked) ")
+          + f"(RSS {result['rss_after_idle_mib']:.0f} MiB)")
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / "actors.json").write_text(json.dumps(result, indent=2))

@@ -55,16 +55,40 @@ def write_and_wait(api: httpx.Client, room: int, night: date, value: int, timeou
     raise RuntimeError("a batch did not complete in time")
 
 
-async def wait_completed(api: httpx.AsyncClient, key: str, poll: str, started: float, timeout: float) -> float:
-    """Seconds from `started` until the batch is completed; polls back off to one a second."""
+async def wait_completed(api: httpx.AsyncClient, key: str, poll: str, started: float, timeout: float,
+                         longest_pause: float = 1.0) -> float:
+    """Seconds from `started` until the batch is completed; polls back off to one every `longest_pause`."""
     pause = 0.05
     while time.perf_counter() - started < timeout:
         answer = await api.get(poll, headers={"Authorization": f"Bearer {key}"})
         if answer.json()["data"]["status"] == "completed":
             return time.perf_counter() - started
         await trio.sleep(pause)
-        pause = min(1.0, pause * 2)
+        pause = min(longest_pause, pause * 2)
     raise RuntimeError("a batch did not complete in time")
+
+
+async def all_at_once(base: str, many: list[tuple[int, int, int, str]], first: date) -> list[float]:
+    """Every property writes a week of availability at the same moment; answers each
+    write's 202-to-completed time (polled at least every half second)."""
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=len(many), max_keepalive_connections=len(many))
+    async with httpx.AsyncClient(base_url=f"{base}{API}", timeout=120, limits=limits) as api:
+
+        async def one(room: int, key: str) -> None:
+            started = time.perf_counter()
+            answer = await api.put("/availability", headers={"Authorization": f"Bearer {key}"}, json={"updates": [
+                {"roomTypeId": room, "dateFrom": first.isoformat(), "dateTo": (first + timedelta(days=6)).isoformat(),
+                 "available": 3}]})
+            if answer.status_code != 202:
+                raise RuntimeError(f"PUT answered {answer.status_code}: {answer.text[:200]}")
+            poll = answer.json()["data"]["poll"].removeprefix(API)
+            latencies.append(await wait_completed(api, key, poll, started, 600, longest_pause=0.5))
+
+        async with trio.open_nursery() as nursery:
+            for _, room, _, key in many:
+                nursery.start_soon(one, room, key)
+    return latencies
 
 
 async def steady_state(base: str, many: list[tuple[int, int, int, str]], first: date, seconds: float,
@@ -90,6 +114,7 @@ async def steady_state(base: str, many: list[tuple[int, int, int, str]], first: 
             while time.perf_counter() < end:
                 started = time.perf_counter()
                 night = first + timedelta(days=turn % 14)
+                update: dict[str, Any]
                 if turn % 2 == 0:
                     path, update = "/availability", {"roomTypeId": room, "available": turn % 7}
                 else:
@@ -109,24 +134,34 @@ async def steady_state(base: str, many: list[tuple[int, int, int, str]], first: 
     return latencies, cells
 
 
-def grid_equals_record(base: str, admin: httpx.Client, props: list[tuple[int, int, int, str]], first: date,
-                       last: date) -> list[int]:
+async def grid_equals_record(base: str, props: list[tuple[int, int, int, str]], first: date,
+                             last: date) -> list[int]:
     """The properties whose channel-manager grid differs from the record (availability and rates)."""
     differing = []
-    for prop_id, _, _, key in props:
-        api = httpx.Client(base_url=f"{base}{API}", headers={"Authorization": f"Bearer {key}"}, timeout=60)
-        window = f"from={first}&to={last}"
-        availability = api.get(f"/availability?{window}").json()["data"]["roomTypes"]
-        rates = api.get(f"/rates?{window}").json()["data"]["ratePlans"]
-        held = admin.get(f"/properties/{prop_id}/channel-grid?{window}").json()["data"]
-        ours_a = {(r["roomTypeId"], n["date"], n["available"]) for r in availability for n in r["nights"]}
-        ours_r = {(r["ratePlanId"], n["date"], n["rateMinor"]) for r in rates for n in r["nights"]
-                  if n["rateMinor"] is not None}
-        held_a = {(a["roomTypeId"], a["date"], a["available"]) for a in held["availability"]}
-        held_r = {(r["ratePlanId"], r["date"], r["rateMinor"]) for r in held["rates"]}
-        if ours_a != held_a or ours_r != held_r:
-            differing.append(prop_id)
-    return differing
+    window = f"from={first}&to={last}"
+    limiter = trio.CapacityLimiter(8)
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+
+        async def check(prop_id: int, key: str) -> None:
+            async with limiter:
+                auth = {"Authorization": f"Bearer {key}"}
+                availability = (await client.get(f"{API}/availability?{window}", headers=auth)
+                                ).json()["data"]["roomTypes"]
+                rates = (await client.get(f"{API}/rates?{window}", headers=auth)).json()["data"]["ratePlans"]
+                held = (await client.get(f"/api/v1/admin/properties/{prop_id}/channel-grid?{window}",
+                                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})).json()["data"]
+            ours_a = {(r["roomTypeId"], n["date"], n["available"]) for r in availability for n in r["nights"]}
+            ours_r = {(r["ratePlanId"], n["date"], n["rateMinor"]) for r in rates for n in r["nights"]
+                      if n["rateMinor"] is not None}
+            held_a = {(a["roomTypeId"], a["date"], a["available"]) for a in held["availability"]}
+            held_r = {(r["ratePlanId"], r["date"], r["rateMinor"]) for r in held["rates"]}
+            if ours_a != held_a or ours_r != held_r:
+                differing.append(prop_id)
+
+        async with trio.open_nursery() as nursery:
+            for prop_id, _, _, key in props:
+                nursery.start_soon(check, prop_id, key)
+    return sorted(differing)
 
 
 def calls(before: dict[str, int], after: dict[str, int]) -> int:
@@ -144,7 +179,16 @@ def main() -> int:
                         help="seconds between one property's writes in the steady phase")
     args = parser.parse_args()
 
+    phases: dict[str, float] = {}
+    mark = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        phases[name] = round(time.perf_counter() - mark, 1)
+        mark = time.perf_counter()
+
     with bench_server() as ready:
+        phase("start")
         base = f"http://127.0.0.1:{ready['port']}"
         admin = httpx.Client(base_url=f"{base}/api/v1/admin", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
                              timeout=60)
@@ -158,43 +202,28 @@ def main() -> int:
         for i in range(args.idle_writes):
             idle.append(write_and_wait(api, room, first + timedelta(days=i), i % 5))
             time.sleep(max(0.0, args.idle_gap - idle[-1]))
+        phase("idle")
 
         # Many properties writing once, at the same moment.
         # Made eight at a time (each is mapped on the sandbox too): making them is not measured.
         with ThreadPoolExecutor(8) as makers:
             many = list(makers.map(lambda i: make_property(admin, f"P{i}"), range(args.properties)))
+        phase("make properties")
         stats1 = admin.get("/sandbox").json()["data"]["stats"]
-        clients = [httpx.Client(base_url=f"{base}{API}", headers={"Authorization": f"Bearer {k}"}, timeout=60)
-                   for *_, k in many]
-        polls: list[tuple[httpx.Client, str, float]] = []
-        for client, (_, r, _, _) in zip(clients, many):
-            started = time.perf_counter()
-            answer = client.put("/availability", json={"updates": [
-                {"roomTypeId": r, "dateFrom": first.isoformat(), "dateTo": (first + timedelta(days=6)).isoformat(),
-                 "available": 3}]})
-            polls.append((client, answer.json()["data"]["poll"].removeprefix(API), started))
-        together: list[float] = []
-        pending = list(polls)
-        deadline = time.perf_counter() + 600
-        while pending and time.perf_counter() < deadline:
-            still = []
-            for client, poll, started in pending:
-                if client.get(poll).json()["data"]["status"] == "completed":
-                    together.append(time.perf_counter() - started)
-                else:
-                    still.append((client, poll, started))
-            pending = still
-            time.sleep(0.05)
+        together = trio.run(all_at_once, base, many, first)
         stats2 = admin.get("/sandbox").json()["data"]["stats"]
+        phase("at once")
 
         # The same properties writing again and again.
         print(f"steady state: {args.properties} properties, a write every {args.steady_gap:g} s each, "
               f"for {args.steady_seconds:g} s ...", flush=True)
         steady, steady_cells = trio.run(steady_state, base, many, first, args.steady_seconds, args.steady_gap)
         stats3 = admin.get("/sandbox").json()["data"]["stats"]
+        phase("steady")
 
-        differing = grid_equals_record(base, admin, [(pid, room, plan, key), *many], first,
-                                       first + timedelta(days=20))
+        differing = trio.run(grid_equals_record, base, [(pid, room, plan, key), *many], first,
+                             first + timedelta(days=20))
+        phase("grid check")
 
     together_cells = 7 * len(together)
     result: dict[str, Any] = {
@@ -214,6 +243,7 @@ def main() -> int:
         "properties_checked": len(many) + 1,
         "grid_differs_for": differing,
         "grid_equals_record": not differing,
+        "phase_seconds": phases,
         "latencies": {"one property at idle": idle, "many at once": together, "steady state": thin(steady)},
     }
     print(f"one property at idle: 202 -> channel manager p50 {result['idle_p50_s']:.2f} s, "
@@ -225,7 +255,7 @@ def main() -> int:
           f"p99 {result['steady_p99_s']:.2f} s, {result['steady_calls_per_1000_cells']:.0f} calls per 1000 cells, "
           f"{result['steady_throttled']} 429s (target 0)")
     print(f"sandbox grid equals the record for all {result['properties_checked']} properties: "
-          f"{result['grid_equals_record']} (differing: {differing[:10]})")
+          f"{result['grid_equals_record']} (differing: {differing[:10]}); phases {phases} s")
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / "pipeline.json").write_text(json.dumps(result, indent=2))

@@ -91,7 +91,9 @@ async def hooked_property(admin: httpx.AsyncClient, receiver: Receiver, endpoint
         made = await admin.post(f"/properties/{prop['id']}/webhooks",
                                 json={"url": f"http://127.0.0.1:{receiver.port}/{name}/{n}"})
         assert made.status_code == 201, made.text
-    pings = lambda: sum(1 for p, _, _ in receiver.by_type.get("connectapi.ping", []) if p.startswith(f"/{name}/"))
+    def pings() -> int:
+        return sum(1 for p, _, _ in receiver.by_type.get("connectapi.ping", []) if p.startswith(f"/{name}/"))
+
     assert await receiver.wait_for(lambda: pings() == endpoints, 120), "the registration pings never all arrived"
     return dict(prop)
 
@@ -139,7 +141,9 @@ async def measure(base: str, rounds: int, endpoints: int, bookings: int) -> dict
             for i in range(bookings):
                 makers.start_soon(make_ota_booking, admin, fan, first + timedelta(days=i % 300))
         expected = before + bookings * endpoints
-        fan_count = lambda: len([a for a in receiver.arrivals if a[0].startswith("/fan/")])
+        def fan_count() -> int:
+            return len([a for a in receiver.arrivals if a[0].startswith("/fan/")])
+
         complete = await receiver.wait_for(lambda: fan_count() >= expected, 600)
         elapsed = time.perf_counter() - started
         delivered = fan_count() - before
