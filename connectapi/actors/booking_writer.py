@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import asyncpg
@@ -52,14 +52,15 @@ class CreateBooking:
 
 async def create_booking(db: Database, property_id: int, request: CreateBooking) -> Outcome:
     async def work(conn: asyncpg.Connection) -> Outcome:
-        return await _create_and_remember(conn, property_id, request)
+        return (await _create_run(conn, property_id, [request]))[0]
 
     return await db.transaction(work)
 
 
 async def create_bookings(db: Database, property_id: int,
                           requests: list[CreateBooking]) -> list[outcome.Outcome[Outcome]]:
-    """Bookings queued together for the property, in one transaction: one lock, one commit.
+    """Bookings queued together for the property, in one transaction: one lock, one read,
+    one commit.
 
     Each is still whole or nothing: if the record refuses one of them, the transaction
     takes the others' writes with it, so each is then made again on its own and only the
@@ -67,7 +68,7 @@ async def create_bookings(db: Database, property_id: int,
     sold rooms are gone).
     """
     async def work(conn: asyncpg.Connection) -> list[Outcome]:
-        return [await _create_and_remember(conn, property_id, request) for request in requests]
+        return await _create_run(conn, property_id, requests)
 
     try:
         return [outcome.Value(made) for made in await db.transaction(work)]
@@ -83,46 +84,69 @@ async def create_bookings(db: Database, property_id: int,
     return results
 
 
-async def _create_and_remember(conn: asyncpg.Connection, property_id: int, request: CreateBooking) -> Outcome:
-    """One booking, and its answer stored under its idempotency key (if any), in `conn`'s transaction."""
-    made = await _create(conn, property_id, request.key_id, request.scopes, request.body, request.now)
-    if request.claim is not None:
-        await idempotency.finish(conn, property_id, request.claim.route, request.claim.key, made.answer.status,
-                                 made.answer.stored())
-    return made
+def _nights_asked(body: BookingIn) -> tuple[date, date]:
+    """The first and last night a booking asks for, bounded: an over-long stay is refused by
+    the rules anyway."""
+    last = min(body.checkOut, body.checkIn + timedelta(days=rules.MAX_NIGHTS)) - timedelta(days=1)
+    return body.checkIn, max(body.checkIn, last)
 
 
-async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scopes: tuple[str, ...],
-                  body: BookingIn, now: datetime) -> Outcome:
-    # Each round trip here is paid by every booking of the property in turn (they queue on
-    # the lock), so the work is folded into two statements after the lock.
-    # The nights asked for, bounded: an over-long stay is refused by the rules below.
-    first_night = body.checkIn
-    last_night = min(body.checkOut, body.checkIn + timedelta(days=rules.MAX_NIGHTS)) - timedelta(days=1)
-    prop = await store.lock_for_booking(conn, property_id, body.externalReference,
-                                        sorted({r.roomTypeId for r in body.rooms}), first_night, last_night)
-    if prop.earlier_booking_id is not None:
+@dataclass(slots=True)
+class _Run:
+    """A run of bookings under one lock: what was read, and the counts and bookings made so
+    far (later bookings of the run see them)."""
+
+    prop: store.LockedProperty
+    held: dict[tuple[int, date], int]
+    made: dict[str, Booking]
+
+
+async def _create_run(conn: asyncpg.Connection, property_id: int, requests: list[CreateBooking]) -> list[Outcome]:
+    # Each round trip under the lock is paid by every booking queued behind it, so the lock
+    # and every read are one statement for the whole run, and each booking one more.
+    spans = [_nights_asked(r.body) for r in requests]
+    prop = await store.lock_for_bookings(
+        conn, property_id, [r.body.externalReference for r in requests],
+        sorted({room.roomTypeId for r in requests for room in r.body.rooms}),
+        min(first for first, _ in spans), max(last for _, last in spans))
+    run = _Run(prop, dict(prop.held), {})
+    answers = []
+    for request, booking_id in zip(requests, prop.next_ids, strict=True):
+        made = await _create(conn, property_id, run, booking_id, request)
+        if request.claim is not None:
+            await idempotency.finish(conn, property_id, request.claim.route, request.claim.key, made.answer.status,
+                                     made.answer.stored())
+        answers.append(made)
+    return answers
+
+
+async def _create(conn: asyncpg.Connection, property_id: int, run: _Run, booking_id: int,
+                  request: CreateBooking) -> Outcome:
+    body, prop = request.body, run.prop
+    if body.externalReference in run.made:
+        # A repeat of a booking made earlier in this run.
+        return Outcome(Answer(200, "OK", booking_view(run.made[body.externalReference], replay=True)), False)
+    if body.externalReference in prop.earlier:
         # Under the lock: a request that raced past the route's repeat check finds the first here.
-        earlier = await store.booking_in(conn, prop.earlier_booking_id)
+        earlier = await store.booking_in(conn, prop.earlier[body.externalReference])
         assert earlier is not None
         return Outcome(Answer(200, "OK", booking_view(earlier, replay=True)), False)
 
     room_types = {r.id: r for r in prop.catalog.room_types}
     rate_plans = {p.id: p for p in prop.catalog.rate_plans}
-    today = now.astimezone(ZoneInfo(prop.timezone)).date()
+    today = request.now.astimezone(ZoneInfo(prop.timezone)).date()
     try:
-        planned = rules.plan_booking(body, prop.currency, today, scopes, room_types, rate_plans)
+        planned = rules.plan_booking(body, prop.currency, today, request.scopes, room_types, rate_plans)
     except ApiError as refusal:
         return Outcome(Answer.refusal(refusal), False)
 
     nights = planned.stay_nights()
     needed = planned.rooms_needed()
-    short = rules.first_short_night(needed, nights, prop.held, room_types)
+    short = rules.first_short_night(needed, nights, run.held, room_types)
     if short is not None:
         return Outcome(Answer.refusal(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}",
                                                short.details())), False)
 
-    booking_id = prop.next_booking_id
     reference = store.pms_reference(property_id, booking_id)
     facts = emails.BookingFacts(prop.name, reference, planned.external_reference, planned.check_in,
                                 planned.check_out, len(planned.rooms), planned.guest_name,
@@ -133,21 +157,26 @@ async def _create(conn: asyncpg.Connection, property_id: int, key_id: int, scope
     if prop.guest_confirmation and planned.guest_email:
         mails.append(_mail(planned.guest_email, emails.guest_confirmation(facts)))
     room_ids = await store.insert_booking(
-        conn, property_id, key_id, booking_id, planned, body.guest.phone,
+        conn, property_id, request.key_id, booking_id, planned, body.guest.phone,
         rules.folio(planned, room_types), f"booking {reference} created through the Connect API",
         {"bookingId": booking_id, "reference": reference, "externalReference": planned.external_reference,
          "source": "api"}, mails,
         store.InventoryMove({rt: -n for rt, n in needed.items()}, nights, {rt: room_types[rt].rooms for rt in needed},
-                            "booking.created"), now)
+                            "booking.created"), request.now)
+    for room_type_id, count in needed.items():  # as the statement just moved them
+        for night in nights:
+            cell = (room_type_id, night)
+            run.held[cell] = run.held.get(cell, room_types[room_type_id].rooms) - count
     booking = Booking(
         id=booking_id, property_id=property_id, source="api", reference=reference,
         external_reference=planned.external_reference, status="UPCOMING", check_in=planned.check_in,
         check_out=planned.check_out, currency=planned.currency, guest_name=planned.guest_name,
         guest_phone=body.guest.phone, guest_email=planned.guest_email, total_minor=planned.total_minor,
-        paid_minor=planned.payment.amount_minor if planned.payment else 0, created_at=now, cancelled_at=None,
-        channel_manager=prop.channel_manager, event_recorded=True,
+        paid_minor=planned.payment.amount_minor if planned.payment else 0, created_at=request.now,
+        cancelled_at=None, channel_manager=prop.channel_manager, event_recorded=True,
         rooms=tuple(BookingRoom(room_ids[r.index], r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults,
                                 r.children, r.nightly_minor, "UPCOMING") for r in planned.rooms))
+    run.made[body.externalReference] = booking
     return Outcome(Answer(201, "Created", booking_view(booking, replay=False)), True, bool(mails))
 
 

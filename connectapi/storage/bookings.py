@@ -94,7 +94,7 @@ async def list_api_bookings(db: Database, property_id: int, since: datetime, ext
 
 @dataclass(frozen=True, slots=True)
 class LockedProperty:
-    """What creating a booking needs, read while taking the property's lock."""
+    """What creating a run of bookings needs, read while taking the property's lock."""
 
     name: str
     currency: str
@@ -102,30 +102,33 @@ class LockedProperty:
     owner_email: str | None
     guest_confirmation: bool
     channel_manager: bool
-    earlier_booking_id: int | None  # a booking of this property with the same externalReference
+    earlier: dict[str, int]  # the property's bookings with one of the asked externalReferences, by reference
     catalog: Catalog
-    held: dict[tuple[int, date], int]  # availability of the asked room types over the asked nights
-    next_booking_id: int  # drawn now so the reference is known before the insert; unused ids leave gaps
+    held: dict[tuple[int, date], int]  # availability of the asked room types over the asked span of nights
+    next_ids: tuple[int, ...]  # one per booking asked, drawn now so each reference is known before its insert;
+    # unused ids leave gaps
 
 
-async def lock_for_booking(conn: asyncpg.Connection, property_id: int, external_reference: str,
-                           room_type_ids: list[int], first_night: date, last_night: date) -> LockedProperty:
+async def lock_for_bookings(conn: asyncpg.Connection, property_id: int, external_references: list[str],
+                            room_type_ids: list[int], first_night: date, last_night: date) -> LockedProperty:
     """Take the property's row lock (as ARI writes do) and read the repeat check, the
-    catalog and the nights asked for, in one round trip (connectapi_lock_for_booking): the
+    catalog and the nights asked for, in one round trip (connectapi_lock_for_bookings): the
     property's bookings queue on this lock, so every round trip under it is paid by each
     of them in turn. The function locks and reads in separate statements, each with its
     own snapshot: reads folded into the statement that waits for the lock would miss what
     the booking before it committed (found by the two-process test, where the cells'
     check constraint refused a second sale of the last room).
     """
-    found = await conn.fetchrow("SELECT * FROM connectapi_lock_for_booking($1, $2, $3::bigint[], $4, $5)",
-                                property_id, external_reference, room_type_ids, first_night, last_night)
+    found = await conn.fetchrow("SELECT * FROM connectapi_lock_for_bookings($1, $2::text[], $3::bigint[], $4, $5, $6)",
+                                property_id, external_references, room_type_ids, first_night, last_night,
+                                len(external_references))
     row = {name.removeprefix("o_"): value for name, value in found.items()}
     catalog = Catalog(tuple(RoomType(*r) for r in row["room_types"]), tuple(RatePlan(*p) for p in row["rate_plans"]))
     held = {(int(rt), date.fromisoformat(night)): int(n) for rt, night, n in row["held"]}
     return LockedProperty(row["name"], row["currency"].strip(), row["timezone"], row["owner_email"],
-                          row["guest_confirmation"], row["channel_manager"], row["earlier"], catalog, held,
-                          int(row["next_id"]))
+                          row["guest_confirmation"], row["channel_manager"],
+                          {reference: int(found_id) for reference, found_id in row["earlier"]}, catalog, held,
+                          tuple(int(i) for i in row["next_ids"]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -483,30 +485,20 @@ async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone
                         $$ BEGIN IF NEW.guest_name = 'Refused Guest' THEN RAISE EXCEPTION 'injected'; END IF;
                            RETURN NEW; END $$""")
     await db.execute("CREATE TRIGGER refuse_one BEFORE INSERT ON bookings FOR EACH ROW EXECUTE FUNCTION refuse_one()")
-    # Another connection holds the property's lock: the first booking waits on it in the
-    # writer and the others queue behind it, so they are served as one batch.
-    blocker = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
-    hold = blocker.transaction()
-    await trio_asyncio.aio_as_trio(hold.start)()
-    await trio_asyncio.aio_as_trio(blocker.execute)("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE",
-                                                    prop["id"])
     answers: dict[str, Answer] = {}
 
     async def one(reference: str, name: str = "Ana Silva") -> None:
         answers[reference] = await book(api, key, stay(prop, reference, guest={"name": name, "phone": "+351912345678"}))
 
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(one, "FIRST")
-            mailbox = await api.ctx.writers.mailbox(prop["id"])
-            await eventually(lambda: waiting_on_a_lock(api))
-            for i, name in enumerate(["Ana Silva", "Ana Silva", "Refused Guest", "Ana Silva", "Ana Silva"]):
-                nursery.start_soon(one, f"QUEUED-{i}", name)
-            nursery.start_soon(one, "QUEUED-1")  # a repeat inside the batch: it sees the first
-            await eventually(lambda: mailbox.queued == 6)
-            await trio_asyncio.aio_as_trio(hold.rollback)()
-    finally:
-        await trio_asyncio.aio_as_trio(blocker.close)()
+    async with lock_held_elsewhere(db_dsn, prop["id"]) as release, trio.open_nursery() as nursery:
+        nursery.start_soon(one, "FIRST")
+        mailbox = await api.ctx.writers.mailbox(prop["id"])
+        await eventually(lambda: waiting_on_a_lock(api))
+        for i, name in enumerate(["Ana Silva", "Ana Silva", "Refused Guest", "Ana Silva", "Ana Silva"]):
+            nursery.start_soon(one, f"QUEUED-{i}", name)
+        nursery.start_soon(one, "QUEUED-1")  # a repeat inside the batch: it sees the first
+        await eventually(lambda: mailbox.queued == 6)
+        await release()
     statuses = {ref: (a.status, a.code if a.status >= 400 else "") for ref, a in answers.items()}
     assert statuses.pop("QUEUED-2") == (500, "INTERNAL")
     assert statuses == {"FIRST": (201, ""), "QUEUED-0": (201, ""), "QUEUED-1": statuses["QUEUED-1"],
@@ -515,9 +507,58 @@ async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone
     assert (await counts(api))["bookings"] == 5
     assert await db.fetchval("SELECT count(*) FROM bookings WHERE guest_name = 'Refused Guest'") == 0
     # Each attempt at a booking draws an id. One by one, seven requests would draw seven;
-    # the six queued ones were first tried together, and that attempt drew at least one
-    # (up to the refused one) before the remakes one by one drew six more.
-    assert await db.fetchval("SELECT last_value FROM booking_ids") >= 8
+    # the six queued ones were first tried together (drawing six), then remade one by one
+    # (six more).
+    assert await db.fetchval("SELECT last_value FROM booking_ids") >= 13
+
+
+async def test_a_run_of_queued_bookings_counts_the_rooms_each_one_took(api: Harness, db_dsn: str) -> None:
+    """Served as one run under one lock, each booking sees the rooms the ones before it took,
+    on nights the record held no count for too (a Double starts at its 8 rooms)."""
+    prop, key = await setup(api)
+    double = prop["roomTypes"][0]["id"]
+    answers: dict[str, Answer] = {}
+
+    async def one(reference: str, check_in: str, check_out: str, rooms: int) -> None:
+        answers[reference] = await book(api, key, stay(prop, reference, checkIn=check_in, checkOut=check_out,
+                                                       rooms=stay(prop)["rooms"] * rooms))
+
+    async with lock_held_elsewhere(db_dsn, prop["id"]) as release, trio.open_nursery() as nursery:
+        nursery.start_soon(one, "FIRST", "2026-12-10", "2026-12-11", 1)
+        mailbox = await api.ctx.writers.mailbox(prop["id"])
+        await eventually(lambda: waiting_on_a_lock(api))
+        queued = [("A", "2026-12-01", "2026-12-03", 3), ("B", "2026-12-02", "2026-12-04", 4),
+                  ("C", "2026-12-02", "2026-12-03", 2), ("D", "2026-12-02", "2026-12-04", 1),
+                  ("E", "2026-12-03", "2026-12-04", 1)]
+        for n, booking in enumerate(queued, start=1):
+            nursery.start_soon(one, *booking)
+            await eventually(lambda: mailbox.queued == n)  # in this order
+        await release()
+    assert {ref: (a.status, a.code if a.status >= 400 else "") for ref, a in answers.items()} == {
+        "FIRST": (201, ""), "A": (201, ""), "B": (201, ""), "C": (409, "NO_AVAILABILITY"), "D": (201, ""),
+        "E": (201, "")}
+    assert answers["C"].data["details"] == {"roomTypeId": double, "date": "2026-12-02", "available": 1,
+                                            "requested": 2}
+    assert await available(api, key, double, "2026-12-01", "2026-12-03") == {
+        "2026-12-01": 5, "2026-12-02": 0, "2026-12-03": 2}
+    assert (await counts(api))["booking_rooms"] == 1 + 3 + 4 + 1 + 1
+    # Served as one run, without falling back to one at a time: the run drew one id each.
+    assert await api.ctx.db.fetchval("SELECT last_value FROM booking_ids") == answers["FIRST"].data["bookingId"] + 5
+
+
+@asynccontextmanager
+async def lock_held_elsewhere(db_dsn: str, property_id: int) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """Another connection holds the property's lock until the answered function lets go: the
+    first booking waits on it in the writer, and those queued behind it are served as one run."""
+    blocker = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
+    try:
+        hold = blocker.transaction()
+        await trio_asyncio.aio_as_trio(hold.start)()
+        await trio_asyncio.aio_as_trio(blocker.execute)("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE",
+                                                        property_id)
+        yield trio_asyncio.aio_as_trio(hold.rollback)
+    finally:
+        await trio_asyncio.aio_as_trio(blocker.close)()
 
 
 async def waiting_on_a_lock(api: Harness) -> bool:
