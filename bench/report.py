@@ -209,6 +209,11 @@ def write_report(figures: dict[str, Any], quick: bool, seconds: float, report_di
         value = f"{t['value']} {t['unit']}".strip()
         lines.append(f"| {t['scenario']} | {t['name']} | {value} | {t['target']} | {mark[t['met']]} | "
                      f"{t['anchor'] or ''} |")
+    beside = [s.name for i, s in enumerate(SCENARIOS) if s.background and s.name in figures
+              and any(later.name in figures for later in SCENARIOS[i + 1:])]
+    if beside:
+        lines += ["", f"Ran in the background beside the scenarios after it: {', '.join(beside)} (a light load on a "
+                      "server of its own; the scenarios after it ran within its first, warm-up quarter)."]
     missing = [s.name for s in SCENARIOS if s.name not in figures]
     if missing:
         lines += ["", f"No result from: {', '.join(missing)}."]
