@@ -19,7 +19,7 @@ from datetime import date, datetime
 
 import asyncpg
 
-from ..channel.client import ChannelManagerClient, ChannelManagerError, Rejected
+from ..channel.client import FEED_MAX_PAGES, ChannelManagerClient, ChannelManagerError, Feed, Rejected
 from ..domain import emails
 from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import MalformedRevision, OtaBooking
@@ -60,12 +60,13 @@ Settled = Callable[[Round], Awaitable[None]]
 
 class BookingIntake:
     def __init__(self, db: Database, clock: Clock, client: ChannelManagerClient, settled: Settled,
-                 sweep_seconds: float = 60.0) -> None:
+                 sweep_seconds: float = 60.0, feed_pages: int = FEED_MAX_PAGES) -> None:
         self._db = db
         self._clock = clock
         self._client = client
         self._settled = settled
         self._sweep = sweep_seconds
+        self._feed_pages = feed_pages
         self._wake = WakeUp()
         self._unknown_properties: set[str] = set()
 
@@ -87,11 +88,11 @@ class BookingIntake:
     async def pull(self) -> Round:
         done = Round()
         try:
-            feed = await self._client.booking_feed()
+            feed = await self._client.booking_feed(max_pages=self._feed_pages)
         except ChannelManagerError as exc:
             log.warning("intake: could not read the booking feed: %s", exc)
-            feed = []
-        await self._store(feed, done)
+            feed = Feed([], complete=True)
+        await self._store(feed.revisions, done)
         for item in await ota.received(self._db):
             try:
                 applied = await self._apply(item)
@@ -113,6 +114,11 @@ class BookingIntake:
             done.acknowledged += 1
         if done.inventory_moved or done.events or done.mails:
             await self._settled(done)
+        if not feed.complete:
+            if done.stored or done.acknowledged:
+                self._wake.set()  # more waits in the feed than a round reads: the next round starts at once
+            else:
+                log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")
         return done
 
     async def _store(self, feed: list[dict[str, object]], done: Round) -> None:

@@ -13,12 +13,23 @@ import email.utils
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import httpx
 
 DEFAULT_TIMEOUT = 10.0
+FEED_PAGE_LIMIT = 100  # the largest page Channex hands out
+FEED_MAX_PAGES = 20  # a round reads at most 2000 revisions; the rest are read by the next round
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    """What a read of the booking feed found; `complete` is False when pages were left unread."""
+
+    revisions: list[dict[str, Any]]
+    complete: bool
 
 
 class ChannelManagerError(Exception):
@@ -121,11 +132,28 @@ class ChannelManagerClient:
         body = await self._call("GET", "/api/v1/restrictions", params=self._range(property_id, first, last))
         return dict(body["data"])
 
-    async def booking_feed(self, property_id: str | None = None) -> list[dict[str, Any]]:
-        """Booking revisions not yet acknowledged (of one property, or of the account), oldest first."""
-        params = {"filter[property_id]": property_id} if property_id else None
-        body = await self._call("GET", "/api/v1/booking_revisions/feed", params=params)
-        return [dict(item["attributes"]) for item in body["data"]]
+    async def booking_feed(self, property_id: str | None = None, max_pages: int = FEED_MAX_PAGES) -> Feed:
+        """Booking revisions not yet acknowledged (of one property, or of the account), oldest
+        first, page after page: the channel manager hands out 10 unless asked, and revisions we
+        leave unacknowledged (another integration's) must not hide the ones behind them."""
+        params = {"order[inserted_at]": "asc", "pagination[limit]": str(FEED_PAGE_LIMIT)}
+        if property_id:
+            params["filter[property_id]"] = property_id
+        found: dict[object, dict[str, Any]] = {}
+        for page in range(1, max_pages + 1):
+            body = await self._call("GET", "/api/v1/booking_revisions/feed",
+                                    params={**params, "pagination[page]": str(page)})
+            items = body["data"]
+            for item in items:
+                revision = dict(item["attributes"])
+                # A revision acknowledged elsewhere between two pages shifts the rest one
+                # place: one seen twice is kept once, one skipped comes next round.
+                found.setdefault(item.get("id") or revision.get("id") or ("without an id", len(found)), revision)
+            meta = body.get("meta") or {}
+            total, limit = meta.get("total"), meta.get("limit") or FEED_PAGE_LIMIT
+            if not items or total is None or page * int(limit) >= int(total):
+                return Feed(list(found.values()), complete=True)
+        return Feed(list(found.values()), complete=False)
 
     async def booking_revision(self, revision_id: str) -> dict[str, Any]:
         body = await self._call("GET", f"/api/v1/booking_revisions/{revision_id}")

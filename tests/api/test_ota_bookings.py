@@ -291,3 +291,22 @@ async def test_a_revision_the_record_refuses_does_not_hold_up_the_others(api: Ha
     assert created["data"]["booking"]["stay"]["checkIn"] == "2026-12-20"
     told = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
     assert [n["kind"] for n in told] == ["ota.unapplied"]
+
+
+async def test_revisions_behind_a_page_of_another_integrations_are_taken(api: Harness, receiver: Receiver) -> None:
+    prop, secret = await hooked_property(api, receiver, **CM_ONLY)
+    sandbox = api.ctx.sandbox
+    assert sandbox is not None
+    cm_property, cm_room, cm_plan = cm_ids(api, prop)[0], cm_ids(api, prop)[1], cm_ids(api, prop)[3]
+    guest = {"name": "Ana", "surname": None, "mail": None, "phone": None, "country": None}
+    # The account's feed begins with more than a page of revisions for a property we do not
+    # map: they are not ours to acknowledge, and stay in the feed ahead of ours.
+    theirs = [sandbox.bookings.new(Stay("a-property-we-do-not-map", "r", "p", date(2026, 12, 10),
+                                        date(2026, 12, 11), 1, 0, guest, Decimal("90"), "EUR", "Expedia"),
+                                   api.ctx.clock.now()) for _ in range(25)]
+    ours = sandbox.bookings.new(Stay(cm_property, cm_room, cm_plan, date(2026, 12, 10), date(2026, 12, 12), 2, 0,
+                                     guest, Decimal("200"), "EUR", "Expedia"), api.ctx.clock.now())
+    created = (await events_of(receiver, secret, 2))[1]
+    assert created["data"]["booking"]["channel"]["reservationCode"] == ours["ota_reservation_code"]
+    assert [r["revisionId"] for r in await revisions(api, prop, 1)] == [ours["id"]]
+    assert [r["id"] for r in sandbox.bookings.feed(None)] == [r["id"] for r in theirs]

@@ -6,12 +6,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Any
 
 import httpx
 import pytest
 import trio
 import trio.testing
 
+from connectapi.actors.booking_intake import BookingIntake, Round
 from connectapi.channel.client import (
     ChannelManagerClient,
     Rejected,
@@ -23,7 +25,11 @@ from connectapi.channel.client import (
 from connectapi.channel.sandbox.bookings import Stay
 from connectapi.channel.sandbox.serve import serve_sandbox
 from connectapi.channel.sandbox.state import SandboxState
-from connectapi.engine import SystemClock
+from connectapi.domain.admin_models import PropertyIn
+from connectapi.engine import FakeClock, SystemClock
+from connectapi.storage import properties
+from connectapi.storage.database import Database
+from tests.api.harness import eventually
 
 KEY = "sandbox-test-key-0123456789"
 
@@ -202,10 +208,114 @@ async def test_booking_revisions_feed_read_and_ack(sandbox: Sandbox) -> None:
         assert other["data"] == []
         assert (await http.get("/api/v1/booking_revisions/feed", headers={"user-api-key": "wrong"})).status_code == 401
     # the same through our client
-    through_client = await sandbox.client.booking_feed(sandbox.property_id)
+    through_client = (await sandbox.client.booking_feed(sandbox.property_id)).revisions
     assert [r["status"] for r in through_client] == ["modified", "cancelled"]
     assert (await sandbox.client.booking_revision(new["id"]))["system_id"] == new["system_id"]
     await sandbox.client.ack_booking_revision(through_client[0]["id"])
-    assert [r["status"] for r in await sandbox.client.booking_feed()] == ["cancelled"]
+    assert [r["status"] for r in (await sandbox.client.booking_feed()).revisions] == ["cancelled"]
     with pytest.raises(Rejected):
         await sandbox.client.ack_booking_revision("nope")
+
+
+def a_stay(sandbox: Sandbox, property_id: str | None = None) -> Stay:
+    return Stay(property_id or sandbox.property_id, sandbox.room_type_id, sandbox.rate_plan_id, date(2026, 12, 1),
+                date(2026, 12, 2), 1, 0, {"name": "Bo", "surname": None, "mail": None, "phone": None,
+                                          "country": None}, Decimal("90.00"), "EUR", "Expedia")
+
+
+async def test_the_feed_is_paged_and_our_client_reads_it_to_the_end(sandbox: Sandbox) -> None:
+    at = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(120)]
+    async with httpx.AsyncClient(base_url=sandbox.url, headers={"user-api-key": KEY}) as http:
+        first = (await http.get("/api/v1/booking_revisions/feed")).json()
+        assert [r["id"] for r in first["data"]] == made[:10]  # ten unless asked, as Channex does
+        assert first["meta"] == {"page": 1, "limit": 10, "total": 120}
+        last = (await http.get("/api/v1/booking_revisions/feed",
+                               params={"pagination[page]": "3", "pagination[limit]": "50"})).json()
+        assert [r["id"] for r in last["data"]] == made[100:]
+        big = (await http.get("/api/v1/booking_revisions/feed", params={"pagination[limit]": "500"})).json()
+        assert big["meta"]["limit"] == 100 and len(big["data"]) == 100
+        for bad in ({"pagination[page]": "0"}, {"pagination[limit]": "ten"}):
+            assert (await http.get("/api/v1/booking_revisions/feed", params=bad)).status_code == 422
+
+    whole = await sandbox.client.booking_feed()
+    assert whole.complete and [r["id"] for r in whole.revisions] == made
+    cut = await sandbox.client.booking_feed(max_pages=1)
+    assert not cut.complete and [r["id"] for r in cut.revisions] == made[:100]
+    # Another property's revisions are left alone by the filter, on every page.
+    other = sandbox.state.bookings.new(a_stay(sandbox, "someone-elses-property"), at)
+    assert [r["id"] for r in (await sandbox.client.booking_feed(sandbox.property_id)).revisions] == made
+    assert [r["id"] for r in (await sandbox.client.booking_feed()).revisions] == [*made, other["id"]]
+
+
+async def test_a_revision_seen_on_two_pages_is_read_once(sandbox: Sandbox) -> None:
+    """A channel manager that hands the feed out newest first, whatever we ask: one revision
+    arriving between two pages pushes the rest one place on, and the next page repeats one."""
+    at = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    sandbox.state.bookings.newest_first = True
+    made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(150)]
+    real_call = sandbox.client._call
+    arrived: list[str] = []
+
+    async def one_arrives_after_the_first_page(method: str, path: str, **kwargs: Any) -> Any:
+        answer = await real_call(method, path, **kwargs)
+        if not arrived:
+            arrived.append(sandbox.state.bookings.new(a_stay(sandbox), at)["id"])
+        return answer
+
+    sandbox.client._call = one_arrives_after_the_first_page  # type: ignore[method-assign]
+    feed = await sandbox.client.booking_feed()
+    ids = [r["id"] for r in feed.revisions]
+    assert feed.complete and ids == made[::-1]  # each once; the newcomer is the next round's
+
+
+async def test_a_feed_longer_than_a_round_reads_is_taken_in_rounds_one_after_another(
+        mock_clock: trio.testing.MockClock, db: Database, sandbox: Sandbox) -> None:
+    at = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    prop, _ = await properties.create_property(db, PropertyIn.model_validate({
+        "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
+        "products": {"channelManager": True, "pms": False}}), at.date())
+    await properties.set_channel_mapping(db, prop.id, sandbox.property_id, {}, {})
+    made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(150)]
+
+    async def settled(done: Round) -> None:
+        pass
+
+    intake = BookingIntake(db, FakeClock(at), sandbox.client, settled, sweep_seconds=60, feed_pages=1)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(intake.run_forever)
+        # The mock clock stands still, so the timer's next round never comes: only the one a
+        # round asks for when it left pages unread and took something from those it read.
+        await eventually(lambda: sandbox.state.bookings.feed(None) == [], "the whole feed taken")
+        nursery.cancel_scope.cancel()
+    kept = await db.fetch("SELECT id FROM ota_revisions WHERE property_id = $1", prop.id)
+    assert sorted(r["id"] for r in kept) == sorted(made)
+
+
+async def test_pages_holding_nothing_to_take_wait_for_the_timer(
+        mock_clock: trio.testing.MockClock, db: Database, sandbox: Sandbox, caplog: pytest.LogCaptureFixture) -> None:
+    at = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    for _ in range(150):
+        sandbox.state.bookings.new(a_stay(sandbox, "a-property-we-do-not-map"), at)
+    real_call = sandbox.client._call
+    reads = 0
+
+    async def counted(method: str, path: str, **kwargs: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return await real_call(method, path, **kwargs)
+
+    sandbox.client._call = counted  # type: ignore[method-assign]
+
+    async def settled(done: Round) -> None:
+        pass
+
+    intake = BookingIntake(db, FakeClock(at), sandbox.client, settled, sweep_seconds=60, feed_pages=1)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(intake.run_forever)
+        await eventually(lambda: "hold nothing it can take" in caplog.text, "the round to say so")
+        await trio.testing.wait_all_tasks_blocked()
+        assert reads == 1  # no round straight after: the channel manager is not read in a loop
+        mock_clock.jump(61)
+        await eventually(lambda: reads == 2, "the timer's round")
+        nursery.cancel_scope.cancel()

@@ -1,8 +1,10 @@
 """The sandbox channel manager over HTTP: a Channex-style API, plus control routes for us.
 
 Channex-style routes (auth: `user-api-key`): POST /api/v1/properties, /room_types,
-/rate_plans; POST and GET /api/v1/availability and /api/v1/restrictions. Control routes
-(same key): GET /_sandbox/stats, POST /_sandbox/faults.
+/rate_plans; POST and GET /api/v1/availability and /api/v1/restrictions; the booking
+revision feed (paged: `pagination[page]`, `pagination[limit]`, `meta.total`), one
+revision, and its acknowledgement. Control routes (same key): GET /_sandbox/stats,
+POST /_sandbox/faults.
 Order for every Channex-style call: key, armed fault, budget, work.
 """
 
@@ -24,6 +26,9 @@ from .bookings import Stay
 from .state import SandboxState, Throttle
 
 HANG_SECONDS = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
+# Channex pages its lists: the first 10 unless asked, at most 100 a page (API reference, Pagination).
+FEED_DEFAULT_LIMIT = 10
+FEED_MAX_LIMIT = 100
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -169,8 +174,18 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         refused = await gate([], faults=False)
         if refused:
             return refused
+        try:
+            page = int(request.args.get("pagination[page]", "1"))
+            limit = int(request.args.get("pagination[limit]", str(FEED_DEFAULT_LIMIT)))
+        except ValueError:
+            return _error(422, "validation_error", "pagination[page] and pagination[limit] are whole numbers")
+        if page < 1 or limit < 1:
+            return _error(422, "validation_error", "pagination counts from 1")
+        limit = min(limit, FEED_MAX_LIMIT)
         revisions = state.bookings.feed(request.args.get("filter[property_id]"))
-        return _json({"data": [{"type": "booking_revision", "id": r["id"], "attributes": r} for r in revisions]})
+        shown = revisions[(page - 1) * limit:page * limit]
+        return _json({"data": [{"type": "booking_revision", "id": r["id"], "attributes": r} for r in shown],
+                      "meta": {"page": page, "limit": limit, "total": len(revisions)}})
 
     @app.get("/api/v1/booking_revisions/<revision_id>")
     async def booking_revision(revision_id: str) -> Response:
