@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -90,6 +91,9 @@ COMMANDS: tuple[Command, ...] = (
     Command(("booking", "check-in"), "POST", "/bookings/{id}/check-in", "the guest has arrived", "booking_id"),
     Command(("ota", "revisions"), "GET", "/properties/{id}/ota-revisions", "OTA revisions and their state",
             "property_id", columns=("revisionId", "status", "state", "reservationCode", "reference", "note")),
+    Command(("ota", "apply"), "POST", "/properties/{id}/ota-revisions/{revision}/apply",
+            "apply an unmapped or refused revision again (once its mapping is fixed)", "property_id",
+            options=(("--revision", {"required": True}),)),
     Command(("webhook", "add"), "POST", "/properties/{id}/webhooks", "register an endpoint (its secret is shown once)",
             "property_id", lambda a: {k: v for k, v in (("url", a.url_), ("description", a.description)) if v},
             (("--url", {"dest": "url_", "required": True}), ("--description", {}))),
@@ -196,7 +200,9 @@ def run_admin(args: argparse.Namespace, settings: Settings) -> int:
     if command.id_name:
         path = path.replace("{id}", str(getattr(args, command.id_name)))
     if "{reference}" in path:
-        path = path.replace("{reference}", args.reference)
+        path = path.replace("{reference}", quote(args.reference, safe=""))
+    if "{revision}" in path:
+        path = path.replace("{revision}", quote(args.revision, safe=""))
     query = {name.rstrip("_"): getattr(args, name) for name in command.query if getattr(args, name, None)}
     try:
         data = _call(args.url, _token(settings), command.method, path,

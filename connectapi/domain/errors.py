@@ -49,6 +49,8 @@ STATUS_OF_CODE: dict[str, int] = {
     "BOOKING_CANCELLED": 409,  # admin check-in of a cancelled booking
     "WEBHOOK_NOT_FOUND": 404,
     "EVENT_NOT_FOUND": 404,
+    "REVISION_NOT_FOUND": 404,
+    "REVISION_NOT_KEPT": 409,  # admin: only an unmapped or refused OTA revision is applied again
     "MODULE_NOT_ENTITLED": 402,
     "PROPERTY_NOT_FOUND": 404,
     "KEY_NOT_FOUND": 404,

@@ -1,5 +1,6 @@
 """Admin routes about bookings: the owner's e-mails, the front desk's check-in, and the OTA
-revisions the channel manager sent (the unmapped and refused ones wait there for the owner)."""
+revisions the channel manager sent (the unmapped and refused ones wait there for the owner,
+who may have one applied again once its mapping is fixed)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,23 @@ async def list_ota_revisions(property_id: int) -> Response:
     if await properties.get_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     return ok(await ota.revisions_of(ctx.db, property_id))
+
+
+@blueprint.post("/properties/<int:property_id>/ota-revisions/<revision_id>/apply")
+async def apply_ota_revision_again(property_id: int, revision_id: str) -> Response:
+    """Once the owner has fixed what kept it (a mapping, most often), the intake's next round
+    applies the revision as if it had just come; its outcome shows in the list."""
+    ctx = context()
+    if await properties.get_property(ctx.db, property_id) is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    before = await ota.apply_again(ctx.db, property_id, revision_id)
+    if before is None:
+        raise ApiError("REVISION_NOT_FOUND", "no such OTA revision of this property")
+    if before not in ota.KEPT_STATES:
+        raise ApiError("REVISION_NOT_KEPT", f"the revision is {before}: only an unmapped or refused one is applied "
+                                            "again", {"state": before})
+    ctx.intake.wake()
+    return ok({"revisionId": revision_id, "state": "received", "before": before}, 202)
 
 
 @blueprint.post("/bookings/<int:booking_id>/check-in")

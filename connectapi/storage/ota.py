@@ -73,6 +73,22 @@ async def settle(conn: asyncpg.Connection, seq: int, state: str, note: str | Non
         seq, state, note, booking_id, at)
 
 
+KEPT_STATES = ("unmapped", "refused")  # kept without changing anything: the owner may have them applied again
+
+
+async def apply_again(db: Database, property_id: int, revision_id: str) -> str | None:
+    """Put a kept revision back among those waiting to be applied, answering the state it
+    had (unchanged unless kept); None when the property has no such revision. Its
+    acknowledgement stands: the channel manager is not asked again."""
+    before = await db.fetchval(
+        """WITH before AS (SELECT seq, state FROM ota_revisions WHERE id = $2 AND property_id = $1 FOR UPDATE),
+                again AS (UPDATE ota_revisions r SET state = 'received', note = NULL, settled_at = NULL
+                          FROM before WHERE r.seq = before.seq AND before.state = ANY($3::text[]))
+           SELECT state FROM before""",
+        property_id, revision_id, list(KEPT_STATES))
+    return None if before is None else str(before)
+
+
 async def unacknowledged(db: Database, limit: int = 500) -> list[str]:
     rows = await db.fetch(
         """SELECT id FROM ota_revisions WHERE state <> 'received' AND acked_at IS NULL ORDER BY seq LIMIT $1""",

@@ -310,3 +310,50 @@ async def test_revisions_behind_a_page_of_another_integrations_are_taken(api: Ha
     assert created["data"]["booking"]["channel"]["reservationCode"] == ours["ota_reservation_code"]
     assert [r["revisionId"] for r in await revisions(api, prop, 1)] == [ours["id"]]
     assert [r["id"] for r in sandbox.bookings.feed(None)] == [r["id"] for r in theirs]
+
+
+async def test_a_kept_revision_is_applied_again_once_its_mapping_is_fixed(api: Harness, receiver: Receiver) -> None:
+    prop, secret = await hooked_property(api, receiver)
+    other = await api.create_property(name="Another Hotel")
+    sandbox = api.ctx.sandbox
+    assert sandbox is not None
+    cm_property, cm_plan = cm_ids(api, prop)[0], cm_ids(api, prop)[3]
+    stay = Stay(cm_property, "a-room-type-mapped-late", cm_plan, date(2026, 12, 10), date(2026, 12, 11), 1, 0,
+                {"name": "Bo", "surname": None, "mail": None, "phone": None, "country": None}, Decimal("90"),
+                "EUR", "Airbnb")
+    sent = sandbox.bookings.new(stay, api.ctx.clock.now())
+    [kept] = await revisions(api, prop, 1)
+    assert kept["state"] == "unmapped"
+    apply_path = f"/properties/{prop['id']}/ota-revisions/{sent['id']}/apply"
+
+    for path, code in ((f"/properties/{prop['id']}/ota-revisions/no-such-revision/apply", "REVISION_NOT_FOUND"),
+                       (f"/properties/{other['id']}/ota-revisions/{sent['id']}/apply", "REVISION_NOT_FOUND"),
+                       (f"/properties/999999/ota-revisions/{sent['id']}/apply", "PROPERTY_NOT_FOUND")):
+        refused = await api.admin("POST", path)
+        assert (refused.status, refused.code) == (404, code)
+    assert [r["state"] for r in await revisions(api, prop, 1)] == ["unmapped"]
+
+    # The owner maps the channel manager's room type to the first room type, keeping the rest.
+    rooms = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
+        "SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
+    plans = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
+        "SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
+    rooms[str(prop["roomTypes"][0]["id"])] = "a-room-type-mapped-late"
+    mapped = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping",
+                             {"cmPropertyId": cm_property, "roomTypes": rooms, "ratePlans": plans})
+    assert mapped.status == 200, mapped.body
+
+    again = await api.admin("POST", apply_path)
+    assert (again.status, again.data) == (202, {"revisionId": sent["id"], "state": "received", "before": "unmapped"})
+    created = (await events_of(receiver, secret, 2))[1]
+    assert created["type"] == "channel.booking.created"
+    assert created["data"]["booking"]["rooms"][0]["roomTypeId"] == prop["roomTypes"][0]["id"]
+    [applied] = await revisions(api, prop, 1)
+    assert (applied["state"], applied["reference"]) == ("applied", created["data"]["booking"]["reference"])
+    key = (await api.create_key(prop["id"], ["ari:read"]))["key"]
+    assert await availability(api, prop, key, "2026-12-10", "2026-12-10") == [7]  # the room is taken
+
+    settled = await api.admin("POST", apply_path)
+    assert (settled.status, settled.code) == (409, "REVISION_NOT_KEPT")
+    assert settled.body["data"]["details"] == {"state": "applied"}
+    assert len(receiver.received) == 2  # applied once
