@@ -149,3 +149,6 @@ async def test_cli_booking_check_in_and_notifications(base_url: str, client: htt
     assert await trio.to_thread.run_sync(main, ["admin", "notifications", "list", str(prop["id"])]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["id", "kind", "to"] and len(lines) == 2 and "booking.created" in lines[1]
+    # an OTA revision id travels as one path segment: its "?" does not start a query
+    assert await trio.to_thread.run_sync(main, ["admin", "ota", "apply", str(prop["id"]), "--revision", "x?y"]) == 1
+    assert "REVISION_NOT_FOUND" in capsys.readouterr().err
