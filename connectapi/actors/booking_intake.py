@@ -56,17 +56,19 @@ class _Applied:
 
 
 Settled = Callable[[Round], Awaitable[None]]
+ROUND_BATCH = 500  # revisions a round applies, and acknowledges, at most
 
 
 class BookingIntake:
     def __init__(self, db: Database, clock: Clock, client: ChannelManagerClient, settled: Settled,
-                 sweep_seconds: float = 60.0, feed_pages: int = FEED_MAX_PAGES) -> None:
+                 sweep_seconds: float = 60.0, feed_pages: int = FEED_MAX_PAGES, batch: int = ROUND_BATCH) -> None:
         self._db = db
         self._clock = clock
         self._client = client
         self._settled = settled
         self._sweep = sweep_seconds
         self._feed_pages = feed_pages
+        self._batch = batch
         self._wake = WakeUp()
         self._unknown_properties: set[str] = set()
 
@@ -93,7 +95,8 @@ class BookingIntake:
             log.warning("intake: could not read the booking feed: %s", exc)
             feed = Feed([], complete=True)
         await self._store(feed.revisions, done)
-        for item in await ota.received(self._db):
+        waiting = await ota.received(self._db, self._batch)
+        for item in waiting:
             try:
                 applied = await self._apply(item)
             except StorageUnavailable:
@@ -108,12 +111,17 @@ class BookingIntake:
             done.mails += applied.mails
             if applied.inventory_moved:
                 done.inventory_moved.add(item.property_id)
-        for revision_id in await ota.unacknowledged(self._db):
+        to_ack = await ota.unacknowledged(self._db, self._batch)
+        acks_failed = False
+        for revision_id in to_ack:
             if not await self._ack(revision_id):
+                acks_failed = True
                 break
             done.acknowledged += 1
         if done.inventory_moved or done.events or done.mails:
             await self._settled(done)
+        if len(waiting) == self._batch or (len(to_ack) == self._batch and not acks_failed):
+            self._wake.set()  # more was stored than a round applies or acknowledges: on at once
         if not feed.complete:
             if done.stored or done.acknowledged:
                 self._wake.set()  # more waits in the feed than a round reads: the next round starts at once

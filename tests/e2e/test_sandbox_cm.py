@@ -269,8 +269,10 @@ async def test_a_revision_seen_on_two_pages_is_read_once(sandbox: Sandbox) -> No
     assert feed.complete and ids == made[::-1]  # each once; the newcomer is the next round's
 
 
-async def test_a_feed_longer_than_a_round_reads_is_taken_in_rounds_one_after_another(
-        mock_clock: trio.testing.MockClock, db: Database, sandbox: Sandbox) -> None:
+@pytest.mark.parametrize(("feed_pages", "batch"), [(1, 500), (20, 40)], ids=["feed-pages", "apply-batch"])
+async def test_more_than_a_round_takes_is_taken_in_rounds_one_after_another(
+        mock_clock: trio.testing.MockClock, db: Database, sandbox: Sandbox, feed_pages: int, batch: int) -> None:
+    """More than a round reads (a page of 100 here) or applies and acknowledges (40 here)."""
     at = datetime(2026, 11, 22, 10, tzinfo=UTC)
     prop, _ = await properties.create_property(db, PropertyIn.model_validate({
         "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
@@ -281,15 +283,16 @@ async def test_a_feed_longer_than_a_round_reads_is_taken_in_rounds_one_after_ano
     async def settled(done: Round) -> None:
         pass
 
-    intake = BookingIntake(db, FakeClock(at), sandbox.client, settled, sweep_seconds=60, feed_pages=1)
+    intake = BookingIntake(db, FakeClock(at), sandbox.client, settled, sweep_seconds=60, feed_pages=feed_pages,
+                           batch=batch)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(intake.run_forever)
         # The mock clock stands still, so the timer's next round never comes: only the one a
-        # round asks for when it left pages unread and took something from those it read.
+        # round asks for when it left something it could have taken.
         await eventually(lambda: sandbox.state.bookings.feed(None) == [], "the whole feed taken")
         nursery.cancel_scope.cancel()
-    kept = await db.fetch("SELECT id FROM ota_revisions WHERE property_id = $1", prop.id)
-    assert sorted(r["id"] for r in kept) == sorted(made)
+    kept = await db.fetch("SELECT id, state FROM ota_revisions WHERE property_id = $1", prop.id)
+    assert sorted(r["id"] for r in kept) == sorted(made) and {r["state"] for r in kept} == {"unmapped"}
 
 
 async def test_pages_holding_nothing_to_take_wait_for_the_timer(
