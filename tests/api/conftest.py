@@ -53,7 +53,8 @@ def run_on_mock_clock(fn: Any, clock: Any = None, instruments: Any = ()) -> Any:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = str(Path(__file__).parent)
     for item in items:
-        if str(item.path).startswith(here) and inspect.iscoroutinefunction(item.obj):
+        if (str(item.path).startswith(here) and isinstance(item, pytest.Function)
+                and inspect.iscoroutinefunction(item.obj)):
             item.add_marker(pytest.mark.trio(run=run_on_mock_clock), append=False)
 
 

@@ -7,6 +7,7 @@ from quart import Blueprint, Response, request
 
 from connectapi.domain.budgets import RequestKind
 from connectapi.domain.validation import parse_model
+from connectapi.http.body import raw_body
 from connectapi.http.envelope import ok
 from connectapi.actors.property_actor import ChargeBooking
 from connectapi.http.gates import caller, context, rule
@@ -28,7 +29,7 @@ async def ari_read() -> Response:
 @probe.put("/probe/ari")
 @rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
 async def ari_write() -> Response:
-    body = parse_model(Updates, await request.get_data(as_text=False))
+    body = parse_model(Updates, await raw_body())
     return ok({"entries": len(body.updates)}, 202)
 
 

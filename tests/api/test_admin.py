@@ -158,7 +158,7 @@ async def test_channel_mapping(api: Harness) -> None:
            JOIN room_types r ON r.id = $2 JOIN rate_plans q ON q.id = $3 WHERE p.id = $1""",
         prop["id"], room, plan,
     )
-    assert tuple(row) == ("cm-prop-1", "cm-rt-1", "cm-rp-1")
+    assert row is not None and tuple(row) == ("cm-prop-1", "cm-rt-1", "cm-rp-1")
     # ids of another property: refused, and the mapping is left as it was
     stolen = {"cmPropertyId": "cm-x", "roomTypes": {str(other["roomTypes"][0]["id"]): "cm-rt-9"}}
     refused = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping", stolen)

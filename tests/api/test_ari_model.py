@@ -72,8 +72,11 @@ class Model:
                     target.setdefault((entity, night), {}).update(value)
                 else:
                     target[(entity, night)] = value * 100 if resource == "rates" else value
-        store = {"availability": self.availability, "rates": self.rates, "restrictions": self.restrictions}[resource]
+        stores: dict[str, dict[tuple[int, date], Any]] = {
+            "availability": self.availability, "rates": self.rates, "restrictions": self.restrictions}
+        store = stores[resource]
         accepted = 0
+        before: Any
         for cell, value in target.items():
             if resource == "restrictions":
                 value = {**{f: None for f in FIELDS}, **store.get(cell, {}), **value}

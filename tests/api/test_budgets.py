@@ -93,7 +93,7 @@ async def test_writes_budgets(api: Harness) -> None:
     prop = await api.create_property()
     a = (await api.create_key(prop["id"]))["key"]
     b = (await api.create_key(prop["id"]))["key"]
-    body = {"updates": []}
+    body: dict[str, list[object]] = {"updates": []}
     assert (await api.call("PUT", f"{API}/probe/ari", key=a, body=body)).status == 202
     assert (await api.call("PUT", f"{API}/probe/ari", key=a, body=body)).status == 202
     limited(await api.call("PUT", f"{API}/probe/ari", key=a, body=body), "writes")

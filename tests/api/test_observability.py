@@ -45,7 +45,7 @@ async def test_metrics_need_the_operator_token_and_count(api: Harness) -> None:
         await api.call("GET", f"{API}/property", key=key)
     response = await api.client.get("/metrics", headers={"Authorization": "Bearer test-operator-token"})
     assert response.status_code == 200 and response.content_type.startswith("text/plain")
-    text = (await response.get_data()).decode()
+    text = await response.get_data(as_text=True)
     assert 'connectapi_requests_total{method="GET",route="/api/v1/connect-api/v1/property",status="200"}' in text
     assert 'connectapi_rate_limited_total{scope="requests"}' in text
     assert 'connectapi_request_seconds_bucket{le="0.005",method="GET",route="/api/v1/connect-api/v1/property"}' in text

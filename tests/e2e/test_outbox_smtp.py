@@ -93,6 +93,7 @@ async def test_owner_mail_goes_out_over_smtp_and_waits_while_the_server_is_down(
     # The server is not up yet: the e-mail stays in the outbox with a retry time.
     assert await sender.send_due() == 0
     row = await db.fetchrow("SELECT sent_at, attempts, last_error, next_attempt_at FROM notifications")
+    assert row is not None
     assert row["sent_at"] is None and row["attempts"] == 1 and row["last_error"]
     assert row["next_attempt_at"] == clock.now() + timedelta(minutes=1)
 

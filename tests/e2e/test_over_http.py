@@ -6,6 +6,7 @@ import json
 import re
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -72,7 +73,7 @@ async def test_declared_length_over_the_limit_is_413_without_reading(client: htt
 
 
 async def cli_property_and_key(base_url: str, monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str], label: str, scope: str) -> tuple[dict, str]:
+                               capsys: pytest.CaptureFixture[str], label: str, scope: str) -> tuple[dict[str, Any], str]:
     """Through `connectapi admin`, as an operator would: a property, then a key with one scope."""
     monkeypatch.setenv("CONNECTAPI_ADMIN_TOKEN", ADMIN_TOKEN)
     monkeypatch.setenv("CONNECTAPI_URL", base_url)
@@ -122,7 +123,7 @@ def test_every_admin_route_has_a_command() -> None:
     app = create_app(None)  # type: ignore[arg-type]  # only the routes are read
     routes = {(method, re.sub(r"<[^>]+>", "{}", rule.rule.removeprefix(ADMIN_PREFIX)))
               for rule in app.url_map.iter_rules() if rule.rule.startswith(ADMIN_PREFIX + "/")
-              for method in rule.methods - {"HEAD", "OPTIONS"}}
+              for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}}
     commands = {(c.method, re.sub(r"\{[^}]+\}", "{}", c.path)) for c in COMMANDS}
     assert routes == commands
 

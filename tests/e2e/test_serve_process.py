@@ -59,7 +59,7 @@ class Served:
 def running(pid: int) -> bool:
     """Alive and not a zombie (an orphan's exit is reaped by PID 1, which a sandbox may not do)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 

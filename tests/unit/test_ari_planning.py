@@ -50,14 +50,14 @@ def test_range_and_horizon_refusals() -> None:
     err = refused(Resource.RATES, rates({"dateFrom": "2026-11-23", "dateTo": "2026-11-24", "days": ["sa"]}))
     assert err.code == "RANGE_INVALID"  # the mask leaves no night
     err = refused(Resource.RATES, rates({"dateFrom": "2026-11-21", "dateTo": "2026-11-24"}))
-    assert err.code == "RANGE_INVALID" and err.details["today"] == "2026-11-22"  # type: ignore[index]
+    assert err.code == "RANGE_INVALID" and isinstance(err.details, dict) and err.details["today"] == "2026-11-22"
     # a past day the mask skips is not a past night
     plan = plan_write(Resource.RATES, rates({"dateFrom": "2026-11-20", "dateTo": "2026-11-24", "days": ["mo"]}), TODAY)
     assert plan.entries[0].nights == (date(2026, 11, 23),)
     last = TODAY + timedelta(days=365)
     assert plan_write(Resource.RATES, rates({"dateFrom": str(last), "dateTo": str(last)}), TODAY).requested_cells == 1
     err = refused(Resource.RATES, rates({"dateFrom": str(last), "dateTo": str(last + timedelta(days=1))}))
-    assert err.code == "HORIZON" and err.details["lastNight"] == str(last)  # type: ignore[index]
+    assert err.code == "HORIZON" and isinstance(err.details, dict) and err.details["lastNight"] == str(last)
 
 
 def test_limits() -> None:
@@ -101,4 +101,4 @@ def test_last_write_wins_and_restrictions_merge_by_field() -> None:
 def test_availability_validation(entry: dict[str, Any], path: str) -> None:
     body = {"updates": [{"roomTypeId": 1, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", **entry}]}
     err = refused(Resource.AVAILABILITY, body)
-    assert err.code == "VALIDATION" and path in [d["path"] for d in err.details]  # type: ignore[union-attr]
+    assert err.code == "VALIDATION" and isinstance(err.details, list) and path in [d["path"] for d in err.details]

@@ -45,7 +45,7 @@ PLANS = {10: Plan(10, 1, "CP"), 20: Plan(20, 2, "RO")}
 
 
 def body(**changes: object) -> BookingIn:
-    raw = {"externalReference": "WEB-1", "checkIn": "2026-12-01", "checkOut": "2026-12-03", "currency": "EUR",
+    raw: dict[str, object] = {"externalReference": "WEB-1", "checkIn": "2026-12-01", "checkOut": "2026-12-03", "currency": "EUR",
            "guest": {"name": "Ana", "phone": "+351 912 345 678"},
            "rooms": [{"roomTypeId": 1, "ratePlanId": 10, "adults": 2, "nightlyRate": "100.25"},
                      {"roomTypeId": 2, "ratePlanId": 20, "adults": 3, "children": 1, "nightlyRate": "200"}]}

@@ -58,7 +58,8 @@ def test_the_schedule_spans_a_day() -> None:
 
 def test_jitter_and_retry_after() -> None:
     assert next_wait(2, timedelta(seconds=5), None, lambda: 0.0) == timedelta(minutes=4, seconds=30)
-    assert next_wait(2, timedelta(seconds=5), None, lambda: 0.999999) > timedelta(minutes=5, seconds=29)
+    longest = next_wait(2, timedelta(seconds=5), None, lambda: 0.999999)
+    assert longest is not None and longest > timedelta(minutes=5, seconds=29)
     assert next_wait(1, timedelta(0), 120, lambda: 0.5) == timedelta(seconds=120)  # longer than 5 s: honoured
     assert next_wait(1, timedelta(0), 1, lambda: 0.5) == timedelta(seconds=5)  # shorter: the schedule's
     assert next_wait(7, timedelta(hours=23, minutes=59), 3600, lambda: 0.5) == timedelta(minutes=1)  # the day ends
