@@ -219,15 +219,18 @@ async def test_out_of_order_and_repeated_revisions(api: Harness, receiver: Recei
     assert len(receiver.received) == 2
 
 
-async def test_an_unmapped_room_type_is_kept_flagged_and_told(api: Harness, receiver: Receiver) -> None:
-    prop, secret = await hooked_property(api, receiver)
-    sandbox = api.ctx.sandbox
-    assert sandbox is not None
-    cm_property, cm_plan = cm_ids(api, prop)[0], cm_ids(api, prop)[3]
-    stay = Stay(cm_property, "a-room-type-nobody-mapped", cm_plan, date(2026, 12, 10), date(2026, 12, 11), 1, 0,
+async def sold_on_a_room_type_we_do_not_map(api: Harness, prop: dict[str, Any], cm_room: str) -> dict[str, Any]:
+    """An OTA booking of one night whose room type is `cm_room` at the channel manager; its revision."""
+    assert api.ctx.sandbox is not None
+    stay = Stay(cm_ids(api, prop)[0], cm_room, cm_ids(api, prop)[3], date(2026, 12, 10), date(2026, 12, 11), 1, 0,
                 {"name": "Bo", "surname": None, "mail": None, "phone": None, "country": None}, Decimal("90"),
                 "EUR", "Airbnb")
-    sandbox.bookings.new(stay, api.ctx.clock.now())
+    return api.ctx.sandbox.bookings.new(stay, api.ctx.clock.now())
+
+
+async def test_an_unmapped_room_type_is_kept_flagged_and_told(api: Harness, receiver: Receiver) -> None:
+    prop, secret = await hooked_property(api, receiver)
+    await sold_on_a_room_type_we_do_not_map(api, prop, "a-room-type-nobody-mapped")
     [kept] = await revisions(api, prop, 1)
     assert kept["state"] == "unmapped" and "a-room-type-nobody-mapped" in kept["note"]
     stored = await api.ctx.db.fetchval("SELECT payload FROM ota_revisions WHERE id = $1", kept["revisionId"])
@@ -315,13 +318,7 @@ async def test_revisions_behind_a_page_of_another_integrations_are_taken(api: Ha
 async def test_a_kept_revision_is_applied_again_once_its_mapping_is_fixed(api: Harness, receiver: Receiver) -> None:
     prop, secret = await hooked_property(api, receiver)
     other = await api.create_property(name="Another Hotel")
-    sandbox = api.ctx.sandbox
-    assert sandbox is not None
-    cm_property, cm_plan = cm_ids(api, prop)[0], cm_ids(api, prop)[3]
-    stay = Stay(cm_property, "a-room-type-mapped-late", cm_plan, date(2026, 12, 10), date(2026, 12, 11), 1, 0,
-                {"name": "Bo", "surname": None, "mail": None, "phone": None, "country": None}, Decimal("90"),
-                "EUR", "Airbnb")
-    sent = sandbox.bookings.new(stay, api.ctx.clock.now())
+    sent = await sold_on_a_room_type_we_do_not_map(api, prop, "a-room-type-mapped-late")
     [kept] = await revisions(api, prop, 1)
     assert kept["state"] == "unmapped"
     apply_path = f"/properties/{prop['id']}/ota-revisions/{sent['id']}/apply"
@@ -340,7 +337,7 @@ async def test_a_kept_revision_is_applied_again_once_its_mapping_is_fixed(api: H
         "SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
     rooms[str(prop["roomTypes"][0]["id"])] = "a-room-type-mapped-late"
     mapped = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping",
-                             {"cmPropertyId": cm_property, "roomTypes": rooms, "ratePlans": plans})
+                             {"cmPropertyId": cm_ids(api, prop)[0], "roomTypes": rooms, "ratePlans": plans})
     assert mapped.status == 200, mapped.body
 
     again = await api.admin("POST", apply_path)
