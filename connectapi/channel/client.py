@@ -146,8 +146,9 @@ class ChannelManagerClient:
             items = body["data"]
             for item in items:
                 revision = dict(item["attributes"])
-                # A revision acknowledged elsewhere between two pages shifts the rest one
-                # place: one seen twice is kept once, one skipped comes next round.
+                # The list may move between two pages (a revision acknowledged elsewhere, or a
+                # new one on a feed handed out newest first): one seen twice is kept once, one
+                # skipped comes next round.
                 found.setdefault(item.get("id") or revision.get("id") or ("without an id", len(found)), revision)
             meta = body.get("meta") or {}
             total, limit = meta.get("total"), meta.get("limit") or FEED_PAGE_LIMIT
