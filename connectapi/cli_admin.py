@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -199,10 +200,8 @@ def run_admin(args: argparse.Namespace, settings: Settings) -> int:
     path = command.path
     if command.id_name:
         path = path.replace("{id}", str(getattr(args, command.id_name)))
-    if "{reference}" in path:
-        path = path.replace("{reference}", quote(args.reference, safe=""))
-    if "{revision}" in path:
-        path = path.replace("{revision}", quote(args.revision, safe=""))
+    # Any other {name} is the option of that name, as one path segment.
+    path = re.sub(r"\{(\w+)\}", lambda m: quote(str(getattr(args, m.group(1))), safe=""), path)
     query = {name.rstrip("_"): getattr(args, name) for name in command.query if getattr(args, name, None)}
     try:
         data = _call(args.url, _token(settings), command.method, path,

@@ -111,22 +111,19 @@ class BookingIntake:
             done.mails += applied.mails
             if applied.inventory_moved:
                 done.inventory_moved.add(item.property_id)
-        to_ack = await ota.unacknowledged(self._db, self._batch)
-        acks_failed = False
-        for revision_id in to_ack:
+        acked = 0
+        for revision_id in await ota.unacknowledged(self._db, self._batch):
             if not await self._ack(revision_id):
-                acks_failed = True
-                break
-            done.acknowledged += 1
+                break  # the rest wait for a later round
+            acked += 1
+        done.acknowledged += acked
         if done.inventory_moved or done.events or done.mails:
             await self._settled(done)
-        if len(waiting) == self._batch or (len(to_ack) == self._batch and not acks_failed):
-            self._wake.set()  # more was stored than a round applies or acknowledges: on at once
-        if not feed.complete:
-            if done.stored or done.acknowledged:
-                self._wake.set()  # more waits in the feed than a round reads: the next round starts at once
-            else:
-                log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")
+        took_something = bool(done.stored or done.acknowledged)
+        if not feed.complete and not took_something:
+            log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")
+        if len(waiting) == self._batch or acked == self._batch or (not feed.complete and took_something):
+            self._wake.set()  # more is left than a round takes: the next round starts at once
         return done
 
     async def _store(self, feed: list[dict[str, object]], done: Round) -> None:

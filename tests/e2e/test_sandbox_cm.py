@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -217,6 +217,28 @@ async def test_booking_revisions_feed_read_and_ack(sandbox: Sandbox) -> None:
         await sandbox.client.ack_booking_revision("nope")
 
 
+def before_each_call(sandbox: Sandbox, hook: Callable[[int], None]) -> None:
+    """Run `hook(n)` before the client's n-th call to the channel manager (from 1)."""
+    real_call = sandbox.client._call
+    calls = 0
+
+    async def hooked(method: str, path: str, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        hook(calls)
+        return await real_call(method, path, **kwargs)
+
+    sandbox.client._call = hooked  # type: ignore[method-assign]
+
+
+async def nothing_to_tell(done: Round) -> None:
+    pass
+
+
+def intake_of(db: Database, sandbox: Sandbox, at: datetime, **limits: int) -> BookingIntake:
+    return BookingIntake(db, FakeClock(at), sandbox.client, nothing_to_tell, sweep_seconds=60, **limits)
+
+
 def a_stay(sandbox: Sandbox, property_id: str | None = None) -> Stay:
     return Stay(property_id or sandbox.property_id, sandbox.room_type_id, sandbox.rate_plan_id, date(2026, 12, 1),
                 date(2026, 12, 2), 1, 0, {"name": "Bo", "surname": None, "mail": None, "phone": None,
@@ -254,16 +276,12 @@ async def test_a_revision_seen_on_two_pages_is_read_once(sandbox: Sandbox) -> No
     at = datetime(2026, 11, 22, 10, tzinfo=UTC)
     sandbox.state.bookings.newest_first = True
     made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(150)]
-    real_call = sandbox.client._call
-    arrived: list[str] = []
 
-    async def one_arrives_after_the_first_page(method: str, path: str, **kwargs: Any) -> Any:
-        answer = await real_call(method, path, **kwargs)
-        if not arrived:
-            arrived.append(sandbox.state.bookings.new(a_stay(sandbox), at)["id"])
-        return answer
+    def one_arrives_before_the_second_page(call: int) -> None:
+        if call == 2:
+            sandbox.state.bookings.new(a_stay(sandbox), at)
 
-    sandbox.client._call = one_arrives_after_the_first_page  # type: ignore[method-assign]
+    before_each_call(sandbox, one_arrives_before_the_second_page)
     feed = await sandbox.client.booking_feed()
     ids = [r["id"] for r in feed.revisions]
     assert feed.complete and ids == made[::-1]  # each once; the newcomer is the next round's
@@ -279,12 +297,7 @@ async def test_more_than_a_round_takes_is_taken_in_rounds_one_after_another(
         "products": {"channelManager": True, "pms": False}}), at.date())
     await properties.set_channel_mapping(db, prop.id, sandbox.property_id, {}, {})
     made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(150)]
-
-    async def settled(done: Round) -> None:
-        pass
-
-    intake = BookingIntake(db, FakeClock(at), sandbox.client, settled, sweep_seconds=60, feed_pages=feed_pages,
-                           batch=batch)
+    intake = intake_of(db, sandbox, at, feed_pages=feed_pages, batch=batch)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(intake.run_forever)
         # The mock clock stands still, so the timer's next round never comes: only the one a
@@ -300,20 +313,14 @@ async def test_pages_holding_nothing_to_take_wait_for_the_timer(
     at = datetime(2026, 11, 22, 10, tzinfo=UTC)
     for _ in range(150):
         sandbox.state.bookings.new(a_stay(sandbox, "a-property-we-do-not-map"), at)
-    real_call = sandbox.client._call
     reads = 0
 
-    async def counted(method: str, path: str, **kwargs: Any) -> Any:
+    def counted(call: int) -> None:
         nonlocal reads
-        reads += 1
-        return await real_call(method, path, **kwargs)
+        reads = call
 
-    sandbox.client._call = counted  # type: ignore[method-assign]
-
-    async def settled(done: Round) -> None:
-        pass
-
-    intake = BookingIntake(db, FakeClock(at), sandbox.client, settled, sweep_seconds=60, feed_pages=1)
+    before_each_call(sandbox, counted)
+    intake = intake_of(db, sandbox, at, feed_pages=1)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(intake.run_forever)
         await eventually(lambda: "hold nothing it can take" in caplog.text, "the round to say so")
