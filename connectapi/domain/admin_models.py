@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from . import addresses, scopes
+from .ids import MAX_ID, bounded_int
 from .money import is_known_currency
 
 MEAL_PLANS = ("RO", "BB", "CP", "HB", "FB", "AI")
@@ -68,7 +69,7 @@ class RatePlanInProperty(RatePolicy):
 
 
 class RatePlanIn(RatePolicy):
-    roomTypeId: StrictInt
+    roomTypeId: Annotated[StrictInt, Field(le=MAX_ID)]  # a bigint, or the insert is refused
     name: Name
     mealPlan: Literal["RO", "BB", "CP", "HB", "FB", "AI"]
 
@@ -91,7 +92,7 @@ class PropertyIn(Strict):
     def _known_zone(cls, value: str) -> str:
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Europe" is a directory of tzdata
             raise ValueError(f"{value!r} is not a time zone name") from None
         return value
 
@@ -134,15 +135,20 @@ class ChannelMappingIn(Strict):
     @classmethod
     def _numeric_keys_distinct_values(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if not key.isdigit():
-                raise ValueError(f"{key!r} is not one of our numeric ids")
+            if bounded_int(key, MAX_ID) is None:
+                raise ValueError(f"{key[:40]!r} is not one of our numeric ids")
         if len(set(value.values())) != len(value):
             raise ValueError("two of our ids map to the same channel-manager id")
         return value
 
 
 class SandboxFaultsIn(Strict):
-    mode: Literal["ok", "429", "500", "timeout"]
+    """Fail the sandbox's next `count` ARI calls: `429` (with `retryAfter` when given), `500`,
+    `timeout` (no answer for an hour), `malformed` (a 200 that is an HTML page), `reset` (the
+    connection closed without an answer); `ok` disarms. The same modes as the sandbox's
+    own `FaultMode` (a test holds them equal)."""
+
+    mode: Literal["ok", "429", "500", "timeout", "malformed", "reset"]
     count: Annotated[StrictInt, Field(ge=0, le=10_000)] = 1
     retryAfter: Annotated[StrictInt, Field(ge=0, le=3600)] | None = None
 
@@ -205,6 +211,15 @@ class RecoverIn(BaseModel):
     model_config = ConfigDict(extra="forbid")  # not strict: `since` is an ISO 8601 string in JSON
 
     since: AwareDatetime
+
+    @field_validator("since")
+    @classmethod
+    def _an_instant_in_utc(cls, value: datetime) -> datetime:
+        try:
+            value.astimezone(UTC)  # 0001-01-01T00:00+01:00 has no UTC datetime; the driver would fail
+        except OverflowError:
+            raise ValueError("must be a date-time that is still one in UTC") from None
+        return value
 
 
 class OtaGuestIn(BaseModel):

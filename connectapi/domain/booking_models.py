@@ -13,10 +13,18 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
 
+from .ids import MAX_ID
+
 # A positive amount in major units, at most two decimals and ten integer digits.
 AMOUNT_PATTERN = r"^(0|[1-9][0-9]{0,9})(\.[0-9]{1,2})?$"
 PAYMENT_METHODS = ("ONLINE", "CARD", "BANK_TRANSFER", "VOUCHER")
 MAX_ROOMS = 10
+# A stay's dates in the calendar's first or last year cannot pass the stay rules (today to
+# today + 365), and date arithmetic on them overflows before those rules run (the writer
+# spans a stay's nights first): refused with the body, as VALIDATION. Every date between
+# gets the contract's STAY_INVALID, past or beyond the horizon.
+FIRST_STAY_DATE = date(2, 1, 1)
+LAST_STAY_DATE = date(9998, 12, 31)
 
 _LINE = r"^[^\x00-\x1f\x7f]*$"  # no control characters: these strings reach e-mails and logs
 _LINES = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"  # notes may also hold line breaks and tabs
@@ -29,7 +37,8 @@ PaymentReference = Annotated[str, StringConstraints(strict=True, max_length=128,
 Note = Annotated[str, StringConstraints(strict=True, max_length=2000, pattern=_LINES)]
 CancelReason = Annotated[str, StringConstraints(strict=True, max_length=500, pattern=_LINES)]
 Amount = Annotated[str, StringConstraints(strict=True, pattern=AMOUNT_PATTERN)]
-EntityId = Annotated[StrictInt, Field(ge=1)]
+# At most a bigint: the writer looks the room types up before the rules run.
+EntityId = Annotated[StrictInt, Field(ge=1, le=MAX_ID)]
 
 
 def _positive(value: str) -> str:
@@ -105,6 +114,13 @@ class BookingIn(Strict):
     def _reference_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("externalReference cannot be blank")
+        return value
+
+    @field_validator("checkIn", "checkOut")
+    @classmethod
+    def _within_the_calendar(cls, value: date) -> date:
+        if not FIRST_STAY_DATE <= value <= LAST_STAY_DATE:
+            raise ValueError(f"must be a date from {FIRST_STAY_DATE.isoformat()} to {LAST_STAY_DATE.isoformat()}")
         return value
 
 

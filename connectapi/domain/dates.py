@@ -1,4 +1,8 @@
-"""Nights, ranges and weekday masks. A range is both ends inclusive."""
+"""Nights, ranges and weekday masks. A range is both ends inclusive.
+
+Nothing here steps past a range's ends, so a range at the calendar's edge (9999-12-31,
+0001-01-01) is answered, not an OverflowError.
+"""
 
 from __future__ import annotations
 
@@ -29,15 +33,20 @@ def count_nights(first: date, last: date, mask: frozenset[int]) -> int:
 
 
 def nights(first: date, last: date, mask: frozenset[int]) -> Iterator[date]:
+    if last < first:
+        return
     night = first
-    while night <= last:
+    while True:
         if night.weekday() in mask:
             yield night
+        if night == last:
+            return
         night += ONE_DAY
 
 
 def first_masked(first: date, last: date, mask: frozenset[int]) -> date | None:
-    return next(nights(first, min(last, first + timedelta(days=6)), mask), None)
+    week_end = last if (last - first).days < 6 else first + timedelta(days=6)
+    return next(nights(first, week_end, mask), None)
 
 
 def last_masked(first: date, last: date, mask: frozenset[int]) -> date | None:
@@ -47,5 +56,15 @@ def last_masked(first: date, last: date, mask: frozenset[int]) -> date | None:
             return None
         if night.weekday() in mask:
             return night
+        if night == first:
+            return None
         night -= ONE_DAY
     return None
+
+
+def plus_days(day: date, days: int) -> date | None:
+    """`day` + `days`, or None past the calendar's ends."""
+    try:
+        return day + timedelta(days=days)
+    except OverflowError:
+        return None

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import ApiError, validation_error
+from .json_body import decode_json_body
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,12 +35,8 @@ def issues_of(exc: ValidationError) -> list[dict[str, str]]:
 
 
 def parse_json(raw: bytes) -> Any:
-    if not raw.strip():
-        raise validation_error([{"path": "$", "message": "a JSON body is required"}])
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise validation_error([{"path": "$", "message": f"body is not valid JSON: {exc}"}]) from None
+    """The body as JSON, or VALIDATION at `$`: see json_body for what is refused and why."""
+    return decode_json_body(raw)
 
 
 def parse_model(model: type[M], raw: bytes) -> M:
@@ -51,6 +48,12 @@ def parse_payload(model: type[M], payload: Any) -> M:
     if not isinstance(payload, dict):
         raise validation_error([{"path": "$", "message": "body must be a JSON object"}])
     try:
-        return model.model_validate_json(json.dumps(payload))
+        # A payload from decode_json_body always dumps; one built another way may be too
+        # deep (RecursionError), hold NaN (allow_nan=False) or something that is not JSON.
+        text = json.dumps(payload, allow_nan=False)
+    except (RecursionError, ValueError, TypeError):
+        raise validation_error([{"path": "$", "message": "body cannot be written back as plain JSON"}]) from None
+    try:
+        return model.model_validate_json(text)
     except ValidationError as exc:
         raise ApiError("VALIDATION", "request does not match the schema", issues_of(exc)) from None
