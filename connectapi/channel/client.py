@@ -3,30 +3,76 @@
 Failures are told apart because the pipeline treats them differently:
 - Throttled: a 429, with the channel manager's Retry-After when it sent one;
 - Unavailable: a 5xx, a timeout, a refused or broken connection (back off and retry);
-- Rejected: any other 4xx (a bug or a misconfiguration on our side; retrying will not help).
-The API key lives only in the request header: no repr, message or log line carries it.
+- MalformedAnswer, an Unavailable: a 2xx we cannot read (not JSON, or JSON not of the
+  shape the call answers), backed off the same way;
+- Rejected: any other 4xx, or a 3xx (a bug or a misconfiguration on our side; retrying
+  will not help).
+Nothing the channel manager sends back escapes as anything else: every method returns a
+value of its declared type, checked, or raises one of these (issue 15). Messages say what
+came back (its status, its content type, where its shape departs from the expected one),
+not the values it held (a 4xx's own error title aside); they are short and printable, fit
+for `lastError`.
+The API key lives only in the request header: no repr, message or log line carries it
+(an answer that echoes it has it taken out before any text of it is cut short).
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
+import logging
+import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, TypedDict, TypeVar, cast
+from urllib.parse import quote
 
 import httpx
 
 DEFAULT_TIMEOUT = 10.0
 FEED_PAGE_LIMIT = 100  # the largest page Channex hands out
 FEED_MAX_PAGES = 20  # a round reads at most 2000 revisions; the rest are read by the next round
+RETRY_AFTER_MAX = 3600.0  # a Retry-After longer than this is read as this
+MESSAGE_MAX = 300  # characters of an error message
+WARNING_MAX = 300  # characters of one warning
+REVISION_MAX_DEPTH = 32  # a revision nests about four deep (rooms, days); deeper is not one
+
+log = logging.getLogger("connectapi.channel")
+
+# The channel manager's ids: what our mapping accepts (domain.admin_models.ChannelId).
+_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+# A rate as the channel manager keeps it: a plain decimal numeral in major units ("200.00").
+_RATE = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,12})?")
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9!#$&^_.+-]{1,40}/[A-Za-z0-9!#$&^_.+-]{1,40}")
+_COUNT_RANGE = (-(2**31), 2**31 - 1)  # availability: a whole number (negative when oversold)
+_STAY_RANGE = (0, 2**31 - 1)
+
+
+class RestrictionFields(TypedDict, total=False):
+    """What the channel manager holds for a rate plan on a night; a field it does not show
+    (or shows as null) is absent, and fields we do not know are left out."""
+
+    rate: str  # a plain decimal numeral in major units: Decimal(rate) is finite and >= 0
+    min_stay_arrival: int
+    min_stay_through: int
+    max_stay: int
+    closed_to_arrival: bool
+    closed_to_departure: bool
+    stop_sell: bool
+
+
+_STAY_FIELDS = ("min_stay_arrival", "min_stay_through", "max_stay")
+_FLAG_FIELDS = ("closed_to_arrival", "closed_to_departure", "stop_sell")
 
 
 @dataclass(frozen=True, slots=True)
 class Feed:
-    """What a read of the booking feed found; `complete` is False when pages were left unread."""
+    """What a read of the booking feed found; `complete` is False when pages were left unread.
+    Each revision is a JSON object (its attributes, as the channel manager sent them)."""
 
     revisions: list[dict[str, Any]]
     complete: bool
@@ -50,6 +96,11 @@ class Unavailable(ChannelManagerError):
         self.status = status
 
 
+class MalformedAnswer(Unavailable):
+    """A 2xx we cannot read: not JSON, or JSON not of the shape the call answers. Backed off
+    like a 5xx (the channel manager, or something in front of it, is not itself)."""
+
+
 class Rejected(ChannelManagerError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
@@ -57,120 +108,430 @@ class Rejected(ChannelManagerError):
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Retry-After as seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
+    """Retry-After as seconds: delta-seconds or an HTTP date, at most RETRY_AFTER_MAX; None
+    when absent or unreadable."""
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    if value.isascii() and value.isdigit():
+        return min(float(value), RETRY_AFTER_MAX)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return min(max(0.0, seconds), RETRY_AFTER_MAX)
+
+
+class _Shape(Exception):
+    """Where an answer departs from the shape expected, e.g. `data.id is missing`."""
+
+
+_T = TypeVar("_T")
 
 
 class ChannelManagerClient:
     def __init__(self, http: httpx.AsyncClient) -> None:
         self._http = http
+        key = http.headers.get("user-api-key") or ""
+        # The key as it could come back: as sent, or quoted into a path.
+        self._secrets = sorted({key, quote(key, safe="")} - {""}, key=len, reverse=True) if len(key) >= 4 else []
 
     def __repr__(self) -> str:
         return f"ChannelManagerClient({self._http.base_url})"
 
-    async def _call(self, method: str, path: str, *, json: Any = None, params: dict[str, str] | None = None) -> Any:
+    def _say(self, text: str, limit: int = MESSAGE_MAX) -> str:
+        """Text fit to show: without the key (taken out before the text is cut, so that no
+        part of it is left either), cut to `limit`, printable."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return _printable(text if len(text) <= limit else text[:limit - 3] + "...")
+
+    async def _call(self, method: str, path: str, *, json_body: Any = None,
+                    params: dict[str, str] | None = None) -> httpx.Response:
+        """The answer of a 2xx; anything else raised as a ChannelManagerError."""
+        call = f"{method} {self._say(path, 80)}"
         try:
-            response = await self._http.request(method, path, json=json, params=params)
+            response = await self._http.request(method, path, json=json_body, params=params)
         except httpx.TimeoutException:
-            raise Unavailable(f"{method} {path}: no answer in time") from None
-        except httpx.TransportError as exc:
-            raise Unavailable(f"{method} {path}: {type(exc).__name__}") from None
+            raise Unavailable(self._say(f"{call}: no answer in time")) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            # A refused, reset or dropped connection, a broken answer: no answer we can use.
+            raise Unavailable(self._say(f"{call}: {_no_answer(exc)} ({type(exc).__name__})")) from None
         status = response.status_code
         if status == 429:
             raise Throttled(retry_after_seconds(response.headers.get("Retry-After")))
         if status >= 500:
-            raise Unavailable(f"{method} {path}: HTTP {status}", status)
+            raise Unavailable(self._say(f"{call}: HTTP {status}"), status)
         if status >= 400:
-            raise Rejected(f"{method} {path}: HTTP {status}: {_error_text(response)}", status)
-        try:
-            return response.json()
-        except ValueError:
-            raise Unavailable(f"{method} {path}: an answer that is not JSON", status) from None
+            raise Rejected(self._say(f"{call}: HTTP {status}: {self._say(_error_text(response), 200)}"), status)
+        if status >= 300:
+            raise Rejected(self._say(f"{call}: HTTP {status}, a redirect (not followed)"), status)
+        if status < 200:
+            raise Unavailable(self._say(f"{call}: HTTP {status}, not a final answer"), status)
+        return response
+
+    async def _read(self, method: str, path: str, reader: Callable[[Any], _T], *, json_body: Any = None,
+                    params: dict[str, str] | None = None) -> _T:
+        """Call, parse the 2xx as JSON and read it with `reader` (which raises _Shape)."""
+        response = await self._call(method, path, json_body=json_body, params=params)
+        status = response.status_code
+        body = _parse_json(response.content)
+        if body is _NOT_JSON:
+            what = "with an empty body" if not response.content.strip() else \
+                f"that is not JSON ({_content_type(response)})"
+        else:
+            try:
+                return reader(body)
+            except _Shape as exc:
+                what = f"whose {exc}"
+        raise MalformedAnswer(self._say(f"{method} {self._say(path, 80)}: a {status} {what}"), status)
 
     async def create_property(self, title: str, currency: str) -> str:
-        body = await self._call("POST", "/api/v1/properties", json={"property": {"title": title, "currency": currency}})
-        return str(body["data"]["id"])
+        return await self._read("POST", "/api/v1/properties", _created_id,
+                                json_body={"property": {"title": title, "currency": currency}})
 
     async def create_room_type(self, property_id: str, title: str, rooms: int) -> str:
-        body = await self._call("POST", "/api/v1/room_types", json={"room_type": {
+        return await self._read("POST", "/api/v1/room_types", _created_id, json_body={"room_type": {
             "property_id": property_id, "title": title, "count_of_rooms": rooms}})
-        return str(body["data"]["id"])
 
     async def create_rate_plan(self, property_id: str, room_type_id: str, title: str) -> str:
-        body = await self._call("POST", "/api/v1/rate_plans", json={"rate_plan": {
+        return await self._read("POST", "/api/v1/rate_plans", _created_id, json_body={"rate_plan": {
             "property_id": property_id, "room_type_id": room_type_id, "title": title}})
-        return str(body["data"]["id"])
 
     async def push_availability(self, values: list[dict[str, Any]]) -> list[str]:
         """Absolute counts as range values; returns the warnings for values it dropped."""
-        body = await self._call("POST", "/api/v1/availability", json={"values": values})
-        return list(body.get("meta", {}).get("warnings", []))
+        warnings = await self._read("POST", "/api/v1/availability", _warnings, json_body={"values": values})
+        return [self._say(warning, WARNING_MAX) for warning in warnings]
 
     async def push_restrictions(self, values: list[dict[str, Any]]) -> list[str]:
         """Rates and restrictions as range values (with `days`); returns the warnings."""
-        body = await self._call("POST", "/api/v1/restrictions", json={"values": values})
-        return list(body.get("meta", {}).get("warnings", []))
+        warnings = await self._read("POST", "/api/v1/restrictions", _warnings, json_body={"values": values})
+        return [self._say(warning, WARNING_MAX) for warning in warnings]
 
     def _range(self, property_id: str, first: date, last: date) -> dict[str, str]:
         return {"filter[property_id]": property_id, "filter[date][gte]": first.isoformat(),
                 "filter[date][lte]": last.isoformat()}
 
     async def read_availability(self, property_id: str, first: date, last: date) -> dict[str, dict[str, int]]:
-        body = await self._call("GET", "/api/v1/availability", params=self._range(property_id, first, last))
-        return dict(body["data"])
+        """{room type id: {YYYY-MM-DD: count}}, counts whole numbers."""
+        return await self._read("GET", "/api/v1/availability", _availability_grid,
+                                params=self._range(property_id, first, last))
 
-    async def read_restrictions(self, property_id: str, first: date, last: date) -> dict[str, dict[str, Any]]:
-        body = await self._call("GET", "/api/v1/restrictions", params=self._range(property_id, first, last))
-        return dict(body["data"])
+    async def read_restrictions(self, property_id: str, first: date,
+                                last: date) -> dict[str, dict[str, RestrictionFields]]:
+        """{rate plan id: {YYYY-MM-DD: fields}}: a rate as a decimal string, stays as whole
+        numbers, closures and stop-sell as booleans (RestrictionFields)."""
+        return await self._read("GET", "/api/v1/restrictions", _restrictions_grid,
+                                params=self._range(property_id, first, last))
 
     async def booking_feed(self, property_id: str | None = None, max_pages: int = FEED_MAX_PAGES) -> Feed:
         """Booking revisions not yet acknowledged (of one property, or of the account), oldest
         first, page after page: the channel manager hands out 10 unless asked, and revisions we
-        leave unacknowledged (another integration's) must not hide the ones behind them."""
+        leave unacknowledged (another integration's) must not hide the ones behind them.
+
+        A page we cannot read fails the read (MalformedAnswer); an item of a page that is not
+        a revision (not an object with `attributes` an object we can store) is skipped with a
+        warning in the log: it stays in the channel manager's feed, which tells the property
+        after 30 minutes, and the revisions beside it are taken."""
         params = {"order[inserted_at]": "asc", "pagination[limit]": str(FEED_PAGE_LIMIT)}
         if property_id:
             params["filter[property_id]"] = property_id
         found: dict[object, dict[str, Any]] = {}
         for page in range(1, max_pages + 1):
-            body = await self._call("GET", "/api/v1/booking_revisions/feed",
-                                    params={**params, "pagination[page]": str(page)})
-            items = body["data"]
-            for item in items:
-                revision = dict(item["attributes"])
+            items, total, limit, skipped = await self._read(
+                "GET", "/api/v1/booking_revisions/feed", _feed_page,
+                params={**params, "pagination[page]": str(page)})
+            for why in skipped:
+                log.warning("booking feed, page %d: an item that is not a revision is left in the channel "
+                            "manager's feed: %s", page, self._say(why))
+            for ident, revision in items:
                 # The list may move between two pages (a revision acknowledged elsewhere, or a
                 # new one on a feed handed out newest first): one seen twice is kept once, one
                 # skipped comes next round.
-                found.setdefault(item.get("id") or revision.get("id") or ("without an id", len(found)), revision)
-            meta = body.get("meta") or {}
-            total, limit = meta.get("total"), meta.get("limit") or FEED_PAGE_LIMIT
-            if not items or total is None or page * int(limit) >= int(total):
+                found.setdefault(ident if ident is not None else ("without an id", len(found)), revision)
+            if not (items or skipped) or total is None or page * (limit or FEED_PAGE_LIMIT) >= total:
                 return Feed(list(found.values()), complete=True)
         return Feed(list(found.values()), complete=False)
 
     async def booking_revision(self, revision_id: str) -> dict[str, Any]:
-        body = await self._call("GET", f"/api/v1/booking_revisions/{revision_id}")
-        return dict(body["data"]["attributes"])
+        return await self._read("GET", f"/api/v1/booking_revisions/{_segment(revision_id)}", _revision)
 
     async def ack_booking_revision(self, revision_id: str) -> None:
-        """Only once the revision is stored: an acknowledged revision is not offered again."""
-        await self._call("POST", f"/api/v1/booking_revisions/{revision_id}/ack")
+        """Only once the revision is stored: an acknowledged revision is not offered again.
+        Any 2xx is the acknowledgement; what its body says does not change that."""
+        await self._call("POST", f"/api/v1/booking_revisions/{_segment(revision_id)}/ack")
+
+
+def _segment(text: str) -> str:
+    """An id as one path segment: "..", "a/b" or "?x" must not name another route."""
+    if text in (".", ".."):
+        return "%2E" * len(text)  # dots alone would be read as a move up the path
+    return quote(text, safe="", errors="replace")
+
+
+def _no_answer(exc: Exception) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return "no connection"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "the connection closed without a whole answer"
+    if isinstance(exc, httpx.NetworkError):
+        return "the connection broke"
+    if isinstance(exc, httpx.DecodingError):
+        return "an answer that could not be decoded"
+    return "no usable answer"
+
+
+# -- reading answers -------------------------------------------------------------------
+
+_NOT_JSON = object()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json(content: bytes) -> Any:
+    """The JSON of a body, or _NOT_JSON: undecodable text, bad syntax, NaN or Infinity,
+    nesting deeper than the parser goes, a number too long to read."""
+    try:
+        return json.loads(content, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return _NOT_JSON
+
+
+def _content_type(response: httpx.Response) -> str:
+    kind = response.headers.get("content-type", "").split(";")[0].strip()
+    if not kind:
+        return "no content type"
+    return kind if _MEDIA_TYPE.fullmatch(kind) else "an unreadable content type"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__  # not from JSON
+
+
+def _at(where: str, key: str) -> str:
+    """The JSON path of `key` in `where`; a key that is no id or date is not repeated (no
+    text of the answer is cut short in a message: it could cut a secret it held in two)."""
+    name = key if _ID.fullmatch(key) else "<a key>"
+    return name if where == "body" else f"{where}.{name}"
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Shape(f"{where} is {_kind(value)}, not an object")
+    return value
+
+
+def _member(value: Any, key: str, where: str) -> Any:
+    found = _object(value, where)
+    if key not in found:
+        raise _Shape(f"{_at(where, key)} is missing")
+    return found[key]
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    """An object; an empty list is read as an empty one (how some APIs write "nothing")."""
+    if value == []:
+        return {}
+    return _object(value, where)
+
+
+def _whole(value: Any, where: str, bounds: tuple[int, int]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Shape(f"{where} is {_kind(value)}, not a whole number")
+    if not bounds[0] <= value <= bounds[1]:
+        raise _Shape(f"{where} is a whole number out of range")
+    return value
+
+
+def _created_id(body: Any) -> str:
+    ident = _member(_member(body, "data", "body"), "id", "data")
+    if not isinstance(ident, str):
+        raise _Shape(f"data.id is {_kind(ident)}, not a string")
+    if not _ID.fullmatch(ident):
+        raise _Shape("data.id is not an id (1 to 64 of A-Z a-z 0-9 _ . : -)")
+    return ident
+
+
+def _warnings(body: Any) -> list[str]:
+    """meta.warnings as text; a warning that is not a string (an object naming the value
+    and the problem) is kept as its JSON. No meta, or no warnings in it: none."""
+    meta = _object(body, "body").get("meta")
+    if meta is None:
+        return []
+    warnings = _object(meta, "meta").get("warnings")
+    if warnings is None:
+        return []
+    if not isinstance(warnings, list):
+        raise _Shape(f"meta.warnings is {_kind(warnings)}, not a list")
+    return [w if isinstance(w, str) else _compact(w) for w in warnings]
+
+
+def _grid(body: Any, cell: Callable[[Any, str], _T]) -> dict[str, dict[str, _T]]:
+    grid: dict[str, dict[str, _T]] = {}
+    data = _mapping(_member(body, "data", "body"), "data")
+    for entity, nights in data.items():
+        here = _at("data", entity)
+        row = grid[entity] = {}
+        for day, value in _mapping(nights, here).items():
+            if not _is_day(day):
+                raise _Shape(f"{_at(here, day)} is not a date (YYYY-MM-DD)")
+            row[day] = cell(value, _at(here, day))
+    return grid
+
+
+def _is_day(text: str) -> bool:
+    if not _DAY.fullmatch(text):
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _availability_grid(body: Any) -> dict[str, dict[str, int]]:
+    return _grid(body, lambda value, where: _whole(value, where, _COUNT_RANGE))
+
+
+def _restriction_fields(value: Any, where: str) -> RestrictionFields:
+    held = _object(value, where)
+    fields: dict[str, str | int | bool] = {}
+    rate = held.get("rate")
+    if rate is not None:
+        if not isinstance(rate, str):
+            raise _Shape(f"{where}.rate is {_kind(rate)}, not a decimal string")
+        if not _RATE.fullmatch(rate):
+            raise _Shape(f"{where}.rate is not a decimal string (like 120.00)")
+        fields["rate"] = rate
+    for name in _STAY_FIELDS:
+        stay = held.get(name)
+        if stay is not None:
+            fields[name] = _whole(stay, f"{where}.{name}", _STAY_RANGE)
+    for name in _FLAG_FIELDS:
+        flag = held.get(name)
+        if flag is not None:
+            if not isinstance(flag, bool):
+                raise _Shape(f"{where}.{name} is {_kind(flag)}, not a boolean")
+            fields[name] = flag
+    return cast(RestrictionFields, fields)
+
+
+def _restrictions_grid(body: Any) -> dict[str, dict[str, RestrictionFields]]:
+    return _grid(body, _restriction_fields)
+
+
+def _revision_of(item: Any, where: str) -> dict[str, Any]:
+    attributes = _member(item, "attributes", where)
+    revision = _object(attributes, f"{where}.attributes")
+    problem = _unstorable(revision)
+    if problem:
+        raise _Shape(f"{where}.attributes {problem}")
+    return revision
+
+
+def _revision(body: Any) -> dict[str, Any]:
+    return _revision_of(_member(body, "data", "body"), "data")
+
+
+_FeedPage = tuple[list[tuple[str | None, dict[str, Any]]], int | None, int | None, list[str]]
+
+
+def _feed_page(body: Any) -> _FeedPage:
+    """(revisions with their ids, meta.total, meta.limit, items skipped and why)."""
+    data = _member(body, "data", "body")
+    if not isinstance(data, list):
+        raise _Shape(f"data is {_kind(data)}, not a list")
+    items: list[tuple[str | None, dict[str, Any]]] = []
+    skipped: list[str] = []
+    for index, item in enumerate(data):
+        try:
+            revision = _revision_of(item, f"data[{index}]")
+        except _Shape as exc:
+            skipped.append(str(exc))
+            continue
+        ident = item.get("id") if isinstance(item.get("id"), str) and item["id"] else revision.get("id")
+        items.append((ident if isinstance(ident, str) and ident else None, revision))
+    meta = _object(body, "body").get("meta")
+    if meta is None:
+        return items, None, None, skipped
+    meta = _object(meta, "meta")
+    total, limit = meta.get("total"), meta.get("limit")
+    return (items, None if total is None else _whole(total, "meta.total", (0, 2**62)),
+            None if limit is None else _whole(limit, "meta.limit", (1, 2**31)), skipped)
+
+
+def _unstorable(revision: dict[str, Any]) -> str | None:
+    """Why the record could not keep this JSON as it is (PostgreSQL jsonb), or None: nested
+    deeper than any revision, a string holding U+0000 or half of a surrogate pair."""
+    stack: list[tuple[Any, int]] = [(revision, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > REVISION_MAX_DEPTH:
+            return f"nest deeper than {REVISION_MAX_DEPTH}"
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if not _storable_text(key):
+                    return "hold a key the record cannot keep"
+                stack.append((inner, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((inner, depth + 1) for inner in value)
+        elif isinstance(value, str) and not _storable_text(value):
+            return "hold text the record cannot keep"
+    return None
+
+
+def _storable_text(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(text: str) -> str:
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def _compact(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return f"({_kind(value)})"
 
 
 def _error_text(response: httpx.Response) -> str:
-    try:
-        errors = response.json().get("errors", {})
-    except ValueError:
-        return response.text[:200]
-    return str(errors.get("title") or errors.get("code") or errors)[:200]
+    """What a 4xx says went wrong: `errors.title` or `errors.code` (Channex), or the body
+    (whole: the caller takes the key out, then cuts it)."""
+    body = _parse_json(response.content)
+    if isinstance(body, dict) and "errors" in body:
+        errors = body["errors"]
+        if isinstance(errors, dict):
+            for key in ("title", "code"):
+                if isinstance(errors.get(key), str) and errors[key]:
+                    return str(errors[key])
+        return _compact(errors)
+    if body is _NOT_JSON:
+        return response.text
+    return _compact(body)
 
 
 @asynccontextmanager

@@ -13,7 +13,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from ...engine import Clock, SystemClock
-from .server import create_sandbox_app
+from .server import sandbox_asgi_app
 from .state import Limits, SandboxState
 
 
@@ -27,7 +27,7 @@ async def serve_sandbox(state: SandboxState, api_key: str, clock: Clock, host: s
     config.errorlog = None
 
     async def started(task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-        await serve(create_sandbox_app(state, api_key, clock), config,
+        await serve(sandbox_asgi_app(state, api_key, clock), config,
                     shutdown_trigger=shutdown.wait, task_status=task_status)
 
     async with trio.open_nursery() as nursery:

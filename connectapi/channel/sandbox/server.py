@@ -6,6 +6,11 @@ revision feed (paged: `pagination[page]`, `pagination[limit]`, `meta.total`), on
 revision, and its acknowledgement. Control routes (same key): GET /_sandbox/stats,
 POST /_sandbox/faults.
 Order for every Channex-style call: key, armed fault, budget, work.
+
+Faults: `429` and `500` answer so; `timeout` holds the call for an hour; `malformed`
+answers 200 with an HTML page (content type text/html); `reset` closes the connection
+without an answer. Hypercorn answers 500 itself for an app that ends without starting a
+response, so `reset` is done by `sandbox_asgi_app`'s wrapper (see DropConnections).
 """
 
 from __future__ import annotations
@@ -18,17 +23,23 @@ from decimal import Decimal
 from typing import Any
 
 import trio
+from hypercorn.typing import (ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, HTTPResponseStartEvent,
+                              Scope)
 from quart import Response, request
 from quart_trio import QuartTrio
 
 from ...engine import Clock
 from .bookings import Stay
-from .state import SandboxState, Throttle
+from .state import FAULT_MODES, SandboxState, Throttle
 
 HANG_SECONDS = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
 # Channex pages its lists: the first 10 unless asked, at most 100 a page (API reference, Pagination).
 FEED_DEFAULT_LIMIT = 10
 FEED_MAX_LIMIT = 100
+# A response carrying this header is never sent: DropConnections closes the connection instead.
+DROP_CONNECTION_HEADER = "x-sandbox-drop-connection"
+MALFORMED_PAGE = ("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>"
+                  "<body><h1>Bad Gateway</h1><p>The upstream server sent an invalid response.</p></body></html>\n")
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -68,6 +79,13 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         if mode == "timeout":
             state.stats.failed += 1
             await trio.sleep(HANG_SECONDS)
+        if mode == "malformed":
+            # A 200 that is not the JSON asked for: what a proxy's error page looks like.
+            state.stats.failed += 1
+            return Response(MALFORMED_PAGE, status=200, content_type="text/html; charset=utf-8")
+        if mode == "reset":
+            state.stats.failed += 1
+            return Response("", status=200, headers={DROP_CONNECTION_HEADER: "1"})
         throttle = state.admit(clock.monotonic(), budgets)
         if isinstance(throttle, Throttle):
             return _throttled(throttle.retry_after)
@@ -220,9 +238,10 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         mode = wanted.get("mode")
         count = wanted.get("count", 1)
         retry_after = wanted.get("retryAfter")
-        if mode not in ("ok", "429", "500", "timeout") or not isinstance(count, int) or count < 0 or (
-                retry_after is not None and (not isinstance(retry_after, int) or retry_after < 0)):
-            return _error(422, "validation_error", "mode ok|429|500|timeout, count >= 0, retryAfter >= 0")
+        if mode not in FAULT_MODES or isinstance(count, bool) or not isinstance(count, int) or count < 0 or (
+                retry_after is not None and (isinstance(retry_after, bool) or not isinstance(retry_after, int)
+                                             or retry_after < 0)):
+            return _error(422, "validation_error", f"mode {'|'.join(FAULT_MODES)}, count >= 0, retryAfter >= 0")
         state.faults.mode, state.faults.remaining, state.faults.retry_after = mode, count, retry_after
         return _json({"faults": {"mode": mode, "count": count, "retryAfter": retry_after}})
 
@@ -247,3 +266,44 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
 
     return app
+
+
+class DropConnections:
+    """An ASGI wrapper: a response marked with DROP_CONNECTION_HEADER is never sent, and the
+    connection is closed without an answer.
+
+    Hypercorn (0.18) answers 500 on its own when an app ends without starting a response,
+    and writes a response's status line as soon as the app starts it; the one way an app
+    can end an exchange with no final answer is to start an interim one (1xx) and stop:
+    hypercorn writes the `100 Continue`, which HTTP clients read past while waiting for
+    the answer (RFC 9110, 15.2), and, the response left unfinished, closes the
+    connection. A client sees the server hang up without an answer (httpx:
+    RemoteProtocolError "Server disconnected without sending a response.").
+    """
+
+    def __init__(self, app: QuartTrio) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        dropping = False
+
+        async def send_or_drop(message: ASGISendEvent) -> None:
+            nonlocal dropping
+            if message["type"] == "http.response.start" and any(
+                    name.lower() == DROP_CONNECTION_HEADER.encode() for name, _ in message.get("headers", ())):
+                dropping = True
+                interim: HTTPResponseStartEvent = {"type": "http.response.start", "status": 100, "headers": [],
+                                                   "trailers": False}
+                await send(interim)
+            elif not dropping:
+                await send(message)
+
+        await self.app(scope, receive, send_or_drop)
+
+
+def sandbox_asgi_app(state: SandboxState, api_key: str, clock: Clock) -> DropConnections:
+    """The sandbox as hypercorn serves it: the app, able to drop a connection (fault `reset`)."""
+    return DropConnections(create_sandbox_app(state, api_key, clock))

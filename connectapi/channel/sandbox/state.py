@@ -3,7 +3,8 @@
 It keeps the grid it was sent (values applied in order, weekday masks included), counts
 calls, values and cells, enforces the channel manager's budgets (per property: 10
 availability calls and 10 restrictions calls a minute; per account: 10 reads a minute),
-and can be told to fail its next calls.
+and can be told to fail its next calls (a 429, a 500, a hang, a 200 that is not JSON, a
+dropped connection).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ...domain.dates import WEEKDAY_CODES
 from ...domain.money import currency_exponent
@@ -22,7 +23,9 @@ from .bookings import BookingFeed
 MINUTE = 60.0
 RESTRICTION_FIELDS = ("rate", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
                       "closed_to_departure", "stop_sell")
-FaultMode = Literal["ok", "429", "500", "timeout"]
+# "malformed": a 200 whose body is an HTML page; "reset": the connection closed without an answer.
+FaultMode = Literal["ok", "429", "500", "timeout", "malformed", "reset"]
+FAULT_MODES: tuple[FaultMode, ...] = get_args(FaultMode)
 
 
 @dataclass

@@ -1,0 +1,106 @@
+"""The sandbox's `malformed` and `reset` faults, armed over HTTP, met by our client over a
+real socket (issue 15): a 200 that is an HTML page is a MalformedAnswer, a connection
+closed without an answer is Unavailable; either spends the fault and the next call goes
+through."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from connectapi.channel.client import ChannelManagerClient, MalformedAnswer, Unavailable, open_channel_manager
+from connectapi.channel.sandbox.serve import serve_sandbox
+from connectapi.channel.sandbox.state import SandboxState
+from connectapi.engine import SystemClock
+
+KEY = "sandbox-faults-key-0123456789"
+
+
+@dataclass
+class Sandbox:
+    state: SandboxState
+    client: ChannelManagerClient
+    control: httpx.AsyncClient
+    property_id: str
+    room_type_id: str
+    rate_plan_id: str
+
+    async def arm(self, mode: str, count: int = 1) -> None:
+        armed = await self.control.post("/_sandbox/faults", json={"mode": mode, "count": count})
+        assert armed.status_code == 200, armed.text
+
+    def availability(self, count: int = 1) -> list[dict[str, Any]]:
+        return [{"property_id": self.property_id, "room_type_id": self.room_type_id, "date_from": "2026-12-01",
+                 "date_to": "2026-12-01", "availability": count}]
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[Sandbox]:
+    state = SandboxState()
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(serve_sandbox, state, KEY, SystemClock(), "127.0.0.1", 0, stop)
+        async with open_channel_manager(url, KEY, timeout=10) as client, \
+                httpx.AsyncClient(base_url=url, headers={"user-api-key": KEY}) as control:
+            pid = await client.create_property("Casa Azul", "EUR")
+            room = await client.create_room_type(pid, "Double", 8)
+            plan = await client.create_rate_plan(pid, room, "Flexible")
+            yield Sandbox(state, client, control, pid, room, plan)
+        stop.set()
+
+
+async def test_the_fault_route_names_every_mode(sandbox: Sandbox) -> None:
+    refused = await sandbox.control.post("/_sandbox/faults", json={"mode": "explode"})
+    assert refused.status_code == 422
+    assert refused.json()["errors"]["title"].startswith("mode ok|429|500|timeout|malformed|reset,")
+    for bad in ({"mode": "reset", "count": True}, {"mode": "reset", "count": -1}, {"mode": "429", "retryAfter": "5"}):
+        assert (await sandbox.control.post("/_sandbox/faults", json=bad)).status_code == 422
+
+
+async def test_malformed_is_a_200_html_page_and_a_malformed_answer(sandbox: Sandbox) -> None:
+    s = sandbox
+    await s.arm("malformed")
+    page = await s.control.post("/api/v1/availability", json={"values": s.availability()})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert page.text.startswith("<!DOCTYPE html>")
+    await s.arm("malformed")
+    with pytest.raises(MalformedAnswer) as malformed:
+        await s.client.push_availability(s.availability())
+    assert malformed.value.status == 200
+    assert str(malformed.value) == "POST /api/v1/availability: a 200 that is not JSON (text/html)"
+    assert await s.client.push_availability(s.availability(2)) == []  # spent: the next goes through
+    assert s.state.properties[s.property_id].availability[s.room_type_id][date(2026, 12, 1)] == 2
+    await s.arm("malformed")
+    with pytest.raises(MalformedAnswer):
+        await s.client.create_room_type(s.property_id, "Twin", 2)
+    assert await s.client.create_room_type(s.property_id, "Twin", 2)
+    assert s.state.stats.failed == 3
+
+
+async def test_reset_closes_the_connection_without_an_answer(sandbox: Sandbox) -> None:
+    s = sandbox
+    await s.arm("reset")
+    with pytest.raises(httpx.RemoteProtocolError):
+        await s.control.get("/api/v1/availability", params={
+            "filter[property_id]": s.property_id, "filter[date][gte]": "2026-12-01",
+            "filter[date][lte]": "2026-12-01"})
+    await s.arm("reset")
+    assert (await s.client.booking_feed()).complete  # the booking feed leaves an armed fault alone
+    assert s.state.faults.remaining == 1
+    with pytest.raises(Unavailable) as reset:
+        await s.client.read_availability(s.property_id, date(2026, 12, 1), date(2026, 12, 1))
+    assert type(reset.value) is Unavailable and reset.value.status is None
+    assert "closed without a whole answer" in str(reset.value)
+    assert await s.client.read_availability(s.property_id, date(2026, 12, 1), date(2026, 12, 1)) == {}
+    await s.arm("reset", 3)  # each call on a connection of its own
+    for _ in range(3):
+        with pytest.raises(Unavailable):
+            await s.client.push_availability(s.availability())
+    assert await s.client.push_availability(s.availability()) == []
+    assert s.state.stats.failed == 5
