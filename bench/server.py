@@ -25,7 +25,8 @@ from connectapi.domain.admin_models import PropertyIn
 from connectapi.engine import SystemClock
 from connectapi.http.app import create_app
 from connectapi.http.envelope import ok
-from connectapi.service import EMBEDDED_DATABASE, ensure_database, open_front
+from connectapi.service import EMBEDDED_DATABASE, open_front
+from connectapi.storage.embedded import ensure_database
 from connectapi.storage import api_keys, properties
 from connectapi.storage.database import open_database
 from connectapi.storage.embedded import EmbeddedPostgres

@@ -31,8 +31,12 @@ class Settings:
     # An idle property actor stops after this; it must outlast the one-minute windows it keeps.
     actor_idle_seconds: float = 300.0
     ask_timeout_seconds: float = 10.0
-    shutdown_grace_seconds: float = 10.0
+    # After the requests in flight (HTTP_GRACE, 5 s), the actors share this for their last
+    # work, level by level: a stop takes at most about 13 s.
+    shutdown_grace_seconds: float = 8.0
     janitor_every_seconds: float = 3600.0
+    # The embedded PostgreSQL is looked at this often, and started again if it died.
+    watchdog_seconds: float = 1.0
     # The channel manager: unset URL means the in-process sandbox.
     cm_url: str | None = None
     cm_key: str | None = None

@@ -25,5 +25,7 @@ WEBHOOK_BACKLOG = Gauge("connectapi_webhook_backlog", "Webhook deliveries not ye
 WEBHOOK_FAILURES = Counter("connectapi_webhook_failures", "Failed webhook delivery attempts", registry=REGISTRY)
 ACTOR_RESTARTS = Counter("connectapi_actor_restarts", "Actor incarnations restarted after a crash", ["actor"],
                          registry=REGISTRY)
+ACTOR_DOWN = Gauge("connectapi_actor_down", "Actors whose crash budget is spent: down until revived (1 each)",
+                   ["actor"], registry=REGISTRY)
 LIVE_ACTORS = Gauge("connectapi_live_actors", "Per-property actors alive (idle ones stop and are reclaimed)",
                     ["kind"], registry=REGISTRY)

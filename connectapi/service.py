@@ -10,35 +10,38 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import asyncpg
 import trio
 import trio_asyncio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 
-from .actors.front_door import FrontDoor
-from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
 from .actors.booking_intake import BookingIntake, Round
-from .actors.webhook_sender import Resolver, WebhookSender, open_webhook_client, resolve
-from .actors.property_actor import PropertyActor, PropertyMessage
-from .actors.channel_manager import ChannelManagerActor
-from .actors.property_writer import PropertyWriter, WriterMessage
-from .actors.push_scheduler import PushScheduler
-from .actors.pushers import AriProjector, InventoryDrain, Wake
+from .actors.channel_manager import CallCounters, ChannelManagerActor
+from .actors.front_door import FrontDoor
+from .actors.janitors import IdempotencyJanitor, KeyListener
+from .actors.messages.channel_manager import ChannelMessage
+from .actors.messages.front_door import FrontDoorMessage
+from .actors.messages.property_budgets import PropertyMessage
+from .actors.messages.property_writer import WriterMessage
+from .actors.messages.reconciler import ReconcilerMessage
+from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
+from .actors.property_actor import PropertyActor
+from .actors.property_writer import PropertyWriter
+from .actors.push_scheduler import PushScheduler, PushSweeper
+from .actors.pushers import AriProjector, InventoryDrain
 from .actors.reconciler import Reconciler
+from .actors.record_watchdog import RecordWatchdog
+from .actors.webhook_sender import Resolver, WebhookSender, open_webhook_client, resolve
 from .channel.client import open_channel_manager
 from .channel.sandbox.serve import serve_sandbox
 from .channel.sandbox.state import SandboxState
 from .config import Settings, resolve_admin_token
 from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
-from .engine import Clock, Registry, SystemClock, open_supervisor
+from .engine import Clock, Mailbox, Registry, RestartPolicy, SystemClock, Wake, open_supervisor
 from .http.app import create_app
 from .http.context import FrontContext
-from .domain import idempotency as idem
-from .storage import idempotency
-from .storage.database import Database, StorageUnavailable, open_database
-from .storage.embedded import EmbeddedPostgres, dsn_for_database
+from .http.serving import hypercorn_config, serve_http
+from .storage.database import Database, open_database
+from .storage.embedded import EmbeddedPostgres, dsn_for_database, ensure_database
 from .storage.key_directory import KeyDirectory
 from .storage.migrations import migrate
 
@@ -46,19 +49,45 @@ log = logging.getLogger("connectapi")
 EMBEDDED_DATABASE = "connectapi"
 
 
+# Singletons restart slower and give up later than a property's actors: each of them is a
+# whole part of the service, and a crash loop there is worth minutes of retrying.
+SERVICE_POLICY = RestartPolicy(initial_backoff=1.0, max_backoff=30.0, max_crashes=5, crash_window=300.0)
+PROPERTY_POLICY = RestartPolicy()
+
+
 @asynccontextmanager
 async def open_front(settings: Settings, db: Database, clock: Clock, admin_token: str,
-                     resolver: Resolver = resolve) -> AsyncIterator[FrontContext]:
+                     resolver: Resolver = resolve, embedded: EmbeddedPostgres | None = None,
+                     ) -> AsyncIterator[FrontContext]:
     """The actors the front talks to, for the life of the block. `resolver` answers the
-    addresses of a webhook endpoint's host (tests give their own).
+    addresses of a webhook endpoint's host (tests give their own); `embedded` is the
+    embedded server to watch and start again if it dies.
 
-    Shutdown runs inside out: property actors drain and stop first, the front door last.
+    Supervision runs in four levels, stopped inside out, each with its grace: the
+    services (sender, outbox, intake, reconciler, sweep) first, then the property actors
+    (budgets, writers, pushers), then the channel manager and the front door, and last the
+    watchers (key listener, janitor, record watchdog), which have nothing to finish.
     """
     grace = settings.shutdown_grace_seconds
+    stop_by: list[float] = []
+
+    def shutdown_deadline() -> float:
+        """One deadline for every level, fixed when the first starts to stop: each level
+        gets what the levels inside it left of the grace."""
+        if not stop_by:
+            stop_by.append(trio.current_time() + grace)
+        return stop_by[0]
+
+    stopping = trio.Event()
     keys = KeyDirectory(db)
-    async with trio.open_nursery() as background:
-        await background.start(keys.listen)
-        background.start_soon(purge_idempotency_keys, db, clock, settings.janitor_every_seconds)
+    async with trio.open_nursery() as background, open_supervisor(SERVICE_POLICY, shutdown_grace=0) as watchers:
+        await watchers.spawn("key-listener", lambda: KeyListener(keys), mailbox_size=1,
+                             degraded="API keys are read from the record on every request, uncached")
+        await watchers.spawn("idempotency-janitor", lambda: IdempotencyJanitor(db, clock, settings.janitor_every_seconds),
+                             mailbox_size=1, degraded="idempotency keys older than 7 days are not purged")
+        if embedded is not None:
+            await watchers.spawn("record-watchdog", lambda: RecordWatchdog(embedded, settings.watchdog_seconds),
+                                 mailbox_size=1, degraded="a dead embedded PostgreSQL is not started again")
         sandbox: SandboxState | None = None
         stop_sandbox = trio.Event()
         if settings.cm_url and settings.cm_key:
@@ -67,50 +96,72 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             sandbox, cm_key = SandboxState(), secrets.token_urlsafe(24)
             cm_url = await background.start(serve_sandbox, sandbox, cm_key, clock, "127.0.0.1", 0, stop_sandbox)
         async with open_channel_manager(cm_url, cm_key) as client, open_webhook_client() as webhook_client:
-            channel = ChannelManagerActor(client, clock)
-            async with open_supervisor(shutdown_grace=grace) as root:
-                front_door = await root.spawn(
-                    "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024
-                )
-                async with open_supervisor(shutdown_grace=grace) as property_supervisor:
-                    def registry(name: str, factory: Any, mailbox_size: int = 256) -> Registry[int, Any]:
+            async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as root:
+                counters = CallCounters()
+                channel: Mailbox[ChannelMessage] = await root.spawn(
+                    "channel-manager", lambda: ChannelManagerActor(client, clock, counters=counters),
+                    mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
+                                                "and grid reads wait")
+                front_door: Mailbox[FrontDoorMessage] = await root.spawn(
+                    "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024,
+                    degraded="every Connect API request answers 503")
+                async with open_supervisor(PROPERTY_POLICY, shutdown_deadline=shutdown_deadline) as property_supervisor:
+                    def registry(name: str, factory: Any, degraded: str, mailbox_size: int = 256) -> Registry[int, Any]:
                         return Registry(property_supervisor, factory, name=name, idle_after=settings.actor_idle_seconds,
-                                        ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size)
+                                        ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size,
+                                        degraded=degraded)
 
                     budgets: Registry[int, PropertyMessage] = registry(
-                        "property", lambda pid: PropertyActor(pid, settings.budgets, clock))
-                    writers: Registry[int, WriterMessage] = registry("writer", lambda pid: PropertyWriter(pid, db))
+                        "property", lambda pid: PropertyActor(pid, settings.budgets, clock),
+                        "the property's requests answer 503")
+                    writers: Registry[int, WriterMessage] = registry(
+                        "writer", lambda pid: PropertyWriter(pid, db),
+                        "the property's writes and bookings answer 503; its OTA revisions wait")
                     # One queued wake is as good as many: a mailbox of one.
                     drains: Registry[int, Wake] = registry(
-                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock), 1)
+                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock),
+                        "the property's availability stays dirty in the record, not pushed", 1)
                     projectors: Registry[int, Wake] = registry(
-                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock), 1)
+                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock),
+                        "the property's rates and restrictions stay dirty in the record, not pushed", 1)
                     scheduler = PushScheduler(drains, projectors, settings.push_paused)
-                    async with trio.open_nursery() as sweeps:
-                        reconciler = Reconciler(db, channel, scheduler, clock)
-                        outbox = OutboxSender(db, clock, mail_transport(settings), settings.outbox_sweep_seconds)
-                        sweeps.start_soon(outbox.run_forever)
-                        webhook_sender = WebhookSender(db, clock, webhook_client, settings.webhook_allow_private,
-                                                       resolver=resolver)
-                        sweeps.start_soon(webhook_sender.run_forever)
+                    async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as services:
+                        outbox: Mailbox[Wake] = await services.spawn(
+                            "outbox", lambda: OutboxSender(db, clock, mail_transport(settings),
+                                                           settings.outbox_sweep_seconds),
+                            mailbox_size=1, degraded="owner e-mails wait in the record, unsent")
+                        webhooks: Mailbox[Wake] = await services.spawn(
+                            "webhook-sender", lambda: WebhookSender(db, clock, webhook_client,
+                                                                    settings.webhook_allow_private, resolver=resolver),
+                            mailbox_size=1, degraded="webhook deliveries wait in the record, unsent")
 
                         async def intake_settled(done: Round) -> None:
                             for property_id in sorted(done.inventory_moved):
                                 await scheduler.wake(property_id, True, False)
                             if done.events:
-                                webhook_sender.wake()
+                                webhooks.try_tell(Wake())
                             if done.mails:
-                                outbox.wake()
+                                outbox.try_tell(Wake())
 
-                        intake = BookingIntake(db, clock, client, intake_settled, settings.intake_sweep_seconds)
+                        intake: Mailbox[Wake] = await services.spawn(
+                            "booking-intake", lambda: BookingIntake(db, clock, channel, writers, intake_settled,
+                                                                    settings.intake_sweep_seconds),
+                            mailbox_size=1, degraded="OTA bookings wait in the channel manager's feed, unread")
                         if sandbox is not None:
                             # The in-process sandbox's notification: a trigger, as the real one is.
-                            sandbox.bookings.listeners.append(lambda _: intake.wake())
-                        sweeps.start_soon(intake.run_forever)
+                            def notified(_: dict[str, str]) -> None:
+                                intake.try_tell(Wake())
+
+                            sandbox.bookings.listeners.append(notified)
+                        reconciler: Mailbox[ReconcilerMessage] = await services.spawn(
+                            "reconciler", lambda: Reconciler(db, channel, scheduler, clock,
+                                                             automatic=settings.reconcile and not settings.push_paused),
+                            mailbox_size=16,
+                            degraded="the channel manager's grid is not compared with the record")
                         if not settings.push_paused:
-                            sweeps.start_soon(scheduler.sweep_forever, db, settings.push_sweep_seconds)
-                            if settings.reconcile:
-                                sweeps.start_soon(reconciler.run_forever)
+                            await services.spawn(
+                                "push-sweep", lambda: PushSweeper(db, scheduler, settings.push_sweep_seconds),
+                                mailbox_size=1, degraded="dirty cells missed by a wake-up wait for a restart")
                         yield FrontContext(
                             db=db,
                             keys=keys,
@@ -123,17 +174,20 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             pushes=scheduler,
                             reconciler=reconciler,
                             outbox=outbox,
-                            webhooks=webhook_sender,
+                            webhooks=webhooks,
                             webhook_allow_private=settings.webhook_allow_private,
                             intake=intake,
                             cm_notify_secret=settings.cm_notify_secret,
                             channel=channel,
+                            channel_counters=counters,
                             sandbox=sandbox,
                             sandbox_url=cm_url if sandbox is not None else None,
                             admin_token=admin_token,
                             ask_timeout=settings.ask_timeout_seconds,
+                            supervisors=(watchers, root, property_supervisor, services),
+                            stopping=stopping,
                         )
-                        sweeps.cancel_scope.cancel()
+                        stopping.set()  # in case the block ended otherwise than by a signal
         stop_sandbox.set()
         background.cancel_scope.cancel()
 
@@ -144,41 +198,12 @@ def mail_transport(settings: Settings) -> Transport:
     return LoggingTransport()
 
 
-async def purge_idempotency_keys(db: Database, clock: Clock, every: float) -> None:
-    """Idempotency keys are kept 7 days; forget older ones, now and then on."""
-    while True:
-        try:
-            purged = await idempotency.purge(db, clock.now() - idem.RETENTION)
-        except StorageUnavailable as exc:
-            log.warning("could not purge idempotency keys: %s", exc)
-        else:
-            if purged:
-                log.info("purged %d idempotency keys older than %s", purged, idem.RETENTION)
-        await trio.sleep(every)
-
-
 def start_record(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
     """The DSN of the record: DATABASE_URL, or the embedded server in the data dir."""
     if settings.database_url:
         return settings.database_url, None
     embedded = EmbeddedPostgres(settings.data_dir)
     return embedded.start(), embedded
-
-
-async def ensure_database(server_dsn: str, name: str) -> str:
-    """Create the embedded server's application database once; return its DSN."""
-
-    async def work() -> None:
-        conn = await asyncpg.connect(server_dsn)
-        try:
-            exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
-            if not exists:
-                await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
-
-    await trio_asyncio.aio_as_trio(work)()
-    return dsn_for_database(server_dsn, name)
 
 
 def run_migrate(settings: Settings) -> list[int]:
@@ -201,36 +226,30 @@ def run_serve(settings: Settings) -> None:
     token, generated = resolve_admin_token(settings)
     dsn, embedded = start_record(settings)
     try:
-        trio.run(_serve, settings, dsn, embedded is not None, token, generated)
+        trio.run(_serve, settings, dsn, embedded, token, generated)
     finally:
         if embedded is not None:
             embedded.stop()
 
 
-async def _serve(settings: Settings, dsn: str, embedded: bool, token: str, generated: bool) -> None:
+async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None, token: str,
+                 generated: bool) -> None:
     async with trio_asyncio.open_loop():
-        app_dsn = await ensure_database(dsn, EMBEDDED_DATABASE) if embedded else dsn
+        app_dsn = await ensure_database(dsn, EMBEDDED_DATABASE) if embedded is not None else dsn
         async with open_database(app_dsn) as db:
             applied = await migrate(db)
             if applied:
                 log.info("applied migrations %s", applied)
-            async with open_front(settings, db, SystemClock(), token) as ctx:
-                config = HypercornConfig()
-                config.bind = [f"{settings.host}:{settings.port}"]
-                config.accesslog = None
-                config.graceful_timeout = settings.shutdown_grace_seconds
+            async with open_front(settings, db, SystemClock(), token, embedded=embedded) as ctx:
                 async with trio.open_nursery() as nursery:
-                    stop = trio.Event()
-                    nursery.start_soon(_wait_for_signal, stop)
-                    binds = await nursery.start(_serve_http, create_app(ctx), config, stop)
+                    nursery.start_soon(_wait_for_signal, ctx.stopping)
+                    binds = await nursery.start(serve_http, create_app(ctx),
+                                                hypercorn_config(f"{settings.host}:{settings.port}"), ctx.stopping)
                     _announce(binds, settings, token, generated)
-                    await stop.wait()
-                    log.info("stopping")
-
-
-async def _serve_http(app: object, config: HypercornConfig, stop: trio.Event,
-                      task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-    await hypercorn_serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)  # type: ignore[arg-type]
+                    await ctx.stopping.wait()
+                    log.info("stopping: finishing the requests in flight")
+                log.info("stopping: the actors finish their work or leave it in the record")
+        log.info("stopped")
 
 
 async def _wait_for_signal(stop: trio.Event) -> None:

@@ -2,7 +2,7 @@
 
 Run by the property's writer actor, so a property's bookings and ARI writes are applied
 one at a time in this process; the row lock on the property serialises them across
-processes. Every refusal inside is an answer (stored with an idempotency key, if any),
+processes. Every refusal inside is an outcome (kept with an idempotency key, if any),
 and leaves nothing else written.
 """
 
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-import asyncpg
 import outcome
 
 from ..domain import bookings as rules
@@ -22,43 +21,22 @@ from ..domain.booking_models import BookingIn
 from ..domain.errors import ApiError
 from ..storage import ari, idempotency, notifications
 from ..storage import bookings as store
-from ..storage.database import Database, StorageUnavailable
+from ..storage.database import Database, StorageError, Tx
 from ..storage.properties import catalog_in
 from ..storage.records import Booking, BookingRoom
-from .ari_writer import Answer, IdempotencyClaim
 from .booking_views import booking_view
+from .messages.property_writer import BookingDone, BookingOutcome, CreateBooking, Refused
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """An answer, and whether the inventory moved and e-mails were queued (work for the
-    inventory drain and the outbox)."""
-
-    answer: Answer
-    inventory_moved: bool
-    mails_queued: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class CreateBooking:
-    """Create a booking whose budgets are already charged; answers an Outcome."""
-
-    key_id: int
-    scopes: tuple[str, ...]
-    body: BookingIn
-    now: datetime
-    claim: IdempotencyClaim | None
-
-
-async def create_booking(db: Database, property_id: int, request: CreateBooking) -> Outcome:
-    async def work(conn: asyncpg.Connection) -> Outcome:
-        return (await _create_run(conn, property_id, [request]))[0]
+async def create_booking(db: Database, property_id: int, request: CreateBooking) -> BookingOutcome:
+    async def work(tx: Tx) -> BookingOutcome:
+        return (await _create_run(tx, property_id, [request]))[0]
 
     return await db.transaction(work)
 
 
 async def create_bookings(db: Database, property_id: int,
-                          requests: list[CreateBooking]) -> list[outcome.Outcome[Outcome]]:
+                          requests: list[CreateBooking]) -> list[outcome.Outcome[BookingOutcome]]:
     """Bookings queued together for the property, in one transaction: one lock, one read,
     one commit.
 
@@ -67,19 +45,19 @@ async def create_bookings(db: Database, property_id: int,
     failing one fails. Later bookings see the earlier ones (a repeated reference replays,
     sold rooms are gone).
     """
-    async def work(conn: asyncpg.Connection) -> list[Outcome]:
-        return await _create_run(conn, property_id, requests)
+    async def work(tx: Tx) -> list[BookingOutcome]:
+        return await _create_run(tx, property_id, requests)
 
     try:
         return [outcome.Value(made) for made in await db.transaction(work)]
-    except (asyncpg.PostgresError, StorageUnavailable):
+    except StorageError:
         if len(requests) == 1:
             raise
-    results: list[outcome.Outcome[Outcome]] = []
+    results: list[outcome.Outcome[BookingOutcome]] = []
     for request in requests:
         try:
             results.append(outcome.Value(await create_booking(db, property_id, request)))
-        except (asyncpg.PostgresError, StorageUnavailable) as exc:
+        except StorageError as exc:
             results.append(outcome.Error(exc))
     return results
 
@@ -101,36 +79,35 @@ class _Run:
     made: dict[str, Booking]
 
 
-async def _create_run(conn: asyncpg.Connection, property_id: int, requests: list[CreateBooking]) -> list[Outcome]:
+async def _create_run(tx: Tx, property_id: int, requests: list[CreateBooking]) -> list[BookingOutcome]:
     # Each round trip under the lock is paid by every booking queued behind it, so the lock
     # and every read are one statement for the whole run, and each booking one more.
     spans = [_nights_asked(r.body) for r in requests]
     prop = await store.lock_for_bookings(
-        conn, property_id, [r.body.externalReference for r in requests],
+        tx, property_id, [r.body.externalReference for r in requests],
         sorted({room.roomTypeId for r in requests for room in r.body.rooms}),
         min(first for first, _ in spans), max(last for _, last in spans))
     run = _Run(prop, dict(prop.held), {})
     answers = []
     for request, booking_id in zip(requests, prop.next_ids, strict=True):
-        made = await _create(conn, property_id, run, booking_id, request)
+        made = await _create(tx, property_id, run, booking_id, request)
         if request.claim is not None:
-            await idempotency.finish(conn, property_id, request.claim.route, request.claim.key, made.answer.status,
-                                     made.answer.stored())
+            await idempotency.finish(tx, property_id, request.claim.route, request.claim.key, made.stored())
         answers.append(made)
     return answers
 
 
-async def _create(conn: asyncpg.Connection, property_id: int, run: _Run, booking_id: int,
-                  request: CreateBooking) -> Outcome:
+async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int,
+                  request: CreateBooking) -> BookingOutcome:
     body, prop = request.body, run.prop
     if body.externalReference in run.made:
         # A repeat of a booking made earlier in this run.
-        return Outcome(Answer(200, "OK", booking_view(run.made[body.externalReference], replay=True)), False)
+        return BookingDone(booking_view(run.made[body.externalReference], replay=True), made=False)
     if body.externalReference in prop.earlier:
         # Under the lock: a request that raced past the route's repeat check finds the first here.
-        earlier = await store.booking_in(conn, prop.earlier[body.externalReference])
+        earlier = await store.booking_in(tx, prop.earlier[body.externalReference])
         assert earlier is not None
-        return Outcome(Answer(200, "OK", booking_view(earlier, replay=True)), False)
+        return BookingDone(booking_view(earlier, replay=True), made=False)
 
     room_types = {r.id: r for r in prop.catalog.room_types}
     rate_plans = {p.id: p for p in prop.catalog.rate_plans}
@@ -138,14 +115,13 @@ async def _create(conn: asyncpg.Connection, property_id: int, run: _Run, booking
     try:
         planned = rules.plan_booking(body, prop.currency, today, request.scopes, room_types, rate_plans)
     except ApiError as refusal:
-        return Outcome(Answer.refusal(refusal), False)
+        return Refused(refusal)
 
     nights = planned.stay_nights()
     needed = planned.rooms_needed()
     short = rules.first_short_night(needed, nights, run.held, room_types)
     if short is not None:
-        return Outcome(Answer.refusal(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}",
-                                               short.details())), False)
+        return Refused(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}", short.details()))
 
     reference = store.pms_reference(property_id, booking_id)
     facts = emails.BookingFacts(prop.name, reference, planned.external_reference, planned.check_in,
@@ -157,7 +133,7 @@ async def _create(conn: asyncpg.Connection, property_id: int, run: _Run, booking
     if prop.guest_confirmation and planned.guest_email:
         mails.append(_mail(planned.guest_email, emails.guest_confirmation(facts)))
     room_ids = await store.insert_booking(
-        conn, property_id, request.key_id, booking_id, planned, body.guest.phone,
+        tx, property_id, request.key_id, booking_id, planned, body.guest.phone,
         rules.folio(planned, room_types), f"booking {reference} created through the Connect API",
         {"bookingId": booking_id, "reference": reference, "externalReference": planned.external_reference,
          "source": "api"}, mails,
@@ -177,7 +153,7 @@ async def _create(conn: asyncpg.Connection, property_id: int, run: _Run, booking
         rooms=tuple(BookingRoom(room_ids[r.index], r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults,
                                 r.children, r.nightly_minor, "UPCOMING") for r in planned.rooms))
     run.made[body.externalReference] = booking
-    return Outcome(Answer(201, "Created", booking_view(booking, replay=False)), True, bool(mails))
+    return BookingDone(booking_view(booking, replay=False), made=True, inventory_moved=True, mails_queued=bool(mails))
 
 
 def _mail(to: str, email: emails.Email) -> store.Mail:
@@ -185,39 +161,39 @@ def _mail(to: str, email: emails.Email) -> store.Mail:
 
 
 async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id: int, reason: str | None,
-                         now: datetime) -> Outcome:
-    async def work(conn: asyncpg.Connection) -> Outcome:
-        prop = await ari.lock_property(conn, property_id)
-        row = await store.lock_booking(conn, property_id, booking_id)
+                         now: datetime) -> BookingOutcome:
+    async def work(tx: Tx) -> BookingOutcome:
+        prop = await ari.lock_property(tx, property_id)
+        row = await store.lock_booking(tx, property_id, booking_id)
         if row is None:
-            return Outcome(Answer.refusal(ApiError("BOOKING_NOT_FOUND", f"no booking {booking_id}")), False)
-        if row["status"] == "CANCELLED":
-            booking = await store.booking_in(conn, booking_id)
+            return Refused(ApiError("BOOKING_NOT_FOUND", f"no booking {booking_id}"))
+        if row.status == "CANCELLED":
+            booking = await store.booking_in(tx, booking_id)
             assert booking is not None
-            return Outcome(Answer(200, "OK", booking_view(booking, replay=True)), False)
-        if row["status"] != "UPCOMING":
-            return Outcome(Answer.refusal(ApiError(
-                "BOOKING_NOT_CANCELLABLE", "the booking is checked in or has moved on", {"status": row["status"]})),
-                False)
-        given_back = dict(Counter(await store.room_types_of(conn, booking_id)))
-        catalog = await catalog_in(conn, property_id)
+            return BookingDone(booking_view(booking, replay=True), made=False)
+        if row.status != "UPCOMING":
+            return Refused(ApiError("BOOKING_NOT_CANCELLABLE", "the booking is checked in or has moved on",
+                                    {"status": row.status}))
+        given_back = dict(Counter(await store.room_types_of(tx, booking_id)))
+        catalog = await catalog_in(tx, property_id)
         full = {r.id: r.rooms for r in catalog.room_types}
-        nights = rules.stay_nights_of(row["check_in"], row["check_out"])
-        await store.mark_cancelled(conn, booking_id, reason, now)
-        await store.move_availability(conn, property_id, booking_id, store.InventoryMove(
+        nights = rules.stay_nights_of(row.check_in, row.check_out)
+        await store.mark_cancelled(tx, booking_id, reason, now)
+        await store.move_availability(tx, property_id, booking_id, store.InventoryMove(
             given_back, nights, {rt: full[rt] for rt in given_back}, "booking.cancelled"), now)
-        await store.log_activity(conn, property_id, booking_id, key_id, "booking.cancelled",
-                                 f"booking {row['reference']} cancelled through the Connect API"
+        await store.log_activity(tx, property_id, booking_id, key_id, "booking.cancelled",
+                                 f"booking {row.reference} cancelled through the Connect API"
                                  + (f": {reason}" if reason else ""), now)
-        await store.record_domain_event(conn, property_id, booking_id, "booking.cancelled",
-                                        {"bookingId": booking_id, "reference": row["reference"],
+        await store.record_domain_event(tx, property_id, booking_id, "booking.cancelled",
+                                        {"bookingId": booking_id, "reference": row.reference,
                                          "reason": reason}, now)
-        booking = await store.booking_in(conn, booking_id)
+        booking = await store.booking_in(tx, booking_id)
         assert booking is not None
-        if prop["owner_email"]:
-            await _enqueue(conn, property_id, booking_id, prop["owner_email"],
-                           emails.owner_booking_cancelled(_facts(prop["name"], booking), reason), now)
-        return Outcome(Answer(200, "OK", booking_view(booking, replay=False)), True, bool(prop["owner_email"]))
+        if prop.owner_email:
+            await _enqueue(tx, property_id, booking_id, prop.owner_email,
+                           emails.owner_booking_cancelled(_facts(prop.name, booking), reason), now)
+        return BookingDone(booking_view(booking, replay=False), made=True, inventory_moved=True,
+                           mails_queued=bool(prop.owner_email))
 
     return await db.transaction(work)
 
@@ -227,6 +203,6 @@ def _facts(property_name: str, b: Booking) -> emails.BookingFacts:
                                len(b.rooms), b.guest_name, booking_view(b, False)["totalAmount"], b.currency)
 
 
-async def _enqueue(conn: asyncpg.Connection, property_id: int, booking_id: int, to: str, email: emails.Email,
+async def _enqueue(tx: Tx, property_id: int, booking_id: int, to: str, email: emails.Email,
                    now: datetime) -> None:
-    await notifications.enqueue(conn, property_id, booking_id, email.kind, to, email.subject, email.body, now)
+    await notifications.enqueue(tx, property_id, booking_id, email.kind, to, email.subject, email.body, now)

@@ -1,49 +1,47 @@
-"""The one place that calls the channel manager: pacing, Retry-After, backoff, fairness.
+"""The one actor that calls the channel manager: pacing, Retry-After, backoff, fairness.
 
-Every call goes through here. Per property and kind (availability, restrictions) there
-is a lane: one call in flight at a time, paced against that property's write budget at
-the channel manager, so that in steady state it never has to answer 429. Reads share the
-account-wide read budget. A 429 pauses the property for its Retry-After (a minute when
-absent); a 5xx or a timeout backs it off exponentially with jitter.
+Every call is a message in its mailbox. Per property and kind (availability,
+restrictions) there is a lane: one call in flight at a time, paced against that
+property's write budget at the channel manager, so that in steady state it never has to
+answer 429: a push the budget does not allow yet is answered "deferred until T" at once,
+and the pusher asks again then (with the cells dirty meanwhile, so it sends the newest).
+Reads share the account-wide read budget in a lane of their own, deferred alike; catalog
+calls and the booking feed have a lane each. A 429 pauses the property for its
+Retry-After (a minute when absent); a 5xx, a timeout or an answer we cannot read backs it
+off exponentially with jitter.
 
 Fairness comes from the lanes: a property flooding its own lane waits on its own budget
-and never holds another property's call. (A single mailbox served one message at a
-time would put every property behind whichever call is in flight; this is why this
-actor serves its callers concurrently, lane by lane, instead.)
+and never holds another property's call (one call served at a time for the whole
+mailbox would put every property behind whichever call is in flight).
+
+The pacing windows and pauses live in the actor: a restart forgets them, and the channel
+manager's own 429 (honoured like any other) is then the worst that happens.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from datetime import date
-from typing import Any, Literal
+from typing import Any
 
-import trio
-
-from ..channel.client import ChannelManagerClient, ChannelManagerError, Rejected, Throttled, Unavailable
+from ..channel.client import ChannelManagerClient, ChannelManagerError, Rejected, Throttled
 from ..domain.sliding_window import SlidingWindow
-from ..engine import Clock
-
+from ..engine import Actor, Clock
 from ..metrics import CM_CALLS
+from .messages.channel_manager import (AckRevision, Acked, ChannelMessage, Created, CreateProperty, CreateRatePlan,
+                                       CreateRoomType, FeedRead, GridRead, PropertyPushState, Push, PushOutcome,
+                                       PushStateOf, ReadFeed, ReadGrid)
 
 log = logging.getLogger("connectapi.channel")
-Kind = Literal["availability", "restrictions"]
 # Our windows run a little longer than the channel manager's: it counts a call when it
 # arrives, we when we send, and a call that travels faster than the one ten calls before
 # it would otherwise land inside the channel manager's minute (seen under load as 429s
 # with Retry-After: 1).
 PACING_WINDOW = 60.0 + 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class PushOutcome:
-    ok: bool
-    warnings: tuple[str, ...] = ()
-    error: str | None = None
-    retry_at: float | None = None  # monotonic time before which the property is paused
+# An ask is answered at once or after one call (bounded by the client's timeout).
+CALL_ASK_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,27 +56,58 @@ class ChannelBudgets:
 @dataclass
 class _PropertyState:
     windows: dict[str, SlidingWindow] = field(default_factory=dict)
-    lanes: dict[str, trio.Lock] = field(default_factory=dict)
     paused_until: float = 0.0
     failures: int = 0
 
 
-class ChannelManagerActor:
+class ChannelManagerActor(Actor[ChannelMessage]):
     THROTTLE_PAUSE = 60.0  # when a 429 names no Retry-After (the channel manager's own advice)
     BACKOFF_BASE = 2.0
     BACKOFF_MAX = 300.0
 
     def __init__(self, client: ChannelManagerClient, clock: Clock, budgets: ChannelBudgets | None = None,
-                 jitter: Callable[[], float] = random.random) -> None:
+                 jitter: Callable[[], float] = random.random, counters: CallCounters | None = None) -> None:
         self._client = client
         self._clock = clock
         self._budgets = budgets or ChannelBudgets()
         self._jitter = jitter
         self._properties: dict[int, _PropertyState] = {}
         self._reads = SlidingWindow(self._budgets.reads_per_minute, PACING_WINDOW)
-        self._read_lock = trio.Lock()
-        self.calls = 0
-        self.throttled = 0
+        self.counters = counters or CallCounters()
+
+    def lane_of(self, message: ChannelMessage) -> Hashable | None:
+        match message:
+            case Push(property_id, kind):
+                return ("push", property_id, kind)
+            case ReadGrid():
+                return "reads"
+            case CreateProperty() | CreateRoomType() | CreateRatePlan():
+                return "catalog"
+            case ReadFeed() | AckRevision():
+                return "feed"
+        return None  # answered from the actor's own state, at once
+
+    async def handle(self, message: ChannelMessage) -> Any:
+        match message:
+            case Push():
+                return await self._push(message)
+            case ReadGrid():
+                return await self._read(message)
+            case CreateProperty(title, currency):
+                return await self._create(lambda: self._client.create_property(title, currency))
+            case CreateRoomType(cm_property_id, title, rooms):
+                return await self._create(lambda: self._client.create_room_type(cm_property_id, title, rooms))
+            case CreateRatePlan(cm_property_id, cm_room_type_id, title):
+                return await self._create(
+                    lambda: self._client.create_rate_plan(cm_property_id, cm_room_type_id, title))
+            case ReadFeed(max_pages):
+                return await self._read_feed(max_pages)
+            case AckRevision(revision_id):
+                return await self._ack(revision_id)
+            case PushStateOf(property_id):
+                state = self._state(property_id)
+                return PropertyPushState(state.paused_until, state.failures)
+        raise TypeError(f"not a channel-manager message: {message!r}")
 
     def _state(self, property_id: int) -> _PropertyState:
         state = self._properties.get(property_id)
@@ -86,70 +115,81 @@ class ChannelManagerActor:
             state = self._properties[property_id] = _PropertyState()
         return state
 
-    def paused_until(self, property_id: int) -> float:
-        return self._state(property_id).paused_until
-
-    def failures(self, property_id: int) -> int:
-        """Failed calls in a row for the property (429s excluded: those are pacing, not failure)."""
-        return self._state(property_id).failures
-
-    async def push(self, property_id: int, kind: Kind, values: list[dict[str, Any]]) -> PushOutcome:
-        """Send one call for the property, when its lane, its pause and its budget allow."""
-        state = self._state(property_id)
-        lane = state.lanes.setdefault(kind, trio.Lock())
+    async def _push(self, message: Push) -> PushOutcome:
+        state = self._state(message.property_id)
+        kind = message.kind
         limit = self._budgets.availability_per_minute if kind == "availability" else self._budgets.restrictions_per_minute
         window = state.windows.setdefault(kind, SlidingWindow(limit, PACING_WINDOW))
-        async with lane:
-            await self._wait_for_slot(state, window)
-            window.charge(self._clock.monotonic())
-            self.calls += 1
-            try:
-                if kind == "availability":
-                    warnings = await self._client.push_availability(values)
-                else:
-                    warnings = await self._client.push_restrictions(values)
-            except ChannelManagerError as exc:
-                CM_CALLS.labels(kind, "throttled" if isinstance(exc, Throttled) else "failed").inc()
-                return self._failed(state, exc)
+        now = self._clock.monotonic()
+        wait = self._wait(state, window, now)
+        if wait > 0:
+            return PushOutcome(False, retry_at=now + wait, deferred=True)
+        window.charge(now)
+        self.counters.calls += 1
+        try:
+            if kind == "availability":
+                warnings = await self._client.push_availability(message.values)
+            else:
+                warnings = await self._client.push_restrictions(message.values)
+        except ChannelManagerError as exc:
+            CM_CALLS.labels(kind, "throttled" if isinstance(exc, Throttled) else "failed").inc()
+            return self._failed(state, exc)
         CM_CALLS.labels(kind, "ok").inc()
         state.failures = 0
         return PushOutcome(True, tuple(warnings))
 
-    async def create_property(self, title: str, currency: str) -> str:
-        self.calls += 1
-        return await self._client.create_property(title, currency)
+    async def _read(self, message: ReadGrid) -> GridRead:
+        now = self._clock.monotonic()
+        wait = self._wait(None, self._reads, now)
+        if wait > 0:
+            return GridRead(None, retry_at=now + wait)
+        self._reads.charge(now)
+        self.counters.calls += 1
+        CM_CALLS.labels(f"read-{message.kind}", "made").inc()
+        try:
+            if message.kind == "availability":
+                grid: dict[str, dict[str, Any]] = await self._client.read_availability(
+                    message.cm_property_id, message.first, message.last)
+            else:
+                grid = await self._client.read_restrictions(message.cm_property_id, message.first, message.last)
+        except ChannelManagerError as exc:
+            return GridRead(None, str(exc))
+        return GridRead(grid)
 
-    async def create_room_type(self, cm_property_id: str, title: str, rooms: int) -> str:
-        self.calls += 1
-        return await self._client.create_room_type(cm_property_id, title, rooms)
+    async def _create(self, call: Callable[[], Any]) -> Created:
+        self.counters.calls += 1
+        try:
+            return Created(str(await call()))
+        except ChannelManagerError as exc:
+            return Created(None, str(exc))
 
-    async def create_rate_plan(self, cm_property_id: str, cm_room_type_id: str, title: str) -> str:
-        self.calls += 1
-        return await self._client.create_rate_plan(cm_property_id, cm_room_type_id, title)
+    async def _read_feed(self, max_pages: int) -> FeedRead:
+        try:
+            feed = await self._client.booking_feed(max_pages=max_pages)
+        except ChannelManagerError as exc:
+            return FeedRead(error=str(exc))
+        return FeedRead(feed.revisions, feed.complete)
 
-    async def read(self, property_id: int, kind: Kind, cm_property_id: str, first: date, last: date) -> Any:
-        """A read within the account-wide read budget (the reconciler's)."""
-        async with self._read_lock:
-            await self._wait_for_slot(_PropertyState(), self._reads)
-            self._reads.charge(self._clock.monotonic())
-            self.calls += 1
-            CM_CALLS.labels(f"read-{kind}", "made").inc()
-            if kind == "availability":
-                return await self._client.read_availability(cm_property_id, first, last)
-            return await self._client.read_restrictions(cm_property_id, first, last)
+    async def _ack(self, revision_id: str) -> Acked:
+        try:
+            await self._client.ack_booking_revision(revision_id)
+        except Rejected as exc:
+            # The channel manager does not know it (a 4xx): there is nothing left to
+            # acknowledge, and asking again every round would hold up the others.
+            return Acked(True, refused=str(exc))
+        except ChannelManagerError as exc:
+            return Acked(False, error=str(exc))
+        return Acked(True)
 
-    async def _wait_for_slot(self, state: _PropertyState, window: SlidingWindow) -> None:
-        while True:
-            now = self._clock.monotonic()
-            wait = max(state.paused_until - now, window.wait_for(now) or 0.0)
-            if wait <= 0:
-                return
-            await trio.sleep(wait)
+    def _wait(self, state: _PropertyState | None, window: SlidingWindow, now: float) -> float:
+        """Seconds before a call is allowed: the property's pause, then the budget's window."""
+        paused_until = state.paused_until if state is not None else 0.0
+        return max(paused_until - now, window.wait_for(now) or 0.0)
 
     def _failed(self, state: _PropertyState, exc: ChannelManagerError) -> PushOutcome:
         now = self._clock.monotonic()
         if isinstance(exc, Throttled):
-            self.throttled += 1
+            self.counters.throttled += 1
             pause = exc.retry_after if exc.retry_after is not None else self.THROTTLE_PAUSE
         else:
             state.failures += 1
@@ -162,4 +202,9 @@ class ChannelManagerActor:
         return PushOutcome(False, error=str(exc), retry_at=state.paused_until)
 
 
-__all__ = ["ChannelBudgets", "ChannelManagerActor", "Kind", "PushOutcome", "Unavailable"]
+@dataclass
+class CallCounters:
+    """Calls made and 429s drawn, kept across the actor's restarts (tests and the bench read them)."""
+
+    calls: int = 0
+    throttled: int = 0

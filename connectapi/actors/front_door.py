@@ -2,39 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..domain.budgets import Budgets
 from ..domain.errors import ApiError
 from ..domain.sliding_window import WindowState, whole_seconds
 from ..engine import Actor, Clock
 from ._budget_book import BudgetBook
+from .messages.front_door import Admit, AuthFailed, Entry, FrontDoorMessage
 
 
-@dataclass(frozen=True, slots=True)
-class Admit:
-    """A request arrived from `address`; `needs_key` when it will go on to a key lookup."""
-
-    address: str
-    needs_key: bool
-
-
-@dataclass(frozen=True, slots=True)
-class AuthFailed:
-    """An answer of 401 (or an allowlist refusal) was given to `address`."""
-
-    address: str
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """The address's `ip` window after this request, and the refusal if there is one."""
-
-    ip: WindowState
-    refusal: ApiError | None
-
-
-FrontDoorMessage = Admit | AuthFailed
 
 # Sweep idle windows after this many admits, so a scan from many addresses cannot grow memory.
 _SWEEP_EVERY = 10_000

@@ -17,8 +17,7 @@ from typing import Protocol
 import trio
 
 from ..domain.mail_settings import SmtpSettings
-from ..engine import Clock
-from ._wakeup import WakeUp
+from ..engine import Clock, NextRound, RoundsActor
 from ..storage import notifications
 from ..storage.database import Database, StorageUnavailable
 from ..storage.records import Notification
@@ -69,27 +68,22 @@ class SmtpTransport:
             client.send_message(message)
 
 
-class OutboxSender:
+class OutboxSender(RoundsActor):
+    """Rounds: every e-mail due, after a wake-up (a booking just committed) and every
+    `sweep_seconds`."""
+
+    name = "outbox"
+    waits_out = (StorageUnavailable,)
+
     def __init__(self, db: Database, clock: Clock, transport: Transport, sweep_seconds: float = 30.0) -> None:
         self._db = db
         self._clock = clock
         self._transport = transport
-        self._sweep = sweep_seconds
-        self._wake = WakeUp()
+        self.interval = sweep_seconds
 
-    def wake(self) -> None:
-        self._wake.set()
-
-    async def run_forever(self) -> None:
-        while True:
-            try:
-                await self.send_due()
-            except StorageUnavailable as exc:
-                log.warning("outbox: the record is unreachable: %s", exc)
-            except Exception:
-                # A bug here must not take the service down: the outbox is in the record.
-                log.exception("outbox: a sending round failed")
-            await self._wake.wait(self._sweep)
+    async def round(self) -> NextRound:
+        await self.send_due()
+        return NextRound()
 
     async def send_due(self) -> int:
         """Send every due e-mail; answers how many went out."""
@@ -101,7 +95,9 @@ class OutboxSender:
             for note in due:
                 try:
                     await self._transport.send(note)
-                except (OSError, smtplib.SMTPException) as exc:
+                except Exception as exc:  # noqa: BLE001 - any failure to send is this e-mail's, retried later
+                    # One e-mail that cannot be sent (a mail server's refusal, a header the
+                    # library will not build) must not stop the others behind it.
                     delay = min(RETRY_MAX, RETRY_BASE * 2 ** note.attempts)
                     log.warning("outbox: e-mail %d to %s failed (attempt %d): %s; next try in %s", note.id,
                                 note.to_address, note.attempts + 1, type(exc).__name__, delay)

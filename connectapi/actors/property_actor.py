@@ -7,47 +7,17 @@ doing (those run in its PropertyWriter).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..domain.budgets import (BOOKING_KEY_BUDGETS, BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
                               RequestKind)
 from ..domain.errors import ApiError
 from ..domain.sliding_window import SlidingWindow, WindowState
 from ..engine import Actor, Clock
 from ._budget_book import BudgetBook
+from .messages.property_budgets import AdmitRequest, Admitted, ChargeBooking, ChargeCells, PropertyMessage
 
 _PROPERTY = "property"
 
 
-@dataclass(frozen=True, slots=True)
-class AdmitRequest:
-    key_id: int
-    kind: RequestKind
-    bookings_per_day: int | None  # the owner's raise of property-bookings-day, read with the key
-
-
-@dataclass(frozen=True, slots=True)
-class Admitted:
-    """The key's policies after this request, for the RateLimit headers, and the refusal if any."""
-
-    policies: tuple[tuple[str, WindowState], ...]
-    refusal: ApiError | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChargeCells:
-    cells: int
-
-
-@dataclass(frozen=True, slots=True)
-class ChargeBooking:
-    """The three booking budgets of one new booking; raises the 429 of the first one spent."""
-
-    key_id: int
-    bookings_per_day: int | None
-
-
-PropertyMessage = AdmitRequest | ChargeCells | ChargeBooking
 
 
 class PropertyActor(Actor[PropertyMessage]):

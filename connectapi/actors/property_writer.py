@@ -1,52 +1,31 @@
-"""One writer per property: its ARI writes and its bookings, applied one at a time.
+"""One writer per property: its ARI writes, its bookings and its OTA revisions, applied one
+at a time. Every change to the property's inventory goes through it.
 
-Kept apart from the PropertyActor on purpose: a write awaits the record (and may wait on
-the property's row lock held by another process), and while an actor awaits it does not
-serve its mailbox. Budgets must not wait behind a write.
+Kept apart from the PropertyActor (budgets) on purpose: a write awaits the record (and may
+wait on the property's row lock held by another process), and while an actor awaits it
+does not serve its mailbox. Budgets must not wait behind a write.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-import asyncpg
 import outcome
 
-from ..domain.ari_write import WritePlan
 from ..domain.errors import ApiError
 from ..engine import Actor
-from ..storage.database import Database, StorageUnavailable
-from .ari_writer import Answer, IdempotencyClaim, apply_write
-from .booking_writer import CreateBooking, Outcome, cancel_booking, create_booking, create_bookings
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyWrite:
-    """Apply a planned write whose cells are already charged; answers an Answer."""
-
-    key_id: int
-    plan: WritePlan
-    now: datetime
-    claim: IdempotencyClaim | None
-
-
-@dataclass(frozen=True, slots=True)
-class CancelBooking:
-    key_id: int
-    booking_id: int
-    reason: str | None
-    now: datetime
-
-
-WriterMessage = ApplyWrite | CreateBooking | CancelBooking
+from ..storage.database import Database, StorageError
+from .ari_writer import apply_write
+from .booking_writer import cancel_booking, create_booking, create_bookings
+from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, CancelBooking, CreateBooking, RefuseOtaRevision,
+                                       WriterMessage)
+from .ota_writer import apply_revision, refuse_revision
 
 
 class PropertyWriter(Actor[WriterMessage]):
     # An unreachable record, or a transaction the record refused (rolled back whole), is the
     # asker's to report; the writer holds no state, so neither is a reason to restart.
-    replied_errors = (ApiError, StorageUnavailable, asyncpg.PostgresError)
+    replied_errors = (ApiError, StorageError)
 
     def __init__(self, property_id: int, db: Database) -> None:
         self.property_id = property_id
@@ -62,7 +41,7 @@ class PropertyWriter(Actor[WriterMessage]):
         assert len(bookings) == len(messages), "only bookings are batched"
         return list(await create_bookings(self._db, self.property_id, bookings))
 
-    async def handle(self, message: WriterMessage) -> Answer | Outcome:
+    async def handle(self, message: WriterMessage) -> Any:
         match message:
             case ApplyWrite():
                 return await apply_write(self._db, self.property_id, message.key_id, message.plan, message.now,
@@ -72,3 +51,8 @@ class PropertyWriter(Actor[WriterMessage]):
             case CancelBooking():
                 return await cancel_booking(self._db, self.property_id, message.key_id, message.booking_id,
                                             message.reason, message.now)
+            case ApplyOtaRevision(revision, now):
+                return await apply_revision(self._db, revision, now)
+            case RefuseOtaRevision(revision, why, now):
+                return await refuse_revision(self._db, revision, why, now)
+        raise TypeError(f"not a writer message: {message!r}")

@@ -1,20 +1,21 @@
-"""Waking the pushers: after each accepted write, at start-up, and on a timer as a safety net."""
+"""Waking the pushers: after each accepted write (PushScheduler), and at start-up and on a
+timer as a safety net (PushSweeper, an actor of rounds)."""
 
 from __future__ import annotations
 
 import logging
 
-import trio
-
-from ..engine import Registry
+from ..engine import NextRound, Registry, RoundsActor, Wake
 from ..storage.database import Database, StorageUnavailable
 from ..storage.properties import properties_with_dirty_cells
-from .pushers import Wake
 
 log = logging.getLogger("connectapi.channel")
 
 
 class PushScheduler:
+    """Tells a property's pushers that cells may be dirty. Not an actor: it holds no state
+    but the registries, and a wake is a `try_tell` (one queued wake is as good as many)."""
+
     def __init__(self, drains: Registry[int, Wake], projectors: Registry[int, Wake], paused: bool) -> None:
         self._drains = drains
         self._projectors = projectors
@@ -28,12 +29,19 @@ class PushScheduler:
         if rates_or_restrictions:
             await self._projectors.try_tell(property_id, Wake())
 
-    async def sweep_forever(self, db: Database, every: float) -> None:
-        """Dirty marks live in the record: after a restart, or a missed wake, this finds them."""
-        while True:
-            try:
-                for property_id in await properties_with_dirty_cells(db):
-                    await self.wake(property_id, True, True)
-            except StorageUnavailable as exc:
-                log.warning("push sweep could not read the record: %s", exc)
-            await trio.sleep(every)
+
+class PushSweeper(RoundsActor):
+    """Dirty marks live in the record: after a restart, or a missed wake, this finds them."""
+
+    name = "push-sweep"
+    waits_out = (StorageUnavailable,)
+
+    def __init__(self, db: Database, scheduler: PushScheduler, every: float) -> None:
+        self._db = db
+        self._scheduler = scheduler
+        self.interval = every
+
+    async def round(self) -> NextRound:
+        for property_id in await properties_with_dirty_cells(self._db):
+            await self._scheduler.wake(property_id, True, True)
+        return NextRound()

@@ -3,7 +3,8 @@
 Each round reads the property's dirty cells, drops those equal to what the channel
 manager already holds, coalesces the rest into one call, sends it through the
 ChannelManagerActor, then marks exactly the versions it read as pushed. A failure leaves
-the cells dirty and the round is tried again when the property's pause ends.
+the cells dirty and the round is tried again when the property's pause ends; with the
+record away, when it is back (tried every few seconds).
 """
 
 from __future__ import annotations
@@ -14,24 +15,20 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-import trio
-
 from ..domain.channel_values import rate_text, restriction_fields
 from ..domain.coalesce import RangeValue, coalesce
-from ..engine import Actor, Clock
+from ..engine import Actor, ActorError, Clock, Mailbox, Wake
 from ..storage import properties, pushes
 from ..storage.database import Database, StorageUnavailable
 from ..storage.pushes import DirtyCell
-from .channel_manager import ChannelManagerActor, PushOutcome
+from .channel_manager import CALL_ASK_TIMEOUT
+from .messages.channel_manager import ChannelMessage, Kind, Push, PushOutcome
 
 log = logging.getLogger("connectapi.channel")
 MAX_CELLS_PER_PUSH = 50_000  # a year of 20 room types is 7,320: this bounds a body, not a workload
 RETRY_UNMAPPED = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Wake:
-    """There may be dirty cells: push until there are none (or the property is paused)."""
+RETRY_CHANNEL_ACTOR = 5.0  # the channel-manager actor restarting: its restart backoff is shorter
+OUTAGE_WAIT_MAX = 5.0  # the record away: look again this often at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,29 +39,65 @@ class Round:
 
 
 class _Pusher(Actor[Wake]):
-    replied_errors = (StorageUnavailable,)
+    """Wake messages only: told, never asked (a mailbox of one; one queued wake is as good
+    as many)."""
+
     kind = ""
 
-    def __init__(self, property_id: int, db: Database, cm: ChannelManagerActor, clock: Clock) -> None:
+    def __init__(self, property_id: int, db: Database, cm: Mailbox[ChannelMessage], clock: Clock) -> None:
         self.property_id = property_id
         self._db = db
         self._cm = cm
         self._clock = clock
 
+    _retry_at: float | None = None  # monotonic; a failed round is tried again then
+    _outage: float = 0.0
+
     async def handle(self, message: Wake) -> None:
+        if self._retry_at is None:  # while a retry is pending, its timer runs the next round
+            await self._rounds()
+
+    def wake_in(self) -> float | None:
+        return None if self._retry_at is None else max(0.0, self._retry_at - self._clock.monotonic())
+
+    async def on_timer(self) -> None:
+        self._retry_at = None
+        await self._rounds()
+
+    def may_stop_when_idle(self) -> bool:
+        return self._retry_at is None
+
+    async def _rounds(self) -> None:
+        """Push until nothing is dirty; after a failure, leave the cells dirty and set the
+        time to try again (waiting between messages, so a shutdown never waits on it)."""
         while True:
-            done = await self.push_round()
+            try:
+                done = await self.push_round()
+            except StorageUnavailable as exc:
+                # The cells stay dirty in the record; push them once it answers again.
+                if not self._outage:
+                    log.warning("%s of property %d waits for the record: %s", self.kind, self.property_id, exc)
+                self._outage = min(OUTAGE_WAIT_MAX, max(1.0, self._outage * 2))
+                self._retry_at = self._clock.monotonic() + self._outage
+                return
+            self._outage = 0.0
             if done is None:
                 return  # nothing dirty left
             if done.outcome is not None and not done.outcome.ok:
-                delay = (done.outcome.retry_at or self._clock.monotonic()) - self._clock.monotonic()
-                await trio.sleep(max(0.0, delay))
+                self._retry_at = max(done.outcome.retry_at or 0.0, self._clock.monotonic())
+                return
 
     async def push_round(self) -> Round | None:
         raise NotImplementedError
 
-    async def _send(self, kind: str, values: list[dict[str, Any]]) -> PushOutcome:
-        outcome = await self._cm.push(self.property_id, kind, values)  # type: ignore[arg-type]
+    async def _send(self, kind: Kind, values: list[dict[str, Any]]) -> PushOutcome:
+        try:
+            outcome = await self._cm.ask(Push(self.property_id, kind, values), CALL_ASK_TIMEOUT)
+        except ActorError as exc:
+            outcome = PushOutcome(False, error=f"the channel-manager actor could not take the call ({exc})",
+                                  retry_at=self._clock.monotonic() + RETRY_CHANNEL_ACTOR)
+        if outcome.deferred:
+            return outcome  # pacing: nothing was sent, nothing to record; the round is tried then
         now = self._clock.now()
         if outcome.ok and outcome.warnings:
             error = f"the channel manager dropped {len(outcome.warnings)} value(s): {outcome.warnings[0]}"
@@ -161,4 +194,4 @@ class AriProjector(_Pusher):
         return Round(len(send_rates) + len(send_restrictions), len(drop_rates) + len(drop_restrictions), outcome)
 
 
-__all__ = ["AriProjector", "InventoryDrain", "RangeValue", "Round", "Wake"]
+__all__ = ["AriProjector", "InventoryDrain", "RangeValue", "Round"]

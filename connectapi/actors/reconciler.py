@@ -10,64 +10,87 @@ from __future__ import annotations
 
 import logging
 from datetime import date, timedelta
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import trio
-
-from ..channel.client import ChannelManagerError
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.channel_values import NEUTRAL, rate_text, restriction_fields
-from ..engine import Clock
+from ..engine import ActorError, Clock, Mailbox, NextRound, RoundsActor
 from ..storage import properties, pushes
 from ..storage.database import Database, StorageUnavailable
-from .channel_manager import ChannelManagerActor
+from .channel_manager import CALL_ASK_TIMEOUT
+from .messages.channel_manager import ChannelMessage, ReadGrid
+from .messages.reconciler import Checked, CheckProperty
 from .push_scheduler import PushScheduler
 
 log = logging.getLogger("connectapi.channel")
 
 
-class Reconciler:
-    IDLE = 60.0  # nothing to check: look again after this
+class Reconciler(RoundsActor):
+    name = "reconciler"
+    interval = 60.0  # nothing to check: look again after this
+    # The record away, or the channel-manager actor restarting: look again soon.
+    waits_out = (StorageUnavailable, ActorError)
     # A property is compared again at most this often: the account's read budget (ten a
     # minute) is shared by every property, and by the operator's channel-grid reads.
     RECHECK_AFTER = timedelta(minutes=15)
 
-    def __init__(self, db: Database, channel: ChannelManagerActor, pushes_: PushScheduler, clock: Clock) -> None:
+    def __init__(self, db: Database, channel: Mailbox[ChannelMessage], pushes_: PushScheduler, clock: Clock,
+                 automatic: bool = True) -> None:
+        self._automatic = automatic  # False: only the checks asked for (CONNECTAPI_RECONCILE=off)
         self._db = db
         self._channel = channel
         self._pushes = pushes_
         self._clock = clock
 
-    async def run_forever(self) -> None:
-        while True:
-            try:
-                oldest = await pushes.next_to_check(self._db)
-                if oldest is None:
-                    await trio.sleep(self.IDLE)
-                    continue
-                property_id, checked_at = oldest
-                if checked_at is not None:
-                    due_in = (checked_at + self.RECHECK_AFTER - self._clock.now()).total_seconds()
-                    if due_in > 0:
-                        await trio.sleep(min(due_in, self.IDLE))
-                        continue
-                await self.check(property_id)
-            except (StorageUnavailable, ChannelManagerError) as exc:
-                log.warning("reconciler: %s", exc)
-                await trio.sleep(self.IDLE)
+    async def round(self) -> NextRound:
+        if not self._automatic:
+            return NextRound()
+        oldest = await pushes.next_to_check(self._db)
+        if oldest is None:
+            return NextRound()
+        property_id, checked_at = oldest
+        if checked_at is not None:
+            due_in = (checked_at + self.RECHECK_AFTER - self._clock.now()).total_seconds()
+            if due_in > 0:
+                return NextRound(due_in=due_in)
+        checked = await self.check(property_id)
+        if checked.retry_at is not None:  # the read budget, shared with the operator's grid reads
+            return NextRound(due_in=checked.retry_at - self._clock.monotonic())
+        if checked.error is not None:
+            log.warning("reconciler: %s", checked.error)
+            # Its turn is taken all the same: a property whose grid cannot be read must not
+            # keep every other property from being compared.
+            await pushes.record_check(self._db, property_id, self._clock.now())
+            return NextRound()  # the channel manager did not answer: after the interval
+        return NextRound(more=True)  # the next property at once: the read budget paces us
 
-    async def check(self, property_id: int) -> dict[str, int]:
-        """Compare one property; returns how many cells of each resource were marked dirty."""
+    async def handle_message(self, message: Any) -> Any:
+        if isinstance(message, CheckProperty):
+            return await self.check(message.property_id)
+        return await super().handle_message(message)
+
+    async def check(self, property_id: int) -> Checked:
+        """Compare one property; how many cells of each resource were marked dirty."""
         ids = await properties.channel_ids(self._db, property_id)
         prop = await properties.get_property(self._db, property_id)
         if ids is None or ids.property_id is None or prop is None:
-            return {}
+            return Checked({})
         first = self._clock.today(ZoneInfo(prop.timezone))
         last = first + timedelta(days=HORIZON_DAYS)
-        held_availability = await self._channel.read(property_id, "availability", ids.property_id, first, last)
-        held_restrictions = await self._channel.read(property_id, "restrictions", ids.property_id, first, last)
+        read_availability = await self._channel.ask(ReadGrid("availability", ids.property_id, first, last),
+                                                    CALL_ASK_TIMEOUT)
+        if read_availability.retry_at is not None:
+            return Checked({}, retry_at=read_availability.retry_at)
+        read_restrictions = await self._channel.ask(ReadGrid("restrictions", ids.property_id, first, last),
+                                                    CALL_ASK_TIMEOUT)
+        if read_restrictions.retry_at is not None:
+            return Checked({}, retry_at=read_restrictions.retry_at)
+        if read_availability.grid is None or read_restrictions.grid is None:
+            return Checked({}, f"could not read the grid of property {property_id}: "
+                               f"{read_availability.error or read_restrictions.error}")
+        held_availability, held_restrictions = read_availability.grid, read_restrictions.grid
         ours = await pushes.in_sync_cells(self._db, property_id, first, last)
 
         def held(grid: dict[str, Any], cm_id: str | None, night: date) -> Any:
@@ -78,7 +101,7 @@ class Reconciler:
         wrong_rates = []
         for cell in ours["rates"]:
             fields = held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
-            if fields.get("rate") is None or Decimal(fields["rate"]) != Decimal(rate_text(cell.value, ids.currency)):
+            if not _same_rate(fields.get("rate"), rate_text(cell.value, ids.currency)):
                 wrong_rates.append(cell)
         wrong_restrictions = []
         for cell in ours["restrictions"]:
@@ -96,5 +119,15 @@ class Reconciler:
             log.warning("reconciler: property %s differed from the channel manager: %s", property_id, marked)
             await self._pushes.wake(property_id, bool(marked["availability"]),
                                     bool(marked["rates"] or marked["restrictions"]))
-        return marked
+        return Checked(marked)
 
+
+def _same_rate(held: Any, ours: str) -> bool:
+    """A rate the channel manager holds equals ours; anything unreadable differs (and is
+    put back)."""
+    if held is None:
+        return False
+    try:
+        return Decimal(str(held)) == Decimal(ours)
+    except (InvalidOperation, ValueError):
+        return False

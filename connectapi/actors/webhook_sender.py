@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-import asyncpg
 import httpx
 import trio
 
@@ -24,11 +23,10 @@ from ..domain import emails
 from ..domain.webhook_retry import next_wait
 from ..domain.webhook_signing import signed_headers, signing_secrets
 from ..domain.webhook_urls import Address, UnsafeUrl, check_resolved, check_url
-from ..engine import Clock
+from ..engine import Clock, NextRound, RoundsActor
 from ..metrics import WEBHOOK_FAILURES
-from ._wakeup import WakeUp
 from ..storage import notifications, properties, webhooks
-from ..storage.database import Database, StorageUnavailable
+from ..storage.database import Database, StorageUnavailable, Tx
 
 log = logging.getLogger("connectapi.webhooks")
 TIMEOUT_SECONDS = 10.0
@@ -63,7 +61,13 @@ def pinned(url: str, address: Address) -> tuple[str, str, str]:
     return parts._replace(netloc=netloc).geturl(), host_header, parts.hostname
 
 
-class WebhookSender:
+class WebhookSender(RoundsActor):
+    """Rounds: every delivery due, at once after a wake-up (an event just recorded), when
+    the next retry falls due, and every `sweep_seconds` as a safety net."""
+
+    name = "webhook-sender"
+    waits_out = (StorageUnavailable,)
+
     def __init__(self, db: Database, clock: Clock, client: httpx.AsyncClient, allow_private: bool = False,
                  jitter: Callable[[], float] = random.random, resolver: Resolver = resolve,
                  sweep_seconds: float = 30.0) -> None:
@@ -73,29 +77,12 @@ class WebhookSender:
         self._allow_private = allow_private
         self._jitter = jitter
         self._resolve = resolver
-        self._sweep = sweep_seconds
-        self._wake = WakeUp()
+        self.interval = sweep_seconds
 
-    def wake(self) -> None:
-        self._wake.set()
-
-    async def run_forever(self) -> None:
-        while True:
-            try:
-                await self.send_due()
-                upcoming = await webhooks.next_due_at(self._db)
-            except StorageUnavailable as exc:
-                log.warning("webhooks: the record is unreachable: %s", exc)
-                upcoming = None
-            except Exception:
-                # A bug here must not take the service down: the queue is in the record,
-                # so the next round tries again.
-                log.exception("webhooks: a delivery round failed")
-                upcoming = None
-            wait = self._sweep
-            if upcoming is not None:
-                wait = max(0.0, min(wait, (upcoming - self._clock.now()).total_seconds()))
-            await self._wake.wait(wait)
+    async def round(self) -> NextRound:
+        await self.send_due()
+        upcoming = await webhooks.next_due_at(self._db)
+        return NextRound(due_in=None if upcoming is None else (upcoming - self._clock.now()).total_seconds())
 
     async def send_due(self) -> int:
         """Attempt every endpoint's next due delivery, round after round, until none is due;
@@ -111,6 +98,19 @@ class WebhookSender:
             made += len(due)
 
     async def _attempt(self, item: webhooks.Due) -> None:
+        try:
+            await self._attempt_one(item)
+        except StorageUnavailable:
+            raise
+        except Exception:
+            # One endpoint's delivery must never stop everyone's: whatever went wrong here is
+            # a failed attempt of this delivery, retried on its schedule.
+            log.exception("webhook %s to endpoint %d: the attempt failed inside the sender", item.event_id,
+                          item.endpoint.id)
+            await self._failed(item, None, "the attempt failed inside the service", None, self._clock.now(),
+                               self._clock.monotonic())
+
+    async def _attempt_one(self, item: webhooks.Due) -> None:
         endpoint, now = item.endpoint, self._clock.now()
         started = self._clock.monotonic()
         status: int | None = None
@@ -165,8 +165,8 @@ class WebhookSender:
         mail = emails.owner_endpoint_paused(prop.name, endpoint.url)
         owner = prop.owner_email
 
-        async def work(conn: asyncpg.Connection) -> None:
-            await notifications.enqueue(conn, prop.id, None, mail.kind, owner, mail.subject, mail.body, now)
+        async def work(tx: Tx) -> None:
+            await notifications.enqueue(tx, prop.id, None, mail.kind, owner, mail.subject, mail.body, now)
 
         await self._db.transaction(work)
 

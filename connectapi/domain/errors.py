@@ -53,6 +53,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "REVISION_NOT_KEPT": 409,  # admin: only an unmapped or refused OTA revision is applied again
     "MODULE_NOT_ENTITLED": 402,
     "PROPERTY_NOT_FOUND": 404,
+    "ACTOR_NOT_DOWN": 404,  # admin: revive names an actor that is not down
     "KEY_NOT_FOUND": 404,
     "NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,

@@ -9,7 +9,12 @@ from ._errors import ActorError as ActorError
 from ._errors import ActorUnavailable as ActorUnavailable
 from ._errors import AskTimeout as AskTimeout
 from ._mailbox import Mailbox as Mailbox
+from ._messages import Ask as Ask
+from ._messages import Wake as Wake
 from ._registry import Registry as Registry
+from ._rounds import NextRound as NextRound
+from ._rounds import RoundsActor as RoundsActor
+from ._supervisor import Down as Down
 from ._supervisor import RestartPolicy as RestartPolicy
 from ._supervisor import Supervisor as Supervisor
 from ._supervisor import open_supervisor as open_supervisor
@@ -19,13 +24,18 @@ __all__ = [
     "ActorCrashed",
     "ActorError",
     "ActorUnavailable",
+    "Ask",
     "AskTimeout",
     "Clock",
+    "Down",
     "FakeClock",
     "Mailbox",
+    "NextRound",
     "Registry",
     "RestartPolicy",
+    "RoundsActor",
     "Supervisor",
     "SystemClock",
+    "Wake",
     "open_supervisor",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+from collections import deque
 from collections.abc import Hashable
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -36,6 +38,14 @@ class Actor(Generic[M]):
         """Asked when no message came for the idle time; False keeps the actor alive."""
         return True
 
+    def wake_in(self) -> float | None:
+        """Seconds until `on_timer` is due if no message comes first; None: no timer.
+        Asked again after every message and every timer."""
+        return None
+
+    async def on_timer(self) -> None:
+        """Called when the time `wake_in` gave has passed without a message."""
+
     def batch_key(self, message: M) -> Hashable | None:
         """Messages already queued together with the same key (not None) go to
         `handle_batch` in one call, in order; None: one `handle` call per message."""
@@ -46,11 +56,21 @@ class Actor(Generic[M]):
         anything else is a crash of every message in the batch."""
         raise NotImplementedError
 
+    def lane_of(self, message: M) -> Hashable | None:
+        """A lane (not None) serves its messages in order, concurrently with other lanes and
+        with the mailbox: for an actor whose work waits on the outside (a remote call, a
+        pacing window) and must not hold every other caller behind it. A crash in any lane
+        is a crash of the actor. None: served in turn, as usual."""
+        return None
+
 
 # Messages served per wake-up before the actor yields: draining what is queued without a
 # scheduler round per message keeps a busy actor from becoming a convoy, and the bound
 # keeps it from starving everything else.
 DRAIN_BATCH = 64
+# Messages handed to lanes and not yet answered, at most; past it the mailbox is not read
+# (backpressure, as a full mailbox gives).
+LANE_CAPACITY = 4096
 
 
 async def run_incarnation(
@@ -60,29 +80,57 @@ async def run_incarnation(
 ) -> bool:
     """Serve messages until the mailbox ends (returns False) or the actor idles out (True).
 
-    The caller has already awaited `actor.on_start()`.
+    The caller has already awaited `actor.on_start()`. Lanes still at work when the
+    mailbox ends are waited for.
     """
+    async with trio.open_nursery() as nursery:
+        return await _serve(actor, receive, idle_after, _Lanes(actor, nursery))
+
+
+async def _serve(actor: Actor[M], receive: trio.MemoryReceiveChannel[Envelope[M]], idle_after: float | None,
+                 lanes: _Lanes[M]) -> bool:
+    idle_at = None if idle_after is None else trio.current_time() + idle_after
     while True:
+        timer = actor.wake_in()
+        now = trio.current_time()
+        timer_at = None if timer is None else now + max(0.0, timer)
+        until = min((t for t in (timer_at, idle_at) if t is not None), default=None)
         envelope: Envelope[M] | None = None
-        if idle_after is None:
+        try:
+            # What is queued goes before a timer that is due; the checkpoint is the yield a
+            # blocking receive would have made.
+            envelope = receive.receive_nowait()
             try:
-                envelope = await receive.receive()
-            except trio.EndOfChannel:
-                return False
-        else:
-            with trio.move_on_after(idle_after):
+                await trio.lowlevel.checkpoint()
+            except trio.Cancelled:
+                _reply(envelope, outcome.Error(ActorCrashed(f"{type(actor).__name__} stopped before serving it")))
+                raise
+        except trio.WouldBlock:
+            with trio.CancelScope(deadline=until if until is not None else math.inf):
                 try:
                     envelope = await receive.receive()
                 except trio.EndOfChannel:
                     return False
+        except trio.EndOfChannel:
+            return False
         if envelope is None:
-            if actor.may_stop_when_idle():
+            now = trio.current_time()
+            if timer_at is not None and now >= timer_at:
+                await actor.on_timer()
+                if idle_after is not None:
+                    idle_at = trio.current_time() + idle_after
+                continue
+            if actor.may_stop_when_idle() and lanes.idle:
                 return True
+            idle_at = None if idle_after is None else now + idle_after
             continue
-        await _serve_queued(actor, envelope, receive)
+        await _serve_queued(actor, envelope, receive, lanes)
+        if idle_after is not None:
+            idle_at = trio.current_time() + idle_after
 
 
-async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.MemoryReceiveChannel[Envelope[M]]) -> None:
+async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.MemoryReceiveChannel[Envelope[M]],
+                        lanes: _Lanes[M]) -> None:
     """Serve `first` and what is already queued behind it, up to DRAIN_BATCH messages.
 
     Consecutive messages with one batch key go to `handle_batch` together. Finding where a
@@ -93,28 +141,34 @@ async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.Memor
     pending: Envelope[M] | None = first
     served = 0
     while pending is not None:
-        run, pending = [pending], None
-        key = actor.batch_key(run[0].message)
-        while key is not None and served + len(run) < DRAIN_BATCH:
+        lane = actor.lane_of(pending.message)
+        if lane is not None:
+            await lanes.hand(lane, pending)
+            pending = None
+            served += 1
+        else:
+            run, pending = [pending], None
+            key = actor.batch_key(run[0].message)
+            while key is not None and served + len(run) < DRAIN_BATCH:
+                try:
+                    following = receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                if actor.batch_key(following.message) == key:
+                    run.append(following)
+                else:
+                    pending = following
+                    break
             try:
-                following = receive.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
-                break
-            if actor.batch_key(following.message) == key:
-                run.append(following)
-            else:
-                pending = following
-                break
-        try:
-            if len(run) == 1:
-                await _deliver(actor, run[0])
-            else:
-                await _deliver_batch(actor, run)
-        except Exception:
-            if pending is not None:
-                _reply(pending, outcome.Error(ActorCrashed(f"{type(actor).__name__} crashed before serving it")))
-            raise
-        served += len(run)
+                if len(run) == 1:
+                    await _deliver(actor, run[0])
+                else:
+                    await _deliver_batch(actor, run)
+            except BaseException:
+                if pending is not None:
+                    _reply(pending, outcome.Error(ActorCrashed(f"{type(actor).__name__} crashed before serving it")))
+                raise
+            served += len(run)
         if pending is None and served < DRAIN_BATCH:
             try:
                 pending = receive.receive_nowait()
@@ -122,12 +176,52 @@ async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.Memor
                 pending = None
 
 
+class _Lanes(Generic[M]):
+    """The lanes of one incarnation: a queue and a task per busy lane, in its nursery."""
+
+    def __init__(self, actor: Actor[M], nursery: trio.Nursery) -> None:
+        self._actor = actor
+        self._nursery = nursery
+        self._queues: dict[Hashable, deque[Envelope[M]]] = {}
+        self._capacity = trio.Semaphore(LANE_CAPACITY)
+
+    @property
+    def idle(self) -> bool:
+        return not self._queues
+
+    async def hand(self, lane: Hashable, envelope: Envelope[M]) -> None:
+        try:
+            await self._capacity.acquire()
+        except BaseException:  # cancelled (a lane crashed, or the grace ran out): answer it first
+            _reply(envelope, outcome.Error(ActorCrashed(f"{type(self._actor).__name__} stopped before serving it")))
+            raise
+        queue = self._queues.get(lane)
+        if queue is not None:
+            queue.append(envelope)
+            return
+        self._queues[lane] = deque([envelope])
+        self._nursery.start_soon(self._serve_lane, lane)
+
+    async def _serve_lane(self, lane: Hashable) -> None:
+        queue = self._queues[lane]
+        try:
+            while queue:
+                await _deliver(self._actor, queue[0])
+                queue.popleft()
+                self._capacity.release()
+        finally:
+            # A crash here or in another lane (or the end of the grace) leaves these unserved.
+            for envelope in queue:
+                _reply(envelope, outcome.Error(ActorCrashed(f"{type(self._actor).__name__} stopped before serving it")))
+            del self._queues[lane]
+
+
 async def _deliver_batch(actor: Actor[M], envelopes: list[Envelope[M]]) -> None:
     try:
         results = await actor.handle_batch([e.message for e in envelopes])
         if len(results) != len(envelopes):
             raise RuntimeError(f"handle_batch answered {len(results)} outcomes for {len(envelopes)} messages")
-    except Exception as crash:
+    except BaseException as crash:
         for envelope in envelopes:
             wrapped = ActorCrashed(f"{type(actor).__name__} crashed on a batch of {type(envelope.message).__name__}")
             wrapped.__cause__ = crash
@@ -147,10 +241,15 @@ async def _deliver(actor: Actor[M], envelope: Envelope[M]) -> None:
         wrapped.__cause__ = crash
         _reply(envelope, outcome.Error(wrapped))
         raise
+    except BaseException:
+        # Cancelled mid-message (another lane crashed, or the shutdown grace ran out): the
+        # asker hears it now rather than at its timeout. Never swallowed.
+        _reply(envelope, outcome.Error(ActorCrashed(f"{type(actor).__name__} stopped while serving it")))
+        raise
     else:
         _reply(envelope, outcome.Value(result))
 
 
 def _reply(envelope: Envelope[Any], result: outcome.Outcome[Any]) -> None:
     if envelope.reply is not None:
-        envelope.reply.put(result)  # a no-op when the asker has given up
+        envelope.reply.put(result)  # a no-op when the asker has given up, or was answered

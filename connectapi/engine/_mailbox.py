@@ -9,8 +9,10 @@ import outcome
 import trio
 
 from ._errors import ActorUnavailable, AskTimeout
+from ._messages import Ask
 
 M = TypeVar("M")
+R = TypeVar("R")
 
 
 class Reply:
@@ -45,9 +47,15 @@ class Mailbox(Generic[M]):
 
     def __init__(self, name: str, size: int) -> None:
         self.name = name
-        send, receive = trio.open_memory_channel[Envelope[M]](size)
-        self._send = send
-        self.receive = receive
+        self._size = size
+        self._send, self.receive = trio.open_memory_channel[Envelope[M]](size)
+        self._closed = False
+
+    def reopen(self) -> None:
+        """A closed mailbox takes messages again (its actor is being revived); the handle
+        others hold stays the same."""
+        assert self._closed, "only a closed mailbox is reopened"
+        self._send, self.receive = trio.open_memory_channel[Envelope[M]](self._size)
         self._closed = False
 
     async def tell(self, message: M) -> None:
@@ -65,13 +73,14 @@ class Mailbox(Generic[M]):
             return False
         return True
 
-    async def ask(self, message: M, timeout: float) -> Any:
+    async def ask(self, message: Ask[R], timeout: float) -> R:
         """Send and wait for the reply; the actor's refusal arrives as the exception it raised."""
         reply = Reply()
         try:
             with trio.fail_after(timeout):
-                await self._send.send(Envelope(message, reply))
-                return await reply.get()
+                await self._send.send(Envelope(message, reply))  # type: ignore[arg-type]  # an Ask of this actor's protocol
+                answer: R = await reply.get()
+                return answer
         except trio.TooSlowError:
             raise AskTimeout(f"{self.name} did not answer within {timeout}s") from None
         except (trio.BrokenResourceError, trio.ClosedResourceError):

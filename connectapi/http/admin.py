@@ -8,6 +8,8 @@ from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
 
+from ..actors.channel_manager import CALL_ASK_TIMEOUT
+from ..actors.messages.channel_manager import CreateProperty, CreateRatePlan, CreateRoomType, Push
 from ..domain import api_keys as keyfmt
 from ..domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
 from ..domain.ari_write import HORIZON_DAYS
@@ -16,6 +18,7 @@ from ..domain.validation import parse_model
 from ..storage import api_keys, properties
 from ..storage.records import Property
 from .body import raw_body
+from .channel_calls import when_allowed
 from .envelope import ok
 from .gates import context
 from .views import key_view, property_view, rate_plan_view, room_type_view
@@ -46,13 +49,21 @@ async def create_property() -> Response:
     prop, catalog = await properties.create_property(ctx.db, body, today)
     if ctx.sandbox is not None:
         # In sandbox mode the property exists on the channel manager too, mapped.
-        cm_property = await ctx.channel.create_property(prop.name, prop.currency)
-        rooms = {r.id: await ctx.channel.create_room_type(cm_property, r.name, r.rooms) for r in catalog.room_types}
-        plans = {p.id: await ctx.channel.create_rate_plan(cm_property, rooms[p.room_type_id], p.name)
+        cm_property = await _created(CreateProperty(prop.name, prop.currency))
+        rooms = {r.id: await _created(CreateRoomType(cm_property, r.name, r.rooms)) for r in catalog.room_types}
+        plans = {p.id: await _created(CreateRatePlan(cm_property, rooms[p.room_type_id], p.name))
                  for p in catalog.rate_plans}
         await properties.set_channel_mapping(ctx.db, prop.id, cm_property, rooms, plans)
         await _seed_sandbox(prop.id, cm_property, [(rooms[r.id], r.rooms) for r in catalog.room_types], today)
     return ok(property_view(prop, catalog), 201)
+
+
+async def _created(message: CreateProperty | CreateRoomType | CreateRatePlan) -> str:
+    """The channel manager's id of what it made (the sandbox's, in-process)."""
+    made = await context().channel.ask(message, context().ask_timeout)
+    if made.cm_id is None:
+        raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused it: {made.error}")
+    return made.cm_id
 
 
 async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[str, int]], today: date) -> None:
@@ -62,7 +73,8 @@ async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[st
     last = today + timedelta(days=HORIZON_DAYS)
     values = [{"property_id": cm_property, "room_type_id": cm_room, "date_from": today.isoformat(),
                "date_to": last.isoformat(), "availability": count} for cm_room, count in rooms]
-    outcome = await context().channel.push(property_id, "availability", values)
+    outcome = await when_allowed(lambda: context().channel.ask(Push(property_id, "availability", values),
+                                                               CALL_ASK_TIMEOUT))
     if not outcome.ok:
         raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused the property: {outcome.error}")
 
@@ -92,7 +104,7 @@ async def add_room_type(property_id: int) -> Response:
     room = await properties.add_room_type(ctx.db, property_id, body, ctx.clock.today(ZoneInfo(prop.timezone)))
     ids = await properties.channel_ids(ctx.db, property_id)
     if ctx.sandbox is not None and ids is not None and ids.property_id is not None:
-        cm_room = await ctx.channel.create_room_type(ids.property_id, room.name, room.rooms)
+        cm_room = await _created(CreateRoomType(ids.property_id, room.name, room.rooms))
         await properties.map_room_type(ctx.db, room.id, cm_room)
         await _seed_sandbox(property_id, ids.property_id, [(cm_room, room.rooms)],
                             ctx.clock.today(ZoneInfo(prop.timezone)))
@@ -113,7 +125,7 @@ async def add_rate_plan(property_id: int) -> Response:
         ) from None
     ids = await properties.channel_ids(ctx.db, property_id)
     if ctx.sandbox is not None and ids is not None and ids.property_id and plan.room_type_id in ids.room_types:
-        cm_plan = await ctx.channel.create_rate_plan(ids.property_id, ids.room_types[plan.room_type_id], plan.name)
+        cm_plan = await _created(CreateRatePlan(ids.property_id, ids.room_types[plan.room_type_id], plan.name))
         await properties.map_rate_plan(ctx.db, plan.id, cm_plan)
     return ok(rate_plan_view(plan), 201)
 

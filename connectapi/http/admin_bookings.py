@@ -7,6 +7,7 @@ from __future__ import annotations
 from quart import Blueprint, Response
 
 from ..domain.errors import ApiError
+from ..engine import Wake
 from ..domain.paths import ADMIN_PREFIX
 from ..storage import bookings, notifications, ota, properties
 from .envelope import ok
@@ -40,13 +41,14 @@ async def apply_ota_revision_again(property_id: int, revision_id: str) -> Respon
     ctx = context()
     if await properties.get_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
-    before = await ota.apply_again(ctx.db, property_id, revision_id)
+    # No stored id holds NUL (PostgreSQL text cannot), and the query would be refused.
+    before = None if "\x00" in revision_id else await ota.apply_again(ctx.db, property_id, revision_id)
     if before is None:
         raise ApiError("REVISION_NOT_FOUND", "no such OTA revision of this property")
     if before not in ota.KEPT_STATES:
         raise ApiError("REVISION_NOT_KEPT", f"the revision is {before}: only an unmapped or refused one is applied "
                                             "again", {"state": before})
-    ctx.intake.wake()
+    ctx.intake.try_tell(Wake())
     return ok({"revisionId": revision_id, "state": "received", "before": before}, 202)
 
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from quart import Blueprint, Response, request
 
-from ..channel.client import ChannelManagerError
+from ..actors.messages.channel_manager import ReadGrid
+from ..actors.channel_manager import CALL_ASK_TIMEOUT
 from ..channel.sandbox.bookings import Stay
 from ..channel.sandbox.state import SandboxState
 from ..domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaGuestIn, SandboxFaultsIn
+from ..domain import dates
 from ..domain.channel_values import CM_RESTRICTIONS
 from ..domain.errors import ApiError
 from ..domain.money import currency_exponent
@@ -19,6 +21,7 @@ from ..domain.paths import ADMIN_PREFIX
 from ..domain.validation import parse_model
 from ..storage import properties
 from .body import raw_body
+from .channel_calls import when_allowed
 from .envelope import ok
 from .gates import context
 
@@ -45,6 +48,10 @@ async def sandbox_faults() -> Response:
     return ok({"mode": body.mode, "count": body.count, "retryAfter": body.retryAfter})
 
 
+GRID_DEFAULT_DAYS = 30
+GRID_MAX_DAYS = 500
+
+
 def _day(name: str, default: date) -> date:
     text = request.args.get(name)
     if text is None:
@@ -66,18 +73,26 @@ async def channel_grid(property_id: int) -> Response:
         raise ApiError("VALIDATION", "the property is not mapped to the channel manager",
                        [{"path": "$", "message": "set its channel mapping first"}])
     first = _day("from", ctx.clock.now().date())
-    last = _day("to", first + timedelta(days=30))
+    last = _day("to", dates.plus_days(first, GRID_DEFAULT_DAYS) or date.max)
+    if not 0 <= (last - first).days <= GRID_MAX_DAYS:
+        # As the Connect API's reads: a range a channel manager can be asked for in one go.
+        raise ApiError("VALIDATION", "query does not match the schema",
+                       [{"path": "to", "message": f"must be from `from` to {GRID_MAX_DAYS} days after it"}])
     if ctx.sandbox is not None:
         # Our own sandbox is looked at directly: a look must not spend the account's
         # ten reads a minute, which the reconciler needs.
         held_availability = ctx.sandbox.read_availability(ids.property_id, first, last)
         held_restrictions = ctx.sandbox.read_restrictions(ids.property_id, first, last)
     else:
-        try:
-            held_availability = await ctx.channel.read(property_id, "availability", ids.property_id, first, last)
-            held_restrictions = await ctx.channel.read(property_id, "restrictions", ids.property_id, first, last)
-        except ChannelManagerError as exc:
-            raise ApiError("SERVICE_UNAVAILABLE", f"the channel manager did not answer: {exc}") from None
+        cm_property = ids.property_id
+        read_a = await when_allowed(lambda: ctx.channel.ask(ReadGrid("availability", cm_property, first, last),
+                                                             CALL_ASK_TIMEOUT))
+        read_r = await when_allowed(lambda: ctx.channel.ask(ReadGrid("restrictions", cm_property, first, last),
+                                                             CALL_ASK_TIMEOUT))
+        if read_a.grid is None or read_r.grid is None:
+            raise ApiError("SERVICE_UNAVAILABLE", f"the channel manager did not answer: "
+                                                  f"{read_a.error or read_r.error or 'its read budget is spent'}")
+        held_availability, held_restrictions = read_a.grid, read_r.grid
     rooms = {cm: ours for ours, cm in ids.room_types.items()}
     plans = {cm: ours for ours, cm in ids.rate_plans.items()}
     scale = 10 ** currency_exponent(ids.currency)

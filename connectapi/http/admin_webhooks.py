@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
 from quart import Blueprint, Response
 
 from ..domain.admin_models import RecoverIn, RedeliverIn, WebhookEndpointIn
@@ -15,6 +14,7 @@ from ..domain.validation import parse_model
 from ..domain.webhook_events import PropertyFacts, ping
 from ..domain.webhook_signing import new_secret
 from ..domain.webhook_urls import UnsafeUrl, check_url
+from ..engine import Wake
 from ..storage import properties, webhooks
 from .body import raw_body
 from .envelope import ok
@@ -41,11 +41,8 @@ async def _send_ping(e: webhooks.Endpoint, reason: str) -> str:
     assert prop is not None
     event = ping(PropertyFacts(prop.id, prop.name, prop.currency, prop.timezone), ctx.clock.now(), reason)
 
-    async def work(conn: asyncpg.Connection) -> None:
-        await webhooks.record_event(conn, prop.id, event, [e.id], ctx.clock.now())
-
-    await ctx.db.transaction(work)
-    ctx.webhooks.wake()
+    await webhooks.record_event_now(ctx.db, prop.id, event, [e.id], ctx.clock.now())
+    ctx.webhooks.try_tell(Wake())
     return event.id
 
 
@@ -81,7 +78,7 @@ async def pause(endpoint_id: int) -> Response:
 async def resume(endpoint_id: int) -> Response:
     await _endpoint_or_404(endpoint_id)
     await webhooks.resume(context().db, endpoint_id, context().clock.now())
-    context().webhooks.wake()
+    context().webhooks.try_tell(Wake())
     return ok(endpoint_view(await _endpoint_or_404(endpoint_id)))
 
 
@@ -115,7 +112,7 @@ async def redeliver(endpoint_id: int) -> Response:
     found = await _endpoint_or_404(endpoint_id)
     if not await webhooks.queue_again(ctx.db, found, body.eventId, None, ctx.clock.now()):
         raise ApiError("EVENT_NOT_FOUND", f"no event {body.eventId} of this endpoint's property")
-    ctx.webhooks.wake()
+    ctx.webhooks.try_tell(Wake())
     return ok({"eventId": body.eventId}, 202)
 
 
@@ -125,5 +122,5 @@ async def recover(endpoint_id: int) -> Response:
     body = parse_model(RecoverIn, await raw_body())
     found = await _endpoint_or_404(endpoint_id)
     queued = await webhooks.queue_again(ctx.db, found, None, body.since, ctx.clock.now())
-    ctx.webhooks.wake()
+    ctx.webhooks.try_tell(Wake())
     return ok({"events": queued}, 202)

@@ -11,10 +11,12 @@ from werkzeug.exceptions import HTTPException
 
 from ..domain.errors import ApiError
 from ..domain.ratelimit_headers import policy_header, ratelimit_header
-from ..engine import ActorUnavailable, AskTimeout
-from ..storage.database import StorageUnavailable
-from . import admin, admin_bookings, admin_channel, admin_webhooks, envelope, gates, health, observe, public
+from ..engine import ActorCrashed, ActorUnavailable, AskTimeout
+from ..storage.database import RecordRefused, StorageUnavailable
+from . import (admin, admin_actors, admin_bookings, admin_channel, admin_webhooks, envelope, gates, health, observe,
+               public)
 from .context import FrontContext
+from .converters import IdConverter
 from .routes import ari as ari_routes
 from .routes import batches as batch_routes
 from .routes import bookings as booking_routes
@@ -36,12 +38,15 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.config["MAX_CONTENT_LENGTH"] = gates.MAX_BODY_BYTES
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    # Before any blueprint: each rule takes its converters when it is added.
+    app.url_map.converters["int"] = IdConverter
 
     app.register_blueprint(health.blueprint)
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(admin_channel.blueprint)
     app.register_blueprint(admin_bookings.blueprint)
     app.register_blueprint(admin_webhooks.blueprint)
+    app.register_blueprint(admin_actors.blueprint)
     app.register_blueprint(public.blueprint)
     app.register_blueprint(observe.blueprint)
     for routes in (property_routes, ari_routes, batch_routes, sync_routes, booking_routes):
@@ -68,6 +73,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
             response.headers["RateLimit-Policy"] = policy_header(policies)
             response.headers["RateLimit"] = ratelimit_header(policies)
         observe.answered(response)
+        if gates.context().stopping.is_set():
+            response.headers["Connection"] = "close"  # the client goes elsewhere for its next request
         return response
 
     @app.errorhandler(ApiError)
@@ -96,10 +103,22 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     @app.errorhandler(StorageUnavailable)
     async def unavailable(err: Exception) -> Response:
         log.error("service unavailable for request %s: %s", g.get("request_id"), err)
-        return _refused(ApiError(
-            "SERVICE_UNAVAILABLE", "the service cannot answer right now; retry later",
-            retry_after_seconds=UNAVAILABLE_RETRY_SECONDS,
-        ))
+        return _unavailable()
+
+    @app.errorhandler(RecordRefused)
+    async def record_refused(err: RecordRefused) -> Response:
+        if err.transient:
+            # A deadlock or serialization failure: rolled back whole, and worth a retry.
+            log.warning("record refused request %s for now: %s", g.get("request_id"), err)
+            return _unavailable()
+        log.error("record refused request %s: %s", g.get("request_id"), err, exc_info=err)
+        return _internal()
+
+    @app.errorhandler(ActorCrashed)
+    async def crashed(err: ActorCrashed) -> Response:
+        # The actor's failure, logged with its cause; the supervisor restarts it.
+        log.error("an actor crashed on request %s: %s", g.get("request_id"), err, exc_info=err.__cause__ or err)
+        return _internal()
 
     @app.errorhandler(Exception)
     async def unexpected(err: Exception) -> Response:
@@ -121,12 +140,17 @@ async def _drain_body() -> None:
             pass
 
 
+def _unavailable() -> Response:
+    return _refused(ApiError(
+        "SERVICE_UNAVAILABLE", "the service cannot answer right now; retry later",
+        retry_after_seconds=UNAVAILABLE_RETRY_SECONDS,
+    ))
+
+
 def _internal() -> Response:
     request_id = g.get("request_id") or uuid.uuid4().hex
     return _refused(ApiError("INTERNAL", "internal error", {"requestId": request_id}))
 
 
 def _refused(err: ApiError) -> Response:
-    """The error envelope, with the code and budget scope noted for the request's log line."""
-    g.error_code, g.error_scope = err.code, err.scope
-    return envelope.error(err)
+    return envelope.refused(err)

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..actors.front_door import FrontDoorMessage
-from ..actors.booking_intake import BookingIntake
-from ..actors.channel_manager import ChannelManagerActor
-from ..actors.property_actor import PropertyMessage
-from ..actors.outbox import OutboxSender
-from ..actors.webhook_sender import WebhookSender
+import trio
+
+from ..actors.channel_manager import CallCounters
+from ..actors.messages.channel_manager import ChannelMessage
+from ..actors.messages.front_door import FrontDoorMessage
+from ..actors.messages.property_budgets import PropertyMessage
+from ..actors.messages.property_writer import WriterMessage
+from ..actors.messages.reconciler import ReconcilerMessage
 from ..actors.push_scheduler import PushScheduler
-from ..actors.reconciler import Reconciler
 from ..channel.sandbox.state import SandboxState
-from ..actors.property_writer import WriterMessage
 from ..domain.addresses import TrustedProxies
 from ..domain.budgets import Budgets
-from ..engine import Clock, Mailbox, Registry
+from ..engine import Clock, Down, Mailbox, Registry, Supervisor, Wake
 from ..storage.database import Database
 from ..storage.key_directory import KeyDirectory
 
@@ -32,14 +32,21 @@ class FrontContext:
     properties: Registry[int, PropertyMessage]
     writers: Registry[int, WriterMessage]
     pushes: PushScheduler
-    reconciler: Reconciler
-    outbox: OutboxSender
-    webhooks: WebhookSender
+    reconciler: Mailbox[ReconcilerMessage]
+    outbox: Mailbox[Wake]
+    webhooks: Mailbox[Wake]
     webhook_allow_private: bool
-    intake: BookingIntake
+    intake: Mailbox[Wake]
     cm_notify_secret: str | None
-    channel: ChannelManagerActor
+    channel: Mailbox[ChannelMessage]
+    channel_counters: CallCounters
     sandbox: SandboxState | None  # the in-process sandbox channel manager, when no real one is configured
     sandbox_url: str | None
     admin_token: str
     ask_timeout: float
+    supervisors: tuple[Supervisor, ...]
+    stopping: trio.Event  # set when the service is told to stop: answers then close their connection
+
+    def down(self) -> list[Down]:
+        """Actors whose crash budget is spent, in every level of the service."""
+        return [down for supervisor in self.supervisors for down in supervisor.down.values()]

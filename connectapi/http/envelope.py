@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from quart import Response
+from quart import Response, g
 
 from ..domain.errors import ApiError
 
@@ -42,3 +42,9 @@ def error(err: ApiError) -> Response:
     if err.retry_after_seconds is not None:
         response.headers["Retry-After"] = str(err.retry_after_seconds)
     return response
+
+
+def refused(err: ApiError) -> Response:
+    """The error envelope, with the code and budget scope noted for the request's log line."""
+    g.error_code, g.error_scope = err.code, err.scope
+    return error(err)

@@ -13,8 +13,8 @@ from typing import Any, Literal, NoReturn
 
 from quart import current_app, g, request
 
-from ..actors.front_door import Admit, AuthFailed
-from ..actors.property_actor import AdmitRequest, Admitted
+from ..actors.messages.front_door import Admit, AuthFailed
+from ..actors.messages.property_budgets import AdmitRequest, Admitted
 from ..domain import api_keys as keyfmt
 from ..domain.addresses import Allowlist
 from ..domain.budgets import RequestKind

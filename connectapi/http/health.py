@@ -1,4 +1,5 @@
-"""GET /healthz (the process is up) and GET /readyz (the record is reachable and migrated)."""
+"""GET /healthz (the process is up) and GET /readyz (ready to be sent requests: the record
+reachable and migrated, no actor down, not stopping)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import trio
 from quart import Blueprint, Response
 
 from ..domain.errors import ApiError
-from ..storage.database import StorageUnavailable
+from ..storage.database import StorageError
 from ..storage.migrations import is_migrated
 from .envelope import ok
 from .gates import context
@@ -25,12 +26,19 @@ async def healthz() -> Response:
 
 @blueprint.get("/readyz")
 async def readyz() -> Response:
-    ready = False
+    ctx = context()
+    if ctx.stopping.is_set():
+        raise ApiError("NOT_READY", "the service is stopping", {"stopping": True})
+    record = "unreachable"
     with trio.move_on_after(READY_TIMEOUT):
         try:
-            ready = await is_migrated(context().db)
-        except (StorageUnavailable, OSError) as exc:
+            record = "ready" if await is_migrated(ctx.db) else "not migrated"
+        except (StorageError, OSError) as exc:
             log.warning("readiness check failed: %s", exc)
-    if not ready:
-        raise ApiError("NOT_READY", "the record is not reachable or not migrated")
-    return ok({"status": "ready"})
+    down = [{"actor": d.name, "reason": d.reason, "crashes": d.crashes, "degraded": d.degraded}
+            for d in sorted(ctx.down(), key=lambda d: d.name)]
+    if record != "ready" or down:
+        reasons = ([] if record == "ready" else [f"the record is {record}"]) + [
+            f"{d['actor']} is down" for d in down]
+        raise ApiError("NOT_READY", "; ".join(reasons), {"record": record, "down": down})
+    return ok({"status": "ready", "record": record, "down": []})

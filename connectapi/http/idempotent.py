@@ -1,27 +1,58 @@
-"""`x-idempotency-key` for the write routes: claim the key, or answer what it answered before."""
+"""`x-idempotency-key` for the write routes: one path for ARI writes and bookings.
+
+A request with a key claims it (or gets the stored answer of an earlier one), runs, and
+its outcome is recorded with the key in the write's own transaction. One release rule:
+when the request ends, a claim still in flight is released, so a retry runs again,
+unless the write may yet commit (its ask timed out, or the request was cancelled): then
+the claim stays, and goes stale after two minutes.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import trio
 from quart import Response
 
-from ..actors.ari_writer import IdempotencyClaim
+from ..actors.messages.property_writer import IdempotencyClaim, StoredOutcome, outcome_from_stored
 from ..domain import idempotency as idem
 from ..domain.errors import ApiError
+from ..engine import AskTimeout
 from ..storage import idempotency
-from .envelope import replay
+from .envelope import refused, replay
 from .gates import context
 
+O = TypeVar("O", bound=StoredOutcome)
+Run = Callable[[IdempotencyClaim | None], Awaitable[O]]
+Render = Callable[[Any], Response]
 
-async def claim_or_replay(property_id: int, route: str, key: str | None,
-                          payload: Any) -> IdempotencyClaim | Response | None:
-    """None without a key; the stored answer for a repeat of a finished request (409 for a
-    different body or one still running); else the claim, finished with the answer in the
-    write's own transaction."""
-    if key is None:
-        return None
+
+async def idempotent_write(property_id: int, route: str, key: str | None, payload: Any, run: Run[O],
+                           render: Render) -> Response:
+    """`run` the request with its claim (None without a key) and `render` its outcome; a
+    repeat of a finished request renders the stored outcome again, marked as a replay.
+    `render` answers an outcome, raising the ApiError of a refusal."""
+    claim = None
+    if key is not None:
+        stored = await _claim(property_id, route, key, payload, render)
+        if isinstance(stored, Response):
+            return stored
+        claim = stored
+    fate_unknown = False
+    try:
+        return render(await run(claim))
+    except (AskTimeout, trio.Cancelled):
+        fate_unknown = True
+        raise
+    finally:
+        if claim is not None and not fate_unknown:
+            with trio.CancelScope(shield=True):
+                await idempotency.release(context().db, property_id, claim.route, claim.key)
+
+
+async def _claim(property_id: int, route: str, key: str, payload: Any,
+                 render: Render) -> IdempotencyClaim | Response:
     ctx = context()
     stored = await idempotency.claim(ctx.db, property_id, route, key, idem.body_hash(payload), ctx.clock.now(),
                                      idem.RETENTION, idem.STALE_IN_FLIGHT)
@@ -29,13 +60,15 @@ async def claim_or_replay(property_id: int, route: str, key: str | None,
         return IdempotencyClaim(route, key)
     if not stored.same_body:
         raise ApiError("IDEMPOTENCY_KEY_REUSED", "this idempotency key was used with another body")
-    if stored.in_flight or stored.status is None or stored.response is None:
+    if stored.in_flight or stored.response is None:
         raise ApiError("IDEMPOTENCY_IN_FLIGHT", "a request with this idempotency key is still running")
-    return replay(stored.status, stored.response)
-
-
-async def release(property_id: int, claim: IdempotencyClaim | None) -> None:
-    """Free a claim whose request wrote nothing, so a retry runs it again."""
-    if claim is not None:
-        with trio.CancelScope(shield=True):
-            await idempotency.release(context().db, property_id, claim.route, claim.key)
+    outcome = outcome_from_stored(stored.response)
+    if outcome is None:
+        assert stored.status is not None, "an answer kept by an older version keeps its status"
+        return replay(stored.status, stored.response)
+    try:
+        response = render(outcome)
+    except ApiError as err:
+        response = refused(err)
+    response.headers["X-Idempotent-Replay"] = "true"
+    return response

@@ -12,6 +12,7 @@ import logging
 from quart import Blueprint, Response, request
 
 from ..domain.webhook_contract import contract
+from ..engine import Wake
 from . import postman
 from .openapi import OPENAPI_PATH, openapi_document
 from .envelope import ok
@@ -36,7 +37,7 @@ async def channel_manager_notify() -> Response:
     if not ctx.cm_notify_secret or not hmac.compare_digest(given.encode(), ctx.cm_notify_secret.encode()):
         await refuse_auth(address, "NOTIFY_SECRET_INVALID",
                           f"the {NOTIFY_SECRET_HEADER} header does not hold the notification secret")
-    ctx.intake.wake()
+    ctx.intake.try_tell(Wake())
     return ok({"received": True})
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 
 from .database import Database
+from .records import AvailabilityNight, PropertyLock, RateNight, RestrictionNight
 
 Cell = tuple[int, date]
 
@@ -27,16 +28,20 @@ RESTRICTION_COLUMNS: dict[str, str] = {
 }
 
 
-async def lock_property(conn: asyncpg.Connection, property_id: int) -> asyncpg.Record:
+async def lock_property(conn: asyncpg.Connection, property_id: int) -> PropertyLock:
     """Serialise writes of a property across processes; returns what the checks need.
 
     NO KEY UPDATE, not UPDATE: it excludes other writers but not the KEY SHARE locks that
     foreign-key checks take, so inserts that name the property (an idempotency claim, a
     key) do not wait behind a write.
     """
-    return await conn.fetchrow(
+    row = await conn.fetchrow(
         """SELECT id, name, currency, timezone, owner_email, guest_confirmation, pms FROM properties
            WHERE id = $1 FOR NO KEY UPDATE""", property_id)
+    if row is None:
+        raise LookupError(f"no property {property_id} to lock")
+    return PropertyLock(row["id"], row["name"], row["currency"].strip(), row["timezone"], row["owner_email"],
+                        row["guest_confirmation"], row["pms"])
 
 
 async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:
@@ -166,26 +171,30 @@ async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> dict[st
     return await db.run(work)
 
 
-async def read_availability(db: Database, property_id: int, first: date, last: date) -> list[asyncpg.Record]:
-    return await db.fetch(
+async def read_availability(db: Database, property_id: int, first: date, last: date) -> list[AvailabilityNight]:
+    rows = await db.fetch(
         """SELECT c.room_type_id, c.night, c.available FROM availability_cells c
            WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.room_type_id, c.night""",
         property_id, first, last,
     )
+    return [AvailabilityNight(r[0], r[1], r[2]) for r in rows]
 
 
-async def read_rates(db: Database, property_id: int, first: date, last: date) -> list[asyncpg.Record]:
-    return await db.fetch(
+async def read_rates(db: Database, property_id: int, first: date, last: date) -> list[RateNight]:
+    rows = await db.fetch(
         """SELECT c.rate_plan_id, c.night, c.rate_minor FROM rate_cells c
            WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.rate_plan_id, c.night""",
         property_id, first, last,
     )
+    return [RateNight(r[0], r[1], r[2]) for r in rows]
 
 
-async def read_restrictions(db: Database, property_id: int, first: date, last: date) -> list[asyncpg.Record]:
-    return await db.fetch(
+async def read_restrictions(db: Database, property_id: int, first: date, last: date) -> list[RestrictionNight]:
+    rows = await db.fetch(
         f"""SELECT c.rate_plan_id, c.night, {', '.join('c.' + col for col in RESTRICTION_COLUMNS.values())}
             FROM restriction_cells c
             WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.rate_plan_id, c.night""",
         property_id, first, last,
     )
+    return [RestrictionNight(r["rate_plan_id"], r["night"],
+                             {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}) for r in rows]

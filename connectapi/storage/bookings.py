@@ -15,7 +15,7 @@ import asyncpg
 
 from ..domain.bookings import FolioLine, PlannedBooking
 from .database import Database
-from .records import Booking, BookingRoom, Catalog, RatePlan, RoomType
+from .records import Booking, BookingLock, BookingRoom, Catalog, RatePlan, RoomType
 
 _BOOKING = """
     SELECT b.id, b.property_id, b.source, b.reference, b.external_reference, b.status, b.check_in, b.check_out,
@@ -248,12 +248,15 @@ def pms_reference(property_id: int, booking_id: int) -> str:
     return f"PMS-{property_id}-{booking_id:06d}"
 
 
-async def lock_booking(conn: asyncpg.Connection, property_id: int, booking_id: int) -> asyncpg.Record | None:
+async def lock_booking(conn: asyncpg.Connection, property_id: int, booking_id: int) -> BookingLock | None:
     """An API booking of the property, locked for a change of state."""
-    return await conn.fetchrow(
+    row = await conn.fetchrow(
         """SELECT id, status, check_in, check_out, reference FROM bookings
            WHERE id = $1 AND property_id = $2 AND source = 'api' FOR UPDATE""",
         booking_id, property_id)
+    if row is None:
+        return None
+    return BookingLock(row["id"], row["status"], row["check_in"], row["check_out"], row["reference"])
 
 
 async def room_types_of(conn: asyncpg.Connection, booking_id: int) -> list[int]:

@@ -7,19 +7,72 @@ trio-asyncio. Storage errors are translated here into ours, once.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import asyncpg
 import trio_asyncio
 
 T = TypeVar("T")
-Work = Callable[[asyncpg.Connection], Awaitable[T]]
+# A request never waits longer than this for a connection (or for a connect to a server
+# that does not answer), nor a statement longer than the command timeout: the record away
+# is a 503 within seconds, never a hang.
+ACQUIRE_TIMEOUT = 5.0
+CONNECT_TIMEOUT = 3.0
+COMMAND_TIMEOUT = 10.0
+# A connection inside a transaction, as storage functions take it. Code outside storage
+# only hands it from `Database.transaction` to storage functions, never calls it.
+Tx: TypeAlias = asyncpg.Connection
+Work = Callable[[Tx], Awaitable[T]]
 
 
-class StorageUnavailable(Exception):
+class StorageError(Exception):
+    """Base of what the record can answer besides a result; the driver's error is the cause."""
+
+
+class StorageUnavailable(StorageError):
     """The record cannot be reached; the request may be retried later."""
+
+
+class RecordRefused(StorageError):
+    """The record refused a statement: the transaction was rolled back whole.
+
+    `transient` when retrying the same work may succeed (a serialization failure, a
+    deadlock, a lock or statement timeout); otherwise it is a bug or a broken invariant.
+    """
+
+    def __init__(self, message: str, sqlstate: str | None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+    @property
+    def transient(self) -> bool:
+        state = self.sqlstate or ""
+        return state.startswith("40") or state in ("55P03", "57014")
+
+
+# SQLSTATEs that mean the server, not the statement: connection exceptions, the server
+# shutting down or starting, too many connections.
+_UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
+
+
+def translated(exc: BaseException) -> StorageError | None:
+    """Our error for a driver or socket failure (None for anything else)."""
+    if isinstance(exc, asyncpg.PostgresError):
+        state = getattr(exc, "sqlstate", None) or ""
+        if state.startswith(_UNREACHABLE_STATES):
+            return StorageUnavailable(f"{type(exc).__name__}: {exc}")
+        return RecordRefused(f"{type(exc).__name__}: {exc}", state or None)
+    if isinstance(exc, (OSError, asyncpg.InterfaceError)):
+        # OSError covers a query past its command timeout too (TimeoutError is one).
+        return StorageUnavailable(str(exc) or type(exc).__name__)
+    return None
+
+
+def _ours(exc: Exception) -> Exception:
+    return translated(exc) or exc
 
 
 class Database:
@@ -37,16 +90,26 @@ class Database:
 
     async def _run_aio(self, work: Work[T], in_transaction: bool) -> T:
         try:
-            async with self._pool.acquire() as conn:
-                if in_transaction:
-                    async with conn.transaction():
-                        return await work(conn)
-                return await work(conn)
-        except (OSError, asyncpg.exceptions.CannotConnectNowError,
-                asyncpg.exceptions.ConnectionDoesNotExistError,
-                asyncpg.exceptions.InterfaceError) as exc:
-            # OSError covers a query past its command timeout too (TimeoutError is one).
-            raise StorageUnavailable(str(exc) or type(exc).__name__) from exc
+            # Bounds the wait for a free connection and a connect (TimeoutError).
+            conn = await self._pool.acquire(timeout=ACQUIRE_TIMEOUT)
+        except Exception as exc:
+            raise _ours(exc) from exc
+        try:
+            if in_transaction:
+                async with conn.transaction():
+                    return await work(conn)
+            return await work(conn)
+        except BaseException as exc:
+            if isinstance(exc, (asyncio.CancelledError, TimeoutError)) and not conn.is_closed():
+                # Do not wait for the cancel request asyncpg would send (bounded only by the
+                # command timeout, and forever with a hung server): drop the connection, the
+                # server rolls its transaction back, and the pool makes a new one.
+                conn.terminate()
+            if isinstance(exc, Exception) and translated(exc) is not None:
+                raise _ours(exc) from exc
+            raise
+        finally:
+            await self._pool.release(conn)
 
     # Short forms for single statements.
     async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
@@ -90,7 +153,7 @@ def _json_loads(text: str) -> Any:
 
 @asynccontextmanager
 async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
-                        command_timeout: float | None = 30.0) -> AsyncIterator[Database]:
+                        command_timeout: float | None = COMMAND_TIMEOUT) -> AsyncIterator[Database]:
     """A pool for the life of the block. Needs a running trio-asyncio loop.
 
     asyncpg times queries on the event loop's clock, which under trio-asyncio is Trio's:
@@ -105,7 +168,7 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     """
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
-        reset=_release_without_reset_query, max_inactive_connection_lifetime=0,
+        reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,
     )
     try:
         yield Database(pool, dsn)

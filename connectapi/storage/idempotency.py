@@ -59,13 +59,13 @@ async def claim(
     return await db.transaction(work)
 
 
-async def finish(conn: asyncpg.Connection, property_id: int, route: str, key: str, status: int,
-                 response: dict[str, Any]) -> None:
-    """Record the answer; run inside the write's transaction so both commit together."""
+async def finish(conn: asyncpg.Connection, property_id: int, route: str, key: str, outcome: dict[str, Any]) -> None:
+    """Record the request's outcome; run inside the write's transaction so both commit
+    together. (`status` is left null: records of older versions kept the answer itself.)"""
     await conn.execute(
-        """UPDATE idempotency_keys SET state = 'done', status = $4, response = $5
+        """UPDATE idempotency_keys SET state = 'done', response = $4
            WHERE property_id = $1 AND route = $2 AND key = $3""",
-        property_id, route, key, status, response,
+        property_id, route, key, outcome,
     )
 
 

@@ -25,6 +25,7 @@ log = logging.getLogger("connectapi.storage")
 CHANNEL = "connectapi_auth"
 # A cap on memory, not a policy: past it the cache starts over.
 MAX_CACHED = 10_000
+CONNECT_TIMEOUT = 5.0
 
 
 class KeyDirectory:
@@ -72,36 +73,28 @@ class KeyDirectory:
         self._touched[key_id] = now
         return True
 
-    async def listen(self, *, retry_after: float = 1.0, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """LISTEN for changes for as long as the caller's scope lives; reconnect when dropped."""
-        started = False
-        while True:
-            lost = trio.Event()
-            conn: asyncpg.Connection | None = None
-            try:
-                conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(self._dsn)
-                conn.add_termination_listener(lambda _conn: lost.set())
-                await trio_asyncio.aio_as_trio(conn.add_listener)(CHANNEL, self._on_notify)
-                # Anything cached before we listened may already be stale.
-                self.invalidate()
-                self._listening = True
-                if not started:
-                    started = True
-                    task_status.started()
-                await lost.wait()
-                log.warning("lost the %s listener; serving keys uncached until it is back", CHANNEL)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                log.warning("cannot listen on %s (%s); serving keys uncached", CHANNEL, exc)
-            finally:
-                self._listening = False
-                self.invalidate()
-                if conn is not None and not conn.is_closed():
-                    with trio.CancelScope(shield=True), trio.move_on_after(2):
-                        await trio_asyncio.aio_as_trio(conn.close)()
-            if not started:
-                started = True
-                task_status.started()  # the service runs; keys are read uncached until we listen
-            await trio.sleep(retry_after)
+    async def listen_until_lost(self) -> None:
+        """LISTEN for changes, serving keys from the cache meanwhile; returns when the
+        connection is lost or cannot be made (the caller tries again)."""
+        lost = trio.Event()
+        conn: asyncpg.Connection | None = None
+        try:
+            conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(self._dsn, timeout=CONNECT_TIMEOUT)
+            conn.add_termination_listener(lambda _conn: lost.set())
+            await trio_asyncio.aio_as_trio(conn.add_listener)(CHANNEL, self._on_notify)
+            # Anything cached before we listened may already be stale.
+            self.invalidate()
+            self._listening = True
+            await lost.wait()
+            log.warning("lost the %s listener; serving keys uncached until it is back", CHANNEL)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.warning("cannot listen on %s (%s); serving keys uncached", CHANNEL, exc)
+        finally:
+            self._listening = False
+            self.invalidate()
+            if conn is not None and not conn.is_closed():
+                with trio.CancelScope(shield=True), trio.move_on_after(2):
+                    await trio_asyncio.aio_as_trio(conn.close)()
 
     def _on_notify(self, _conn: object, _pid: int, _channel: str, _payload: str) -> None:
         self.invalidate()

@@ -39,12 +39,17 @@ def bundled_migrations() -> list[Migration]:
     return found
 
 
+MIGRATION_TIMEOUT = 3600.0
+
+
 async def migrate(db: Database) -> list[int]:
     """Apply what is missing; returns the versions applied now."""
     migrations = bundled_migrations()
 
     async def work(conn: asyncpg.Connection) -> list[int]:
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_ID)
+        # Waiting for another process's migrations, or a migration rewriting a big table,
+        # may take longer than any request's statement is allowed to.
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_ID, timeout=MIGRATION_TIMEOUT)
         await conn.execute(
             """CREATE TABLE IF NOT EXISTS schema_migrations (
                    version integer PRIMARY KEY,
@@ -56,7 +61,7 @@ async def migrate(db: Database) -> list[int]:
         for migration in migrations:
             if migration.version in done:
                 continue
-            await conn.execute(migration.sql)
+            await conn.execute(migration.sql, timeout=MIGRATION_TIMEOUT)
             await conn.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
                 migration.version, migration.name,

@@ -116,3 +116,48 @@ class Notification:
     sent_at: datetime | None
     attempts: int
     last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyLock:
+    """The property as read when a write takes its row lock: what the checks need."""
+
+    id: int
+    name: str
+    currency: str
+    timezone: str
+    owner_email: str | None
+    guest_confirmation: bool
+    pms: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BookingLock:
+    """An API booking locked for a change of state."""
+
+    id: int
+    status: str
+    check_in: date
+    check_out: date
+    reference: str
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityNight:
+    room_type_id: int
+    night: date
+    available: int
+
+
+@dataclass(frozen=True, slots=True)
+class RateNight:
+    rate_plan_id: int
+    night: date
+    rate_minor: int
+
+
+@dataclass(frozen=True, slots=True)
+class RestrictionNight:
+    rate_plan_id: int
+    night: date
+    fields: dict[str, bool | int | None]  # by API field name (stopSell ...); None: no opinion

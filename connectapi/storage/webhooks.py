@@ -118,6 +118,15 @@ async def record_event(conn: asyncpg.Connection, property_id: int, event: Event,
     return queued
 
 
+async def record_event_now(db: Database, property_id: int, event: Event, endpoint_ids: list[int] | None,
+                           at: datetime) -> int:
+    """`record_event` in a transaction of its own (a ping, a test)."""
+    async def work(conn: asyncpg.Connection) -> int:
+        return await record_event(conn, property_id, event, endpoint_ids, at)
+
+    return await db.transaction(work)
+
+
 async def due(db: Database, now: datetime) -> list[Due]:
     """For each active endpoint, its oldest pending delivery, when that one is due: an
     endpoint gets its events in order, so a delivery waiting on a retry holds the rest."""

@@ -13,6 +13,7 @@ import trio.testing
 from quart.typing import TestClientProtocol
 from quart.wrappers import Response
 
+from connectapi.actors.messages.channel_manager import PushStateOf
 from connectapi.http.context import FrontContext
 
 API = "/api/v1/connect-api/v1"
@@ -120,3 +121,8 @@ class Harness:
 
     def advance(self, seconds: float) -> None:
         self.clock.jump(seconds)
+
+    async def cm_failures(self, property_id: int) -> int:
+        """Failed channel-manager calls in a row for the property, as its actor counts them."""
+        state = await self.ctx.channel.ask(PushStateOf(property_id), 5)
+        return state.failures

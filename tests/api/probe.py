@@ -9,7 +9,7 @@ from connectapi.domain.budgets import RequestKind
 from connectapi.domain.validation import parse_model
 from connectapi.http.body import raw_body
 from connectapi.http.envelope import ok
-from connectapi.actors.property_actor import ChargeBooking
+from connectapi.actors.messages.property_budgets import ChargeBooking
 from connectapi.http.gates import caller, context, rule
 
 probe = Blueprint("probe", __name__)

@@ -6,7 +6,7 @@ import http_sf
 import pytest
 import trio.testing
 
-from connectapi.actors.property_actor import ChargeCells
+from connectapi.actors.messages.property_budgets import ChargeCells
 from connectapi.domain.errors import ApiError
 
 from .harness import API, Answer, Harness
@@ -142,14 +142,14 @@ async def test_owner_raises_the_daily_bookings_budget(api: Harness) -> None:
 
 async def test_cells_budget_is_charged_by_amount(api: Harness) -> None:
     prop, _ = await api.keyed_property()
-    assert await api.ctx.properties.ask(prop["id"], ChargeCells(60)) is None
-    assert await api.ctx.properties.ask(prop["id"], ChargeCells(40)) is None
+    await api.ctx.properties.ask(prop["id"], ChargeCells(60))  # admitted: it raises no 429
+    await api.ctx.properties.ask(prop["id"], ChargeCells(40))  # admitted: it raises no 429
     api.advance(30)
     with pytest.raises(ApiError) as info:
         await api.ctx.properties.ask(prop["id"], ChargeCells(1))
     assert (info.value.code, info.value.scope, info.value.retry_after_seconds) == ("RATE_LIMITED", "cells", 30)
     api.advance(30)
-    assert await api.ctx.properties.ask(prop["id"], ChargeCells(100)) is None
+    await api.ctx.properties.ask(prop["id"], ChargeCells(100))  # admitted: it raises no 429
 
 
 async def test_ip_budget_counts_before_the_key_is_read(api: Harness) -> None:

@@ -180,3 +180,24 @@ async def test_which_refusals_charge_cells(api: Harness) -> None:
     api.advance(60)
     retried = await put(api, key, nights(room, 6, 7), "retry-later-1")
     assert retried.status == 202 and "X-Idempotent-Replay" not in retried.headers
+
+
+async def test_a_write_the_record_refuses_frees_its_key_for_the_retry(api: Harness) -> None:
+    """The one release rule of the write routes: rolled back means the key is free again
+    (the ARI route used to keep it when the record refused the transaction)."""
+    _, key, room = await setup(api)
+    db = api.ctx.db
+    # A fault injected in the record itself: the batch row's insert fails, after the cells.
+    await db.execute("""CREATE FUNCTION fail_batches() RETURNS trigger LANGUAGE plpgsql AS
+                        $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$""")
+    await db.execute("CREATE TRIGGER fail_batches BEFORE INSERT ON write_batches "
+                     "FOR EACH ROW EXECUTE FUNCTION fail_batches()")
+    failed = await put(api, key, nights(room, 2), "record-refuses-1")
+    assert (failed.status, failed.code) == (500, "INTERNAL")
+    assert await db.fetchval("SELECT count(*) FROM idempotency_keys WHERE key = 'record-refuses-1'") == 0
+    await db.execute("DROP TRIGGER fail_batches ON write_batches")
+    api.advance(60)  # the cells budget of this module is 10 a minute
+    retried = await put(api, key, nights(room, 2), "record-refuses-1")
+    assert retried.status == 202 and "X-Idempotent-Replay" not in retried.headers
+    replayed = await put(api, key, nights(room, 2), "record-refuses-1")
+    assert replayed.headers["X-Idempotent-Replay"] == "true" and replayed.body == retried.body

@@ -53,7 +53,7 @@ async def test_a_burst_of_60_writes_a_minute_draws_no_429(api: Harness) -> None:
     await settled(api, prop["id"])
     assert api.ctx.sandbox is not None
     assert api.ctx.sandbox.stats.throttled == 0
-    assert api.ctx.channel.throttled == 0
+    assert api.ctx.channel_counters.throttled == 0
     assert api.ctx.sandbox.stats.availability_calls <= 10 * 4  # paced: at most 10 a minute
     assert all(sandbox_value(api, prop, first + timedelta(days=s)) == s % 7 for s in range(60))
 
@@ -67,7 +67,7 @@ async def test_a_429_pauses_the_property_for_its_retry_after(api: Harness, retry
     faults = api.ctx.sandbox.faults
     faults.mode, faults.remaining, faults.retry_after = "429", 1, retry_after
     await set_night(api, key, room, date(2026, 11, 23), 1)
-    await eventually(lambda: api.ctx.channel.throttled == 1, "a 429 drawn")
+    await eventually(lambda: api.ctx.channel_counters.throttled == 1, "a 429 drawn")
     api.advance(pause - 0.01)
     await let_run()
     assert (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"] == 1
@@ -85,7 +85,7 @@ async def test_a_hang_times_out_and_backs_off(api: Harness) -> None:
     sandbox = api.ctx.sandbox
     await eventually(lambda: sandbox.stats.failed == 1, "the push hanging in the sandbox")
     api.advance(10.5)  # the client's timeout
-    await eventually(lambda: api.ctx.channel.failures(prop["id"]) == 1, "the push timed out")
+    await eventually(lambda: has_failures(api, prop["id"], 1), "the push timed out")
     api.advance(2.0)  # the first backoff
     await settled(api, prop["id"])
     assert sandbox_value(api, prop, date(2026, 11, 23)) == 4
@@ -132,3 +132,26 @@ async def test_an_hour_of_outage_is_caught_up_coalesced_without_a_burst(api: Har
     for day in range(30):
         last_minute = max(m for m in range(60) if m % 30 == day)
         assert sandbox_value(api, prop, first + timedelta(days=day)) == last_minute % 5
+
+
+async def has_failures(api: Harness, property_id: int, count: int) -> bool:
+    return await api.cm_failures(property_id) == count
+
+
+@pytest.mark.parametrize(("mode", "said"), [("malformed", "not JSON (text/html)"), ("reset", "connection")])
+async def test_an_answer_we_cannot_read_is_a_failed_push_backed_off(api: Harness, mode: str, said: str) -> None:
+    """A 200 that is an HTML page, or a connection closed without an answer: the push failed,
+    the cells stay dirty, /sync says what came back, and after the backoff they go through."""
+    prop, key = await api.keyed_property()
+    room = prop["roomTypes"][0]["id"]
+    assert api.ctx.sandbox is not None
+    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = mode, 1  # type: ignore[assignment]
+    await set_night(api, key, room, date(2026, 11, 23), 5)
+    await eventually(lambda: has_failures(api, prop["id"], 1), "the push failed")
+    sync = await api.call("GET", f"{API}/sync", key=key)
+    assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1}
+    assert said in sync.data["projector"]["lastError"] and sync.data["projector"]["lastOutcome"] == "failed"
+    api.advance(2.0)  # the first backoff
+    await settled(api, prop["id"])
+    assert sandbox_value(api, prop, date(2026, 11, 23)) == 5
+    assert (await api.call("GET", f"{API}/sync", key=key)).data["projector"]["lastError"] is None

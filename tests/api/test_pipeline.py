@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from connectapi.actors.messages.reconciler import CheckProperty
 from connectapi.storage import pushes
 
 from .harness import API, Harness
@@ -146,11 +147,11 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
         api.advance(300)
         await trio.testing.wait_all_tasks_blocked()
         for _ in range(1000):
-            if api.ctx.sandbox.faults.remaining == 0 or api.ctx.channel.failures(prop["id"]) >= 3:
+            if api.ctx.sandbox.faults.remaining == 0 or await api.cm_failures(prop["id"]) >= 3:
                 break
             await trio.sleep(0)
     for _ in range(100_000):
-        if api.ctx.channel.failures(prop["id"]) >= 3:
+        if await api.cm_failures(prop["id"]) >= 3:
             break
         await trio.sleep(0)
     assert (await api.call("GET", f"{API}/sync", key=key)).data["inventory"]["state"] == "FAILING"
@@ -197,12 +198,14 @@ async def test_reconciler_repairs_a_cell_changed_behind_our_back(api: Harness) -
     # someone edits the channel manager directly
     held.availability[cm_room][date(2026, 11, 24)] = 9
     held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] = 2
-    assert await api.ctx.reconciler.check(prop["id"]) == {"availability": 1, "rates": 0, "restrictions": 1}
+    assert (await api.ctx.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
+        "availability": 1, "rates": 0, "restrictions": 1}
     await settled(api, prop["id"])
     assert held.availability[cm_room][date(2026, 11, 24)] == 4
     assert held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] == 5
     # nothing differs any more
-    assert await api.ctx.reconciler.check(prop["id"]) == {"availability": 0, "rates": 0, "restrictions": 0}
+    assert (await api.ctx.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
+        "availability": 0, "rates": 0, "restrictions": 0}
 
 
 async def test_bookings_reach_the_channel_manager_through_the_drain(api: Harness) -> None:

@@ -5,13 +5,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
 
 from connectapi.config import Settings
 from connectapi.engine import SystemClock
 from connectapi.http.app import create_app
 from connectapi.http.gates import CONNECT_PREFIX
+from connectapi.http.serving import hypercorn_config, serve_http
 from connectapi.service import open_front
 from connectapi.storage.database import Database
 
@@ -25,17 +24,12 @@ async def base_url(db: Database) -> AsyncIterator[str]:
     """The whole service on hypercorn, on a free loopback port."""
     settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent"})
     async with open_front(settings, db, SystemClock(), ADMIN_TOKEN) as ctx:
-        config = HypercornConfig()
-        config.bind = ["127.0.0.1:0"]
-        config.accesslog = None
         app = create_app(ctx)
         app.register_blueprint(probe, url_prefix=CONNECT_PREFIX)
-        stop = trio.Event()
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(lambda task_status: serve(
-                app, config, shutdown_trigger=stop.wait, task_status=task_status))
+            binds = await nursery.start(serve_http, app, hypercorn_config("127.0.0.1:0"), ctx.stopping)
             yield binds[0]
-            stop.set()
+            ctx.stopping.set()
 
 
 @pytest.fixture

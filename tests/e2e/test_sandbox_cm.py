@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -14,6 +15,10 @@ import trio
 import trio.testing
 
 from connectapi.actors.booking_intake import BookingIntake, Round
+from connectapi.actors.channel_manager import ChannelManagerActor
+from connectapi.actors.messages.channel_manager import ChannelMessage
+from connectapi.actors.messages.property_writer import WriterMessage
+from connectapi.actors.property_writer import PropertyWriter
 from connectapi.channel.client import (
     ChannelManagerClient,
     Rejected,
@@ -26,7 +31,7 @@ from connectapi.channel.sandbox.bookings import Stay
 from connectapi.channel.sandbox.serve import serve_sandbox
 from connectapi.channel.sandbox.state import SandboxState
 from connectapi.domain.admin_models import PropertyIn
-from connectapi.engine import FakeClock, SystemClock
+from connectapi.engine import FakeClock, Mailbox, Registry, SystemClock, open_supervisor
 from connectapi.storage import properties
 from connectapi.storage.database import Database
 from tests.api.harness import eventually
@@ -235,8 +240,19 @@ async def nothing_to_tell(done: Round) -> None:
     pass
 
 
-def intake_of(db: Database, sandbox: Sandbox, at: datetime, **limits: int) -> BookingIntake:
-    return BookingIntake(db, FakeClock(at), sandbox.client, nothing_to_tell, sweep_seconds=60, **limits)
+@asynccontextmanager
+async def running_intake(db: Database, sandbox: Sandbox, at: datetime, **limits: int) -> AsyncIterator[None]:
+    """The intake as the service runs it: an actor, beside the channel-manager actor and the
+    properties' writers."""
+    clock = FakeClock(at)
+    async with open_supervisor(shutdown_grace=0) as supervisor:
+        channel: Mailbox[ChannelMessage] = await supervisor.spawn(
+            "channel-manager", lambda: ChannelManagerActor(sandbox.client, clock))
+        writers: Registry[int, WriterMessage] = Registry(
+            supervisor, lambda pid: PropertyWriter(pid, db), name="writer", idle_after=300, ask_timeout=10)
+        await supervisor.spawn("booking-intake", lambda: BookingIntake(
+            db, clock, channel, writers, nothing_to_tell, sweep_seconds=60, **limits), mailbox_size=1)
+        yield
 
 
 def a_stay(sandbox: Sandbox, property_id: str | None = None) -> Stay:
@@ -297,13 +313,10 @@ async def test_more_than_a_round_takes_is_taken_in_rounds_one_after_another(
         "products": {"channelManager": True, "pms": False}}), at.date())
     await properties.set_channel_mapping(db, prop.id, sandbox.property_id, {}, {})
     made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(150)]
-    intake = intake_of(db, sandbox, at, feed_pages=feed_pages, batch=batch)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(intake.run_forever)
+    async with running_intake(db, sandbox, at, feed_pages=feed_pages, batch=batch):
         # The mock clock stands still, so the timer's next round never comes: only the one a
         # round asks for when it left something it could have taken.
         await eventually(lambda: sandbox.state.bookings.feed(None) == [], "the whole feed taken")
-        nursery.cancel_scope.cancel()
     kept = await db.fetch("SELECT id, state FROM ota_revisions WHERE property_id = $1", prop.id)
     assert sorted(r["id"] for r in kept) == sorted(made) and {r["state"] for r in kept} == {"unmapped"}
 
@@ -320,12 +333,9 @@ async def test_pages_holding_nothing_to_take_wait_for_the_timer(
         reads = call
 
     before_each_call(sandbox, counted)
-    intake = intake_of(db, sandbox, at, feed_pages=1)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(intake.run_forever)
+    async with running_intake(db, sandbox, at, feed_pages=1):
         await eventually(lambda: "hold nothing it can take" in caplog.text, "the round to say so")
         await trio.testing.wait_all_tasks_blocked()
         assert reads == 1  # no round straight after: the channel manager is not read in a loop
         mock_clock.jump(61)
         await eventually(lambda: reads == 2, "the timer's round")
-        nursery.cancel_scope.cancel()

@@ -15,6 +15,7 @@ from connectapi.engine import (
     Actor,
     ActorCrashed,
     ActorUnavailable,
+    Ask,
     AskTimeout,
     Registry,
     RestartPolicy,
@@ -23,22 +24,22 @@ from connectapi.engine import (
 
 
 @dataclass(frozen=True)
-class Add:
+class Add(Ask[int]):
     amount: int
 
 
 @dataclass(frozen=True)
-class Boom:
+class Boom(Ask[int]):
     pass
 
 
 @dataclass(frozen=True)
-class Refuse:
+class Refuse(Ask[int]):
     pass
 
 
 @dataclass(frozen=True)
-class Hang:
+class Hang(Ask[int]):
     pass
 
 
@@ -80,9 +81,9 @@ def autojump() -> trio.testing.MockClock:
 
 def test_public_names() -> None:
     assert set(engine.__all__) == {
-        "Actor", "ActorCrashed", "ActorError", "ActorUnavailable", "AskTimeout", "Clock",
-        "FakeClock", "Mailbox", "Registry", "RestartPolicy", "Supervisor", "SystemClock",
-        "open_supervisor",
+        "Actor", "ActorCrashed", "ActorError", "ActorUnavailable", "Ask", "AskTimeout", "Clock", "Down",
+        "FakeClock", "Mailbox", "NextRound", "Registry", "RestartPolicy", "RoundsActor", "Supervisor",
+        "SystemClock", "Wake", "open_supervisor",
     }
     for name in engine.__all__:
         assert getattr(engine, name).__module__.startswith("connectapi.engine._")
@@ -233,7 +234,12 @@ async def test_shutdown_grace_cancels_a_stuck_actor(autojump: object) -> None:
     assert trio.current_time() - start == pytest.approx(2)
 
 
-class Batcher(Actor[int]):
+@dataclass(frozen=True)
+class Num(Ask[int]):
+    n: int
+
+
+class Batcher(Actor[Num]):
     """Batches even numbers, serves odd ones one by one; 1 waits for the gate (so the others
     queue up behind it); a batch holding 100 crashes; 0 is refused."""
 
@@ -241,20 +247,21 @@ class Batcher(Actor[int]):
         self.calls = calls
         self.gate = gate
 
-    def batch_key(self, message: int) -> str | None:
-        return "even" if message % 2 == 0 else None
+    def batch_key(self, message: Num) -> str | None:
+        return "even" if message.n % 2 == 0 else None
 
-    async def handle(self, message: int) -> int:
-        self.calls.append([message])
-        if message == 1:
+    async def handle(self, message: Num) -> int:
+        self.calls.append([message.n])
+        if message.n == 1:
             await self.gate["open"].wait()
-        return message
+        return message.n
 
-    async def handle_batch(self, messages: list[int]) -> list[outcome.Outcome[Any]]:
-        self.calls.append(list(messages))
-        if 100 in messages:
+    async def handle_batch(self, messages: list[Num]) -> list[outcome.Outcome[Any]]:
+        numbers = [m.n for m in messages]
+        self.calls.append(numbers)
+        if 100 in numbers:
             raise RuntimeError("boom")
-        return [outcome.Value(m * 10) if m else outcome.Error(Refused()) for m in messages]
+        return [outcome.Value(n * 10) if n else outcome.Error(Refused()) for n in numbers]
 
 
 async def test_queued_messages_with_one_batch_key_are_served_together(autojump: object) -> None:
@@ -266,7 +273,7 @@ async def test_queued_messages_with_one_batch_key_are_served_together(autojump: 
 
         async def ask(n: int) -> None:
             try:
-                answers[n] = await box.ask(n, timeout=5)
+                answers[n] = await box.ask(Num(n), timeout=5)
             except (Refused, ActorCrashed) as exc:
                 answers[n] = type(exc).__name__
 
@@ -288,5 +295,5 @@ async def test_queued_messages_with_one_batch_key_are_served_together(autojump: 
         # the crashing batch answers each of its messages, and the one taken out after it
         assert calls == [[1], [10, 100]]
         assert answers == {1: 1, 10: "ActorCrashed", 100: "ActorCrashed", 7: "ActorCrashed"}
-        assert await box.ask(12, timeout=5) == 12  # restarted; a lone even number is one handle call
+        assert await box.ask(Num(12), timeout=5) == 12  # restarted; a lone even number is one handle call
         assert calls[-1] == [12]

@@ -14,6 +14,8 @@ from connectapi.storage import api_keys, properties
 from connectapi.storage.database import Database
 from connectapi.storage.key_directory import KeyDirectory
 
+from ..listening import listening
+
 
 async def a_key(db: Database) -> bytes:
     body = PropertyIn.model_validate({"name": "P", "timezone": "UTC", "currency": "EUR",
@@ -45,8 +47,7 @@ async def wait_for(condition: object, seconds: float = 5.0) -> None:
 async def test_changes_from_another_process_clear_the_cache(db: Database) -> None:
     digest = await a_key(db)
     directory = KeyDirectory(db)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(directory.listen)
+    async with listening(directory):
         first = await directory.find(digest)
         assert first is not None and first.key.revoked_at is None
         assert await directory.find(digest) is first  # served from the cache
@@ -68,14 +69,12 @@ async def test_changes_from_another_process_clear_the_cache(db: Database) -> Non
         await elsewhere(db.dsn, "UPDATE properties SET status = 'demo'")
         await wait_for(lambda: directory.generation > generation)
         assert (await directory.find(digest)).property.status == "demo"  # type: ignore[union-attr]
-        nursery.cancel_scope.cancel()
 
 
 async def test_nothing_is_cached_while_the_listener_is_down(db: Database) -> None:
     digest = await a_key(db)
     directory = KeyDirectory(db)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(lambda task_status: directory.listen(retry_after=0.2, task_status=task_status))
+    async with listening(directory):
         assert directory.listening
         await directory.find(digest)
         await elsewhere(db.dsn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -86,7 +85,6 @@ async def test_nothing_is_cached_while_the_listener_is_down(db: Database) -> Non
         await wait_for(lambda: directory.listening)  # and back after the retry
         cached = await directory.find(digest)
         assert await directory.find(digest) is cached
-        nursery.cancel_scope.cancel()
 
 
 async def test_touch_at_most_once_per_interval(db: Database) -> None:

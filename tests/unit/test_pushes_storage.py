@@ -7,11 +7,14 @@ from datetime import UTC, date, datetime
 import trio
 
 from connectapi.actors.ari_writer import apply_write
+from connectapi.actors.messages.property_writer import WriteAccepted
 from connectapi.domain.admin_models import PropertyIn
 from connectapi.domain.ari_write import Resource, plan_write
 from connectapi.storage import properties, pushes
 from connectapi.storage.database import Database
 from connectapi.storage.key_directory import KeyDirectory
+
+from ..listening import listening
 
 TODAY = date(2026, 11, 22)
 NOW = datetime(2026, 11, 22, 10, tzinfo=UTC)
@@ -29,8 +32,8 @@ async def a_property(db: Database) -> tuple[int, int, int]:
 
 async def write(db: Database, property_id: int, resource: Resource, *updates: dict[str, object]) -> None:
     plan = plan_write(resource, {"updates": list(updates)}, TODAY)
-    answer = await apply_write(db, property_id, None, plan, NOW, None)
-    assert answer.status == 202, answer.data
+    done = await apply_write(db, property_id, None, plan, NOW, None)
+    assert isinstance(done, WriteAccepted), done
 
 
 async def test_new_property_is_in_sync(db: Database) -> None:
@@ -80,8 +83,7 @@ async def test_rates_and_restrictions(db: Database) -> None:
 async def test_outcome_is_recorded_without_clearing_the_key_cache(db: Database) -> None:
     pid, _, _ = await a_property(db)
     directory = KeyDirectory(db)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(directory.listen)
+    async with listening(directory):
         before = directory.generation
         await pushes.record_outcome(db, pid, NOW, "failed", "HTTP 500")
         await db.execute("UPDATE properties SET status = 'active' WHERE id = $1", pid)  # this one notifies
@@ -90,6 +92,5 @@ async def test_outcome_is_recorded_without_clearing_the_key_cache(db: Database) 
                 await trio.sleep(0.01)
         await trio.sleep(0.2)
         assert directory.generation == before + 1
-        nursery.cancel_scope.cancel()
     row = await db.fetchrow("SELECT cm_last_outcome, cm_last_error FROM properties WHERE id = $1", pid)
     assert row is not None and tuple(row) == ("failed", "HTTP 500")

@@ -8,22 +8,20 @@ from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
 
-from ...actors.ari_writer import Answer
-from ...actors.property_actor import ChargeCells
-from ...actors.property_writer import ApplyWrite
+from ...actors.messages.property_budgets import ChargeCells
+from ...actors.messages.property_writer import ApplyWrite, IdempotencyClaim, Refused, WriteAccepted, WriteOutcome
+from ...domain import dates
 from ...domain import idempotency as idem
 from ...domain.ari_models import RESTRICTION_FIELDS
 from ...domain.ari_write import Resource, plan_write
 from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
 from ...domain.validation import parse_json
-from ...engine import ActorCrashed, ActorUnavailable
 from ...storage import ari
-from ...storage.database import StorageUnavailable
 from ...storage.properties import get_catalog
 from ...storage.records import Catalog, Property
 from ..body import raw_body
-from .. import idempotent
+from ..idempotent import idempotent_write
 from ..envelope import ok
 from ..gates import caller, context, rule
 
@@ -50,7 +48,10 @@ def _read_range() -> tuple[date, date]:
     if issues:
         raise ApiError("VALIDATION", "query does not match the schema", issues)
     first = parsed.get("from") or context().clock.today(zone)
-    last = parsed.get("to") or first + timedelta(days=DEFAULT_READ_DAYS)
+    last = parsed.get("to") or dates.plus_days(first, DEFAULT_READ_DAYS)
+    if last is None:
+        raise ApiError("RANGE_INVALID", f"from is too late for the default {DEFAULT_READ_DAYS} days; give to",
+                       {"from": first.isoformat(), "to": None})
     if last < first:
         raise ApiError("RANGE_INVALID", "to is before from", {"from": first.isoformat(), "to": last.isoformat()})
     if (last - first).days > MAX_READ_DAYS:
@@ -66,11 +67,11 @@ async def _read_setup() -> tuple[date, date, Property, Catalog]:
     return first, last, prop, await get_catalog(context().db, prop.id)
 
 
-def _grouped(rows: list[Any], id_column: str, id_name: str, order: list[int], night: Any) -> list[dict[str, Any]]:
+def _grouped(rows: list[Any], id_name: str, order: list[int], entity: Any, night: Any) -> list[dict[str, Any]]:
     """Rows (ordered by entity, night) as `[{<id_name>: id, nights: [...]}]`, one per entity in `order`."""
     by_id: dict[int, list[dict[str, Any]]] = {i: [] for i in order}
     for row in rows:
-        by_id.setdefault(row[id_column], []).append(night(row))
+        by_id.setdefault(entity(row), []).append(night(row))
     return [{id_name: i, "nights": by_id[i]} for i in order]
 
 
@@ -79,8 +80,8 @@ def _grouped(rows: list[Any], id_column: str, id_name: str, order: list[int], ni
 async def read_availability() -> Response:
     first, last, prop, catalog = await _read_setup()
     rows = await ari.read_availability(context().db, prop.id, first, last)
-    groups = _grouped(rows, "room_type_id", "roomTypeId", [r.id for r in catalog.room_types],
-                      lambda r: {"date": r["night"].isoformat(), "available": r["available"]})
+    groups = _grouped(rows, "roomTypeId", [r.id for r in catalog.room_types], lambda r: r.room_type_id,
+                      lambda r: {"date": r.night.isoformat(), "available": r.available})
     return ok({"from": first.isoformat(), "to": last.isoformat(), "roomTypes": groups})
 
 
@@ -89,8 +90,8 @@ async def read_availability() -> Response:
 async def read_rates() -> Response:
     first, last, prop, catalog = await _read_setup()
     rows = await ari.read_rates(context().db, prop.id, first, last)
-    groups = _grouped(rows, "rate_plan_id", "ratePlanId", [p.id for p in catalog.rate_plans],
-                      lambda r: {"date": r["night"].isoformat(), "rateMinor": r["rate_minor"]})
+    groups = _grouped(rows, "ratePlanId", [p.id for p in catalog.rate_plans], lambda r: r.rate_plan_id,
+                      lambda r: {"date": r.night.isoformat(), "rateMinor": r.rate_minor})
     return ok({"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency, "ratePlans": groups})
 
 
@@ -99,46 +100,41 @@ async def read_rates() -> Response:
 async def read_restrictions() -> Response:
     first, last, prop, catalog = await _read_setup()
     rows = await ari.read_restrictions(context().db, prop.id, first, last)
-    held = {(r["rate_plan_id"], r["night"]): r for r in rows}
+    held = {(r.rate_plan_id, r.night): r.fields for r in rows}
     span = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     plans = []
     for plan in catalog.rate_plans:
         nights = []
         for night in span:
-            row = held.get((plan.id, night))
-            fields = {name: None if row is None else row[col]
-                      for name, col in ari.RESTRICTION_COLUMNS.items()}
-            nights.append({"date": night.isoformat(), **{name: fields[name] for name in RESTRICTION_FIELDS}})
+            fields = held.get((plan.id, night), {})
+            nights.append({"date": night.isoformat(), **{name: fields.get(name) for name in RESTRICTION_FIELDS}})
         plans.append({"ratePlanId": plan.id, "nights": nights})
     return ok({"from": first.isoformat(), "to": last.isoformat(), "ratePlans": plans})
 
 
 async def _write(resource: Resource) -> Response:
     ctx, who = context(), caller()
+    pid = who.property.id
     key = idem.checked_key(request.headers.get(idem.HEADER))
     payload = parse_json(await raw_body())
     plan = plan_write(resource, payload, ctx.clock.today(ZoneInfo(who.property.timezone)))
     # Cells are charged before anything is read or written: the idempotency record too.
-    await ctx.properties.ask(who.property.id, ChargeCells(plan.requested_cells), ctx.ask_timeout)
+    await ctx.properties.ask(pid, ChargeCells(plan.requested_cells), ctx.ask_timeout)
 
-    claim = await idempotent.claim_or_replay(who.property.id, f"PUT /{resource.value}", key, payload)
-    if isinstance(claim, Response):
-        return claim
+    async def run(claim: IdempotencyClaim | None) -> WriteOutcome:
+        done = await ctx.writers.ask(pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
+        if isinstance(done, WriteAccepted) and done.accepted_cells:
+            availability = resource is Resource.AVAILABILITY
+            await ctx.pushes.wake(pid, availability, not availability)
+        return done
 
-    try:
-        answer: Answer = await ctx.writers.ask(
-            who.property.id, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
-    except (ActorCrashed, ActorUnavailable, StorageUnavailable):
-        # Rolled back or never run: free the key for the retry. A timeout keeps the claim:
-        # the write may still commit, and a stale claim expires.
-        await idempotent.release(who.property.id, claim)
-        raise
-    if answer.status >= 400:
-        raise ApiError(answer.data["code"], answer.message, answer.data.get("details"))
-    if answer.data["acceptedCells"]:
-        availability = resource is Resource.AVAILABILITY
-        await ctx.pushes.wake(who.property.id, availability, not availability)
-    return ok(answer.data, answer.status, answer.message)
+    return await idempotent_write(pid, f"PUT /{resource.value}", key, payload, run, _answer)
+
+
+def _answer(done: WriteOutcome) -> Response:
+    if isinstance(done, Refused):
+        raise done.error
+    return ok(done.result, 202, "Accepted")
 
 
 @blueprint.put("/availability")

@@ -7,18 +7,19 @@ from datetime import UTC, datetime, timedelta
 from quart import Blueprint, Response, request
 
 from ...actors.booking_views import booking_view
-from ...actors.booking_writer import CreateBooking, Outcome
-from ...actors.property_actor import ChargeBooking
-from ...actors.property_writer import CancelBooking
+from ...actors.messages.property_budgets import ChargeBooking
+from ...actors.messages.property_writer import (BookingDone, BookingOutcome, CancelBooking, CreateBooking,
+                                                IdempotencyClaim, Refused)
 from ...domain import idempotency as idem
 from ...domain.booking_models import BookingIn, CancelIn
 from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
+from ...domain.ids import MAX_ID, bounded_int
 from ...domain.validation import parse_json, parse_payload
-from ...engine import AskTimeout
+from ...engine import Wake
 from ...storage import bookings
 from ..body import raw_body
-from .. import idempotent
+from ..idempotent import idempotent_write
 from ..envelope import ok
 from ..gates import caller, context, rule
 
@@ -28,7 +29,6 @@ CREATE_ROUTE = "POST /bookings"
 LIST_DEFAULT_DAYS = 7
 LIST_DEFAULT_LIMIT = 50
 LIST_MAX_LIMIT = 100
-MAX_ID = 2**63 - 1
 
 
 @blueprint.post("/bookings")
@@ -40,39 +40,37 @@ async def create_booking() -> Response:
     payload = parse_json(await raw_body())
     body = parse_payload(BookingIn, payload)
 
-    claim = await idempotent.claim_or_replay(pid, CREATE_ROUTE, key, payload)
-    if isinstance(claim, Response):
-        return claim
-
-    try:
+    async def run(claim: IdempotencyClaim | None) -> BookingOutcome:
         earlier = await bookings.api_booking_by_reference(ctx.db, pid, body.externalReference)
         if earlier is not None:
             # A repeat: the booking as it stands, nothing charged, nothing written.
-            await idempotent.release(pid, claim)
-            return ok(booking_view(earlier, replay=True), 200)
+            return BookingDone(booking_view(earlier, replay=True), made=False)
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
         await ctx.properties.ask(pid, ChargeBooking(who.key.id, who.property.bookings_per_day), ctx.ask_timeout)
-        outcome: Outcome = await ctx.writers.ask(
+        done = await ctx.writers.ask(
             pid, CreateBooking(who.key.id, who.key.scopes, body, ctx.clock.now(), claim), ctx.ask_timeout)
-    except AskTimeout:
-        raise  # the booking may still commit: the claim stays until it does, or goes stale
-    except Exception:
-        # Refused before the transaction, rolled back, or never run: free the key for the retry.
-        await idempotent.release(pid, claim)
-        raise
-    return await _answer(outcome)
+        await _wake_after(done)
+        return done
+
+    return await idempotent_write(pid, CREATE_ROUTE, key, payload, run, _created)
 
 
-async def _answer(outcome: Outcome) -> Response:
-    ctx, answer = context(), outcome.answer
-    if outcome.inventory_moved:
-        await ctx.pushes.wake(caller().property.id, True, False)
-    if outcome.mails_queued:
-        ctx.outbox.wake()
-    if answer.status >= 400:
-        raise ApiError(answer.data["code"], answer.message, answer.data.get("details"))
-    return ok(answer.data, answer.status, answer.message)
+def _created(done: BookingOutcome) -> Response:
+    if isinstance(done, Refused):
+        raise done.error
+    if done.made:
+        return ok(done.booking, 201, "Created")
+    return ok(done.booking, 200)
+
+
+async def _wake_after(done: BookingOutcome) -> None:
+    """The inventory drain for moved nights, the outbox for queued e-mails."""
+    if isinstance(done, BookingDone):
+        if done.inventory_moved:
+            await context().pushes.wake(caller().property.id, True, False)
+        if done.mails_queued:
+            context().outbox.try_tell(Wake())
 
 
 @blueprint.get("/bookings")
@@ -87,15 +85,19 @@ async def list_bookings() -> Response:
             since = datetime.fromisoformat(text)
             if since.tzinfo is None:
                 since = since.replace(tzinfo=UTC)  # an instant without an offset is read as UTC
-        except ValueError:
+            # In UTC it must still be a datetime: 0001-01-01T00:00+01:00 is not, and the
+            # driver's conversion would fail with an OverflowError.
+            since.astimezone(UTC)
+        except (ValueError, OverflowError):
             issues.append({"path": "since", "message": "must be an ISO 8601 date-time"})
     limit = LIST_DEFAULT_LIMIT
     text = request.args.get("limit")
     if text is not None:
-        if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= LIST_MAX_LIMIT:
+        asked = bounded_int(text, LIST_MAX_LIMIT)
+        if asked is None or asked < 1:
             issues.append({"path": "limit", "message": f"must be an integer from 1 to {LIST_MAX_LIMIT}"})
         else:
-            limit = int(text)
+            limit = asked
     reference = request.args.get("externalReference")
     if reference is not None and (not 1 <= len(reference) <= 64 or not reference.isprintable()):
         # Control characters, NUL above all, cannot be a reference (and PostgreSQL text refuses NUL).
@@ -108,9 +110,10 @@ async def list_bookings() -> Response:
 
 
 def _booking_id(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
+    wanted = bounded_int(text, MAX_ID)
+    if wanted is None or wanted < 1:
         raise ApiError("BOOKING_NOT_FOUND", f"no booking {text[:40]!r} on this property")
-    return int(text)
+    return wanted
 
 
 @blueprint.get("/bookings/<booking_id>")
@@ -130,6 +133,9 @@ async def cancel_booking(booking_id: str) -> Response:
     wanted = _booking_id(booking_id)
     raw = await raw_body()
     body = parse_payload(CancelIn, parse_json(raw)) if raw.strip() else CancelIn()
-    outcome: Outcome = await ctx.writers.ask(
+    done = await ctx.writers.ask(
         who.property.id, CancelBooking(who.key.id, wanted, body.reason, ctx.clock.now()), ctx.ask_timeout)
-    return await _answer(outcome)
+    await _wake_after(done)
+    if isinstance(done, Refused):
+        raise done.error
+    return ok(done.booking, 200)

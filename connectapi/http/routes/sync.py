@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from quart import Blueprint, Response
 
+from ...actors.messages.channel_manager import PushStateOf
 from ...storage import pushes
 from ..envelope import ok
 from ..gates import caller, context, rule
@@ -20,9 +21,10 @@ async def read_sync() -> Response:
     ctx, prop = context(), caller().property
     view = await pushes.sync_view(ctx.db, prop.id)
     dirty = view["dirty"]
-    wait = ctx.channel.paused_until(prop.id) - ctx.clock.monotonic()
+    pipe = await ctx.channel.ask(PushStateOf(prop.id), ctx.ask_timeout)
+    wait = pipe.paused_until - ctx.clock.monotonic()
     next_attempt = ctx.clock.now() + timedelta(seconds=wait) if wait > 0 else None
-    if ctx.channel.failures(prop.id) >= FAILING_AFTER:
+    if pipe.failures >= FAILING_AFTER:
         state = "FAILING"
     elif next_attempt is not None and view["last_outcome"] == "failed":
         state = "BACKING_OFF"

@@ -1,0 +1,47 @@
+"""Round actors with no work of their own to finish: they keep the record tidy and the
+key cache honest, and may be stopped at any moment."""
+
+from __future__ import annotations
+
+import logging
+
+from ..domain import idempotency as idem
+from ..engine import Clock, NextRound, RoundsActor
+from ..storage import idempotency
+from ..storage.database import Database, StorageUnavailable
+from ..storage.key_directory import KeyDirectory
+
+log = logging.getLogger("connectapi")
+RELISTEN_AFTER = 1.0
+
+
+class IdempotencyJanitor(RoundsActor):
+    """Idempotency keys are kept 7 days: forget older ones, at start and then every `every`."""
+
+    name = "idempotency-janitor"
+    waits_out = (StorageUnavailable,)
+
+    def __init__(self, db: Database, clock: Clock, every: float) -> None:
+        self._db = db
+        self._clock = clock
+        self.interval = every
+
+    async def round(self) -> NextRound:
+        purged = await idempotency.purge(self._db, self._clock.now() - idem.RETENTION)
+        if purged:
+            log.info("purged %d idempotency keys older than %s", purged, idem.RETENTION)
+        return NextRound()
+
+
+class KeyListener(RoundsActor):
+    """Keeps the key directory's LISTEN connection: a round lasts as long as the connection,
+    and the next one starts a second after it is lost."""
+
+    name = "key-listener"
+
+    def __init__(self, keys: KeyDirectory) -> None:
+        self._keys = keys
+
+    async def round(self) -> NextRound:
+        await self._keys.listen_until_lost()
+        return NextRound(due_in=RELISTEN_AFTER)

@@ -1,0 +1,137 @@
+"""The ChannelManagerActor's protocol: every call to the channel manager is one of these.
+
+A call that fails at the channel manager is an answer, not an exception: each reply says
+whether it worked and, if not, what came back (`error`), in words fit for `lastError`.
+A push or a read the budget does not allow yet is answered at once, with the time to ask
+again: nobody waits inside the actor, so nothing holds it (or a shutdown) up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Literal
+
+from ...engine import Ask
+
+Kind = Literal["availability", "restrictions"]
+Failure = Literal["throttled", "unavailable", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class PushOutcome:
+    """`ok`; or a failure (`error` says what came back) with the property paused until
+    `retry_at`; or `deferred`: not sent, the property's budget at the channel manager is
+    spent until `retry_at` (pacing, not a failure: the asker waits and asks again)."""
+
+    ok: bool
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+    retry_at: float | None = None  # monotonic time before which the property is paused
+    deferred: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Push(Ask[PushOutcome]):
+    """Send one call of the property's, when its lane, its pause and its budget allow."""
+
+    property_id: int
+    kind: Kind
+    values: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class GridRead:
+    """What the channel manager holds of a property; or why it could not be read; or, with
+    `retry_at`, that the account's read budget is spent until then (ask again)."""
+
+    grid: dict[str, dict[str, Any]] | None
+    error: str | None = None
+    retry_at: float | None = None
+
+    @property
+    def deferred(self) -> bool:
+        return self.retry_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadGrid(Ask[GridRead]):
+    """A read within the account-wide read budget (the reconciler's, the admin grid's)."""
+
+    kind: Kind
+    cm_property_id: str
+    first: date
+    last: date
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """The channel manager's id of what was made, or why it was not."""
+
+    cm_id: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateProperty(Ask[Created]):
+    title: str
+    currency: str
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRoomType(Ask[Created]):
+    cm_property_id: str
+    title: str
+    rooms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRatePlan(Ask[Created]):
+    cm_property_id: str
+    cm_room_type_id: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class FeedRead:
+    """Booking revisions not yet acknowledged; `complete` is False when pages were left
+    unread; `error` when the feed could not be read at all (revisions then empty)."""
+
+    revisions: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = True
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFeed(Ask[FeedRead]):
+    max_pages: int
+
+
+@dataclass(frozen=True, slots=True)
+class Acked:
+    """`done`: the revision needs no more acknowledging (acknowledged, or unknown to the
+    channel manager: `refused` then says why); otherwise `error` says why it failed."""
+
+    done: bool
+    refused: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AckRevision(Ask[Acked]):
+    revision_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyPushState:
+    paused_until: float  # monotonic; 0 when never paused
+    failures: int  # failed calls in a row (429s are pacing, not failures)
+
+
+@dataclass(frozen=True, slots=True)
+class PushStateOf(Ask[PropertyPushState]):
+    property_id: int
+
+
+ChannelMessage = (Push | ReadGrid | CreateProperty | CreateRoomType | CreateRatePlan | ReadFeed | AckRevision
+                  | PushStateOf)

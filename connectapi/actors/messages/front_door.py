@@ -1,0 +1,35 @@
+"""The FrontDoor's protocol: the budgets of an address and of the whole API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...domain.errors import ApiError
+from ...domain.sliding_window import WindowState
+from ...engine import Ask
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """The address's `ip` window after this request, and the refusal if there is one."""
+
+    ip: WindowState
+    refusal: ApiError | None
+
+
+@dataclass(frozen=True, slots=True)
+class Admit(Ask[Entry]):
+    """A request arrived from `address`; `needs_key` when it will go on to a key lookup."""
+
+    address: str
+    needs_key: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AuthFailed:
+    """An answer of 401 (or an allowlist refusal) was given to `address` (told, not asked)."""
+
+    address: str
+
+
+FrontDoorMessage = Admit | AuthFailed

@@ -1,0 +1,164 @@
+"""Applying an OTA booking revision to the record: one transaction, under the property's lock.
+
+Run by the property's writer (every change to a property's inventory goes through it), so
+a revision is applied between the property's API bookings and ARI writes, never beside
+them; the row lock on the property and the revision's own lock keep it to once across
+processes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from datetime import date, datetime
+
+from ..domain import emails
+from ..domain import ota_bookings as ota_rules
+from ..domain.ota_bookings import MalformedRevision, OtaBooking
+from ..domain.webhook_events import PropertyFacts, new_event
+from ..storage import ari, notifications, ota, webhooks
+from ..storage.bookings import log_activity, pms_reference
+from ..storage.database import Database, Tx
+from ..storage.records import PropertyLock
+from .messages.property_writer import RevisionSettled
+
+log = logging.getLogger("connectapi.intake")
+
+
+async def apply_revision(db: Database, item: ota.Received, now: datetime) -> RevisionSettled:
+    async def work(tx: Tx) -> RevisionSettled:
+        prop = await ari.lock_property(tx, item.property_id)
+        if not await ota.lock_received(tx, item.seq):
+            # Another process applied it while this one waited for the lock.
+            return RevisionSettled("already settled")
+        applied = await _apply_revision(tx, prop, item, now)
+        await ota.settle(tx, item.seq, applied.state, applied.note, applied.booking_id, now)
+        return applied
+
+    return await db.transaction(work)
+
+
+async def refuse_revision(db: Database, item: ota.Received, why: str, now: datetime) -> RevisionSettled:
+    """A revision the record refused (or a bug of ours) must not hold up the ones behind
+    it, round after round: it is kept, marked refused, and the owner told."""
+    async def work(tx: Tx) -> RevisionSettled:
+        prop = await ari.lock_property(tx, item.property_id)
+        mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
+            prop.name, str(item.payload.get("ota_reservation_code", "?"))[:60],
+            str(item.payload.get("ota_name", "the OTA"))[:40], why), now)
+        await ota.settle(tx, item.seq, "refused", why, None, now)
+        return RevisionSettled("refused", why, mails=mails)
+
+    return await db.transaction(work)
+
+
+async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received,
+                          now: datetime) -> RevisionSettled:
+    try:
+        revision = ota_rules.parse_revision(item.payload)
+    except MalformedRevision as exc:
+        mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
+            prop.name, str(item.payload.get("ota_reservation_code", "?"))[:60],
+            str(item.payload.get("ota_name", "the OTA"))[:40], f"it could not be read ({exc})"), now)
+        return RevisionSettled("refused", str(exc), mails=mails)
+    normal = ota_rules.normalise(revision, await ota.mapping_in(tx, prop.id))
+    if isinstance(normal, list):
+        what = ", ".join(normal)
+        mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
+            prop.name, revision.reservation_code, revision.ota_name,
+            f"it names what this property does not map to the channel manager ({what})"), now)
+        return RevisionSettled("unmapped", f"not mapped: {what}", mails=mails)
+    known = await ota.known_booking(tx, prop.id, item.cm_booking_id)
+    if known is None:
+        return await _create(tx, prop, item, normal, now)
+    if not ota_rules.is_newer(item.revised_at, item.seq, known.last_revision_at, known.last_revision_seq):
+        return RevisionSettled("stale", "older than the revision applied last", known.booking_id)
+    return await _revise(tx, prop, item, normal, known, now)
+
+
+async def _create(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBooking,
+                  now: datetime) -> RevisionSettled:
+    booking_id = await ota.next_booking_id(tx)
+    reference = pms_reference(prop.id, booking_id)
+    status = "CANCELLED" if normal.cancelled else "UPCOMING"
+    told = ota_rules.told(normal, reference, status)
+    await ota.insert_booking(tx, prop.id, booking_id, reference, item.cm_booking_id, normal, status,
+                             item.revised_at, item.seq, told, now)
+    moved, mails = await _move(tx, prop, booking_id, reference, normal, Counter(),
+                               Counter() if normal.cancelled else normal.rooms_per_night(), now)
+    await log_activity(tx, prop.id, booking_id, None, "ota.booking.created",
+                       f"{normal.channel} booking {normal.reservation_code} arrived as {reference}", now)
+    # A booking first heard of as cancelled (its earlier revisions never reached us) is told
+    # as cancelled: receivers reconcile on the reference either way.
+    kind = "channel.booking.cancelled" if normal.cancelled else "channel.booking.created"
+    events = await _emit(tx, prop, kind, told, None, None, now)
+    return RevisionSettled("applied", None, booking_id, moved, events, mails)
+
+
+async def _revise(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBooking,
+                  known: ota.Known, now: datetime) -> RevisionSettled:
+    if normal.cancelled and known.status == "CHECKED_IN":
+        mails = await _tell_owner(tx, prop, known.booking_id, emails.owner_ota_unapplied(
+            prop.name, normal.reservation_code, normal.channel,
+            f"it cancels {known.reference}, which is checked in"), now)
+        return RevisionSettled("refused", "the booking is checked in", known.booking_id, mails=mails)
+    if normal.cancelled:
+        status = "CANCELLED"
+    else:
+        status = "CHECKED_IN" if known.status == "CHECKED_IN" else "UPCOMING"
+    told = ota_rules.told(normal, known.reference, status)
+    await ota.update_booking(tx, known.booking_id, normal, status, item.revised_at, item.seq, told, now)
+    moved, mails = await _move(tx, prop, known.booking_id, known.reference, normal,
+                               await ota.rooms_held(tx, known.booking_id),
+                               Counter() if normal.cancelled else normal.rooms_per_night(), now)
+    changes, previous = ota_rules.changes_between(known.told, told)
+    events = 0
+    if normal.cancelled and known.status != "CANCELLED":
+        await log_activity(tx, prop.id, known.booking_id, None, "ota.booking.cancelled",
+                           f"{normal.channel} cancelled {normal.reservation_code} ({known.reference})", now)
+        events = await _emit(tx, prop, "channel.booking.cancelled", told, None, None, now)
+    elif changes:
+        await log_activity(tx, prop.id, known.booking_id, None, "ota.booking.modified",
+                           f"{normal.channel} changed {', '.join(changes)} of {normal.reservation_code} "
+                           f"({known.reference})", now)
+        events = await _emit(tx, prop, "channel.booking.modified", told, changes, previous, now)
+    return RevisionSettled("applied", None if events else "nothing told changed", known.booking_id, moved, events, mails)
+
+
+async def _move(tx: Tx, prop: PropertyLock, booking_id: int, reference: str,
+                normal: OtaBooking, held: Counter[tuple[int, date]], wanted: Counter[tuple[int, date]],
+                now: datetime) -> tuple[bool, int]:
+    """On a property with the PMS, take or give back rooms as a desk booking would; answers
+    whether cells moved and how many e-mails were queued."""
+    if not prop.pms:
+        return False, 0
+    cells = set(held) | set(wanted)
+    if not cells:
+        return False, 0
+    available = await ota.availability_of(tx, prop.id, cells)
+    moves = ota_rules.inventory_moves(held, wanted, available)
+    await ota.move_cells(tx, prop.id, booking_id, moves, "ota.booking", now)
+    short = sorted({night.isoformat() for (_, night), move in moves.items() if move.short})
+    mails = 0
+    if short:
+        log.warning("intake: an OTA booking of property %d was sold on nights with no room left", prop.id)
+        mails = await _tell_owner(tx, prop, booking_id, emails.owner_ota_overbooked(
+            prop.name, normal.reservation_code, normal.channel, reference, short), now)
+    return any(move.delta for move in moves.values()), mails
+
+
+async def _emit(tx: Tx, prop: PropertyLock, kind: str, booking: dict[str, object],
+                changes: dict[str, object] | None, previous: dict[str, object] | None, now: datetime) -> int:
+    facts = PropertyFacts(prop.id, prop.name, prop.currency, prop.timezone)
+    event = new_event(kind, facts, {"booking": booking}, now, changes, previous)
+    await webhooks.record_event(tx, prop.id, event, None, now)
+    return 1
+
+
+async def _tell_owner(tx: Tx, prop: PropertyLock, booking_id: int | None, mail: emails.Email,
+                      now: datetime) -> int:
+    if not prop.owner_email:
+        return 0
+    await notifications.enqueue(tx, prop.id, booking_id, mail.kind, prop.owner_email, mail.subject,
+                                mail.body, now)
+    return 1

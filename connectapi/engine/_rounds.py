@@ -1,0 +1,83 @@
+"""Actors whose work comes in rounds, woken by a signal or a timer.
+
+The webhook sender, the outbox, the booking intake, the reconciler, the push sweep and
+the janitors all have this shape: their work waits in the record, a round takes what is
+due, a wake-up says something new may be there, and a timer is the safety net for a
+wake-up that never came. One helper, so that each of them is only its round.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import trio
+
+from ._actor import Actor
+from ._messages import Wake
+
+M = TypeVar("M")
+log = logging.getLogger("connectapi.engine")
+
+
+@dataclass(frozen=True, slots=True)
+class NextRound:
+    """What a round leaves: `more` waiting (the next round starts at once), and how soon
+    the next one is due at the latest (None: after the actor's interval)."""
+
+    more: bool = False
+    due_in: float | None = None
+
+
+class RoundsActor(Actor[Any]):
+    """A round at start, on every `Wake`, at least every `interval` seconds, and at once
+    again while a round says more is waiting.
+
+    A failure of the outside named in `waits_out` (the record unreachable, say) is not a
+    crash: the actor logs it once, waits (1 s, doubling up to `outage_wait_max`) and tries
+    again, so it resumes within seconds of the outside coming back. Anything else is a
+    crash, for the supervisor's restart policy. Other messages go to `handle_message`.
+    """
+
+    interval: float = 60.0
+    waits_out: ClassVar[tuple[type[Exception], ...]] = ()
+    outage_wait_max: float = 5.0
+    name = "rounds"
+
+    _due_at: float = -math.inf  # the first round runs at start
+    _outage_wait: float = 0.0
+
+    async def round(self) -> NextRound:
+        raise NotImplementedError
+
+    async def handle_message(self, message: Any) -> Any:
+        raise TypeError(f"{type(self).__name__} takes no {type(message).__name__}")
+
+    async def handle(self, message: Any) -> Any:
+        if isinstance(message, Wake):
+            await self.run_round()
+            return None
+        return await self.handle_message(message)
+
+    def wake_in(self) -> float:
+        return max(0.0, self._due_at - trio.current_time())
+
+    async def on_timer(self) -> None:
+        await self.run_round()
+
+    async def run_round(self) -> None:
+        try:
+            done = await self.round()
+        except self.waits_out as outage:
+            if not self._outage_wait:
+                log.warning("%s: waiting for the outside to come back: %s", self.name, outage)
+            self._outage_wait = min(self.outage_wait_max, max(1.0, self._outage_wait * 2))
+            self._due_at = trio.current_time() + self._outage_wait
+            return
+        if self._outage_wait:
+            log.info("%s: working again", self.name)
+            self._outage_wait = 0.0
+        due_in = 0.0 if done.more else min(self.interval, self.interval if done.due_in is None else done.due_in)
+        self._due_at = trio.current_time() + max(0.0, due_in)

@@ -1,0 +1,35 @@
+"""Admin routes that call the channel manager now: they wait (bounded) for its budget."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+import trio
+
+from .gates import context
+
+# An admin call waits at most this long for the channel manager's budget (its windows are
+# a minute) before it answers what the actor said.
+MAX_WAIT = 90.0
+
+
+class Deferrable(Protocol):
+    @property
+    def retry_at(self) -> float | None: ...
+
+    @property
+    def deferred(self) -> bool: ...
+
+
+D = TypeVar("D", bound=Deferrable)
+
+
+async def when_allowed(call: Callable[[], Awaitable[D]]) -> D:
+    """`call` the channel-manager actor again while it answers "not yet, at T"."""
+    give_up = context().clock.monotonic() + MAX_WAIT
+    while True:
+        answer = await call()
+        if not answer.deferred or answer.retry_at is None or answer.retry_at > give_up:
+            return answer
+        await trio.sleep(max(0.0, answer.retry_at - context().clock.monotonic()))
