@@ -26,7 +26,7 @@ def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(tmp_path:
             [str(schemathesis), "run", f"{served.url}{OPENAPI_PATH}", "-H", f"Authorization: Bearer {key}",
              "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                          "response_schema_conformance",
-             "--max-examples", "25", "--workers", "1", "--seed", SEED],
+             "--max-examples", "100", "--workers", "1", "--seed", SEED],
             capture_output=True, text=True, timeout=600, cwd=tmp_path,
             env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"})
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
