@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from ..channel.client import FEED_MAX_PAGES
 from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import MalformedRevision
-from ..engine import ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry, RoundsActor
+from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
+                      RoundsActor)
 from ..storage import ota
 from ..storage.database import Database, RecordRefused, StorageUnavailable
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
@@ -77,10 +78,12 @@ class BookingIntake(RoundsActor):
             log.warning("intake: could not read the booking feed: %s", feed.error)
         await self._store(feed.revisions, done)
         waiting = await ota.received(self._db, self._batch)
+        taken = 0
         for item in waiting:
             applied = await self._apply(item)
             if applied is None:
                 continue  # the property's writer cannot take it now: it waits for a later round
+            taken += 1
             done.settled[applied.state] += 1
             done.events += applied.events
             done.mails += applied.mails
@@ -97,16 +100,26 @@ class BookingIntake(RoundsActor):
         took_something = bool(done.stored or done.acknowledged)
         if not feed.complete and not took_something:
             log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")
-        done.more = len(waiting) == self._batch or acked == self._batch or (not feed.complete and took_something)
+        # At once again only when this round cleared a whole batch: revisions whose writer
+        # cannot take them (down, say) would otherwise have the feed read in a loop.
+        done.more = (len(waiting) == self._batch and taken == len(waiting)) or acked == self._batch or (
+            not feed.complete and took_something)
         return done
 
     async def _apply(self, item: ota.Received) -> RevisionSettled | None:
         """The revision applied by its property's writer; refused if the record refuses it
-        (or a bug of ours crashes on it); None if the writer cannot take it now."""
+        for good (or a bug of ours crashes on it); None if it was not applied now and may be
+        next round (the writer down, busy or restarting; a deadlock the record rolled back)."""
         try:
             return await self._writers.ask(item.property_id, ApplyOtaRevision(item, self._clock.now()), ASK_TIMEOUT)
-        except (RecordRefused, ActorCrashed) as exc:
+        except RecordRefused as exc:
+            if exc.transient:
+                log.warning("intake: revision %s was rolled back for now: %s", item.id, exc)
+                return None
             log.error("intake: revision %s could not be applied: %s", item.id, exc)
+            why = f"could not be applied ({type(exc.__cause__ or exc).__name__})"
+        except ActorCrashed as exc:
+            log.error("intake: revision %s crashed the writer: %s", item.id, exc)
             why = f"could not be applied ({type(exc.__cause__ or exc).__name__})"
         except (ActorUnavailable, AskTimeout) as exc:
             log.warning("intake: the writer of property %d cannot take revision %s now: %s", item.property_id,

@@ -118,7 +118,8 @@ class ChannelManagerActor(Actor[ChannelMessage]):
     async def _push(self, message: Push) -> PushOutcome:
         state = self._state(message.property_id)
         kind = message.kind
-        limit = self._budgets.availability_per_minute if kind == "availability" else self._budgets.restrictions_per_minute
+        budgets = self._budgets
+        limit = budgets.availability_per_minute if kind == "availability" else budgets.restrictions_per_minute
         window = state.windows.setdefault(kind, SlidingWindow(limit, PACING_WINDOW))
         now = self._clock.monotonic()
         wait = self._wait(state, window, now)

@@ -122,7 +122,8 @@ async def _revise(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBoo
                            f"{normal.channel} changed {', '.join(changes)} of {normal.reservation_code} "
                            f"({known.reference})", now)
         events = await _emit(tx, prop, "channel.booking.modified", told, changes, previous, now)
-    return RevisionSettled("applied", None if events else "nothing told changed", known.booking_id, moved, events, mails)
+    return RevisionSettled("applied", None if events else "nothing told changed", known.booking_id, moved, events,
+                           mails)
 
 
 async def _move(tx: Tx, prop: PropertyLock, booking_id: int, reference: str,

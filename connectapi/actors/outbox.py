@@ -51,7 +51,8 @@ class SmtpTransport:
         message["To"] = note.to_address
         message["Subject"] = note.subject
         message.set_content(note.body)
-        await trio.to_thread.run_sync(self._send_blocking, message)
+        # Abandoned on cancel (a stop): the e-mail stays unsent in the outbox and goes later.
+        await trio.to_thread.run_sync(self._send_blocking, message, abandon_on_cancel=True)
 
     def _send_blocking(self, message: EmailMessage) -> None:
         s = self._settings

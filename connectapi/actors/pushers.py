@@ -54,7 +54,10 @@ class _Pusher(Actor[Wake]):
     _outage: float = 0.0
 
     async def handle(self, message: Wake) -> None:
-        if self._retry_at is None:  # while a retry is pending, its timer runs the next round
+        # While a retry is pending its timer runs the next round; once its time has come, a
+        # wake may run it (queued wakes are served before a due timer).
+        if self._retry_at is None or self._retry_at <= self._clock.monotonic():
+            self._retry_at = None
             await self._rounds()
 
     def wake_in(self) -> float | None:

@@ -27,12 +27,13 @@ class RecordWatchdog(RoundsActor):
         self.interval = every
 
     async def round(self) -> NextRound:
-        if await trio.to_thread.run_sync(self._embedded.is_running):
+        if await trio.to_thread.run_sync(self._embedded.is_running, abandon_on_cancel=True):
             return NextRound()
         log.error("the embedded PostgreSQL is not running; starting it again")
         started = trio.current_time()
         try:
-            await trio.to_thread.run_sync(self._embedded.restart)
+            # Abandoned if the service stops meanwhile: a start never holds a stop up.
+            await trio.to_thread.run_sync(self._embedded.restart, abandon_on_cancel=True)
         except (subprocess.SubprocessError, OSError, AssertionError) as exc:
             # pg_ctl refused (children of the dead server still hold its memory, say): the
             # next round tries again.

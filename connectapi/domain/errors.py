@@ -58,6 +58,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "PAYLOAD_TOO_LARGE": 413,
+    "REQUEST_TIMEOUT": 408,  # the body came too slowly
     "INTERNAL": 500,
     "SERVICE_UNAVAILABLE": 503,
 }

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import outcome
 import trio
 
-from ._errors import ActorCrashed
+from ._errors import ActorCrashed, ActorUnavailable
 from ._mailbox import Envelope
 
 M = TypeVar("M")
@@ -103,7 +103,7 @@ async def _serve(actor: Actor[M], receive: trio.MemoryReceiveChannel[Envelope[M]
             try:
                 await trio.lowlevel.checkpoint()
             except trio.Cancelled:
-                _reply(envelope, outcome.Error(ActorCrashed(f"{type(actor).__name__} stopped before serving it")))
+                _reply(envelope, _never_served(actor))
                 raise
         except trio.WouldBlock:
             with trio.CancelScope(deadline=until if until is not None else math.inf):
@@ -166,7 +166,7 @@ async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.Memor
                     await _deliver_batch(actor, run)
             except BaseException:
                 if pending is not None:
-                    _reply(pending, outcome.Error(ActorCrashed(f"{type(actor).__name__} crashed before serving it")))
+                    _reply(pending, _never_served(actor))
                 raise
             served += len(run)
         if pending is None and served < DRAIN_BATCH:
@@ -193,7 +193,7 @@ class _Lanes(Generic[M]):
         try:
             await self._capacity.acquire()
         except BaseException:  # cancelled (a lane crashed, or the grace ran out): answer it first
-            _reply(envelope, outcome.Error(ActorCrashed(f"{type(self._actor).__name__} stopped before serving it")))
+            _reply(envelope, _never_served(self._actor))
             raise
         queue = self._queues.get(lane)
         if queue is not None:
@@ -212,7 +212,7 @@ class _Lanes(Generic[M]):
         finally:
             # A crash here or in another lane (or the end of the grace) leaves these unserved.
             for envelope in queue:
-                _reply(envelope, outcome.Error(ActorCrashed(f"{type(self._actor).__name__} stopped before serving it")))
+                _reply(envelope, _never_served(self._actor))
             del self._queues[lane]
 
 
@@ -248,6 +248,12 @@ async def _deliver(actor: Actor[M], envelope: Envelope[M]) -> None:
         raise
     else:
         _reply(envelope, outcome.Value(result))
+
+
+def _never_served(actor: Actor[Any]) -> outcome.Outcome[Any]:
+    """For a message the actor took but never handled: safe to send again (ActorUnavailable,
+    where a crash while handling it answers ActorCrashed: its fate is unknown)."""
+    return outcome.Error(ActorUnavailable(f"{type(actor).__name__} stopped before serving it"))
 
 
 def _reply(envelope: Envelope[Any], result: outcome.Outcome[Any]) -> None:

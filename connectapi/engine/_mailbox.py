@@ -78,7 +78,8 @@ class Mailbox(Generic[M]):
         reply = Reply()
         try:
             with trio.fail_after(timeout):
-                await self._send.send(Envelope(message, reply))  # type: ignore[arg-type]  # an Ask of this actor's protocol
+                # An Ask of this actor's protocol (typing cannot say "an Ask and an M").
+                await self._send.send(Envelope(message, reply))  # type: ignore[arg-type]
                 answer: R = await reply.get()
                 return answer
         except trio.TooSlowError:

@@ -70,7 +70,9 @@ class RoundsActor(Actor[Any]):
     async def run_round(self) -> None:
         try:
             done = await self.round()
-        except self.waits_out as outage:
+        except Exception as outage:  # noqa: BLE001 - sorted below: an outside failure, or a crash
+            if not _only(outage, self.waits_out):
+                raise
             if not self._outage_wait:
                 log.warning("%s: waiting for the outside to come back: %s", self.name, outage)
             self._outage_wait = min(self.outage_wait_max, max(1.0, self._outage_wait * 2))
@@ -79,5 +81,14 @@ class RoundsActor(Actor[Any]):
         if self._outage_wait:
             log.info("%s: working again", self.name)
             self._outage_wait = 0.0
+        # A `due_in` already past means at once: work fell due while the round ran. (A round
+        # must not answer a past `due_in` for work it cannot take: it would spin.)
         due_in = 0.0 if done.more else min(self.interval, self.interval if done.due_in is None else done.due_in)
         self._due_at = trio.current_time() + max(0.0, due_in)
+
+
+def _only(exc: BaseException, kinds: tuple[type[Exception], ...]) -> bool:
+    """Whether `exc` is of `kinds`, or a group (a round's nursery) of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only(inner, kinds) for inner in exc.exceptions)
+    return isinstance(exc, kinds)

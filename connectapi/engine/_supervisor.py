@@ -14,10 +14,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import outcome
 import trio
 
 from ..metrics import ACTOR_DOWN, ACTOR_RESTARTS
 from ._actor import Actor, run_incarnation
+from ._errors import ActorUnavailable
 from ._mailbox import Mailbox
 
 M = TypeVar("M")
@@ -159,6 +161,7 @@ class Supervisor:
                     await trio.sleep(delay)
         finally:
             spec.mailbox.close()
+            _refuse_queued(spec.mailbox, f"{name} is down" if gave_up is not None else f"{name} stopped")
             spec.mailbox.receive.close()
             self._mailboxes.discard(spec.mailbox)
             if gave_up is not None:
@@ -176,6 +179,17 @@ class Supervisor:
     @property
     def running(self) -> int:
         return len(self._mailboxes)
+
+
+def _refuse_queued(mailbox: Mailbox[Any], why: str) -> None:
+    """Answer what is still queued (the askers would otherwise wait out their timeouts)."""
+    while True:
+        try:
+            envelope = mailbox.receive.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            return
+        if envelope.reply is not None:
+            envelope.reply.put(outcome.Error(ActorUnavailable(why)))
 
 
 def _reason(crash: BaseException) -> str:

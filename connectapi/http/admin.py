@@ -62,7 +62,8 @@ async def _created(message: CreateProperty | CreateRoomType | CreateRatePlan) ->
     """The channel manager's id of what it made (the sandbox's, in-process)."""
     made = await context().channel.ask(message, context().ask_timeout)
     if made.cm_id is None:
-        raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused it: {made.error}")
+        raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused it: {made.error}",
+                       retry_after_seconds=5)
     return made.cm_id
 
 
@@ -76,7 +77,8 @@ async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[st
     outcome = await when_allowed(lambda: context().channel.ask(Push(property_id, "availability", values),
                                                                CALL_ASK_TIMEOUT))
     if not outcome.ok:
-        raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused the property: {outcome.error}")
+        raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused the property: {outcome.error}",
+                       retry_after_seconds=5)
 
 
 @blueprint.get("/properties/<int:property_id>")

@@ -91,7 +91,8 @@ async def channel_grid(property_id: int) -> Response:
                                                              CALL_ASK_TIMEOUT))
         if read_a.grid is None or read_r.grid is None:
             raise ApiError("SERVICE_UNAVAILABLE", f"the channel manager did not answer: "
-                                                  f"{read_a.error or read_r.error or 'its read budget is spent'}")
+                                                  f"{read_a.error or read_r.error or 'its read budget is spent'}",
+                           retry_after_seconds=5)
         held_availability, held_restrictions = read_a.grid, read_r.grid
     rooms = {cm: ours for ours, cm in ids.room_types.items()}
     plans = {cm: ours for ours, cm in ids.rate_plans.items()}

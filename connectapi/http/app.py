@@ -25,7 +25,7 @@ from .routes import sync as sync_routes
 
 log = logging.getLogger("connectapi.http")
 
-_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 408: "REQUEST_TIMEOUT", 413: "PAYLOAD_TOO_LARGE"}
 # Retry-After on our own 503s: long enough for a restart backoff, short enough to matter.
 UNAVAILABLE_RETRY_SECONDS = 5
 
@@ -92,6 +92,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
             "NOT_FOUND": "no such route",
             "METHOD_NOT_ALLOWED": f"{request.method} is not allowed here",
             "PAYLOAD_TOO_LARGE": f"the body exceeds {gates.MAX_BODY_BYTES} bytes",
+            "REQUEST_TIMEOUT": "the body did not arrive in time",
         }
         response = _refused(ApiError(code, messages[code]))
         if status == 405 and getattr(err, "valid_methods", None):

@@ -14,6 +14,7 @@ from hypercorn.trio import serve
 HTTP_GRACE = 5.0
 # A send to a client that does not read is given up after this, shielded or not.
 SEND_LIMIT = 30.0
+STOPPING_SEND_LIMIT = 1.0
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -22,22 +23,36 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def shielded_sends(app: ASGIApp) -> ASGIApp:
+class ShieldedSends:
     """quart-trio cancels a request's nursery as soon as hypercorn says the stream is
     closed, and hypercorn says so from inside the last `send` of the answer. The rest of
     that send (restarting the keep-alive idle timer, closing the connection when stopping)
     then ran cancelled and never happened: idle connections were never timed out, and
     after a stop a request on one hung until the grace ran out and was dropped. Each send
-    is shielded, with a bound."""
+    is shielded, with a bound; once stopping, every shielded send has a second left, so a
+    client that does not read cannot hold the stop up."""
 
-    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._sending: set[trio.CancelScope] = set()
+        self._stopping = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def shielded(message: Message) -> None:
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + SEND_LIMIT):
-                await send(message)
+            limit = STOPPING_SEND_LIMIT if self._stopping else SEND_LIMIT
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as sending:
+                self._sending.add(sending)
+                try:
+                    await send(message)
+                finally:
+                    self._sending.discard(sending)
 
-        await app(scope, receive, shielded if scope["type"] == "http" else send)
+        await self._app(scope, receive, shielded if scope["type"] == "http" else send)
 
-    return asgi
+    def stop(self) -> None:
+        self._stopping = True
+        for sending in self._sending:
+            sending.deadline = min(sending.deadline, trio.current_time() + STOPPING_SEND_LIMIT)
 
 
 def hypercorn_config(bind: str) -> HypercornConfig:
@@ -51,5 +66,14 @@ def hypercorn_config(bind: str) -> HypercornConfig:
 async def serve_http(app: Any, config: HypercornConfig, stop: trio.Event,
                      task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve until `stop` is set, then for at most HTTP_GRACE more; hands back the binds."""
-    await serve(shielded_sends(app), config, shutdown_trigger=stop.wait,  # type: ignore[arg-type]
-                task_status=task_status, mode="asgi")
+    shielded = ShieldedSends(app)
+
+    async def stopped() -> None:
+        await stop.wait()
+        shielded.stop()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stopped)
+        await serve(shielded, config, shutdown_trigger=stop.wait,  # type: ignore[arg-type]
+                    task_status=task_status, mode="asgi")
+        nursery.cancel_scope.cancel()

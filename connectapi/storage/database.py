@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeAlias, TypeVar
 
 import asyncpg
+import trio
 import trio_asyncio
 
 T = TypeVar("T")
@@ -22,6 +23,7 @@ T = TypeVar("T")
 ACQUIRE_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 3.0
 COMMAND_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 3.0
 # A connection inside a transaction, as storage functions take it. Code outside storage
 # only hands it from `Database.transaction` to storage functions, never calls it.
 Tx: TypeAlias = asyncpg.Connection
@@ -53,9 +55,10 @@ class RecordRefused(StorageError):
         return state.startswith("40") or state in ("55P03", "57014")
 
 
-# SQLSTATEs that mean the server, not the statement: connection exceptions, the server
-# shutting down or starting, too many connections.
-_UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
+# SQLSTATEs that mean the server, not the statement: connection exceptions, insufficient
+# resources (disk full, out of memory, too many connections), the server shutting down,
+# starting or gone idle, a read-only server (a failover in progress).
+_UNREACHABLE_STATES = ("08", "53", "57P01", "57P02", "57P03", "57P05", "25006")
 
 
 def translated(exc: BaseException) -> StorageError | None:
@@ -65,10 +68,18 @@ def translated(exc: BaseException) -> StorageError | None:
         if state.startswith(_UNREACHABLE_STATES):
             return StorageUnavailable(f"{type(exc).__name__}: {exc}")
         return RecordRefused(f"{type(exc).__name__}: {exc}", state or None)
+    if isinstance(exc, (asyncpg.exceptions._base.DataError, asyncpg.exceptions._base.InternalClientError)):
+        # A value the driver cannot send (an InterfaceError too): our bug, not the server away.
+        return RecordRefused(f"{type(exc).__name__}: {exc}", getattr(exc, "sqlstate", None))
     if isinstance(exc, (OSError, asyncpg.InterfaceError)):
         # OSError covers a query past its command timeout too (TimeoutError is one).
         return StorageUnavailable(str(exc) or type(exc).__name__)
     return None
+
+
+def _abandoned(exc: BaseException) -> bool:
+    """Cancelled (the request went away, a deadline passed) or past the command timeout."""
+    return isinstance(exc, (asyncio.CancelledError, TimeoutError))
 
 
 def _ours(exc: Exception) -> Exception:
@@ -95,15 +106,25 @@ class Database:
         except Exception as exc:
             raise _ours(exc) from exc
         try:
-            if in_transaction:
-                async with conn.transaction():
-                    return await work(conn)
-            return await work(conn)
+            if not in_transaction:
+                return await work(conn)
+            # By hand, not `async with conn.transaction()`: its exit would ROLLBACK first,
+            # and a ROLLBACK after a cancelled statement waits for the server to acknowledge
+            # the cancel (bounded only by the command timeout; never, with a hung server).
+            transaction = conn.transaction()
+            await transaction.start()
+            try:
+                result = await work(conn)
+            except BaseException as exc:
+                if not _abandoned(exc) and not conn.is_closed():
+                    await transaction.rollback()
+                raise
+            await transaction.commit()
+            return result
         except BaseException as exc:
-            if isinstance(exc, (asyncio.CancelledError, TimeoutError)) and not conn.is_closed():
-                # Do not wait for the cancel request asyncpg would send (bounded only by the
-                # command timeout, and forever with a hung server): drop the connection, the
-                # server rolls its transaction back, and the pool makes a new one.
+            if _abandoned(exc) and not conn.is_closed():
+                # Drop the connection instead of waiting on the server: it rolls back what was
+                # open, and the pool makes a new one.
                 conn.terminate()
             if isinstance(exc, Exception) and translated(exc) is not None:
                 raise _ours(exc) from exc
@@ -173,4 +194,8 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     try:
         yield Database(pool, dsn)
     finally:
-        await trio_asyncio.aio_as_trio(pool.close)()
+        # A graceful close waits for connections in use; past a few seconds, drop them.
+        with trio.move_on_after(CLOSE_TIMEOUT) as closing:
+            await trio_asyncio.aio_as_trio(pool.close)()
+        if closing.cancelled_caught:
+            pool.terminate()

@@ -144,10 +144,15 @@ async def due(db: Database, now: datetime) -> list[Due]:
 
 
 async def next_due_at(db: Database) -> datetime | None:
-    """When the earliest pending delivery of an active endpoint falls due."""
+    """When the next delivery `due` would take falls due: of each active endpoint only its
+    oldest pending one counts (a newer one, due but held behind a retry, is not sendable;
+    counting it made the sender look again at once, in a loop, until the retry came)."""
     value: datetime | None = await db.fetchval(
-        """SELECT min(d.next_attempt_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-           WHERE d.status = 'pending' AND e.status = 'active'""")
+        """SELECT min(d.next_attempt_at) FROM webhook_endpoints e
+           CROSS JOIN LATERAL (SELECT next_attempt_at FROM webhook_deliveries d
+                               WHERE d.endpoint_id = e.id AND d.status = 'pending'
+                               ORDER BY d.event_seq, d.id LIMIT 1) d
+           WHERE e.status = 'active'""")
     return value
 
 

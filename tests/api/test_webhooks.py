@@ -252,3 +252,31 @@ async def test_a_send_goes_to_the_address_checked_with_the_host_name_kept(db: An
         headers, _ = receiver.received[0]
         # Connected to the one address resolved and checked, never resolving again.
         assert headers["host"] == f"hooks.partner.example:{receiver.port}"
+
+
+async def test_an_event_held_behind_a_retry_does_not_make_the_sender_spin(
+        api: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second event is due, but waits behind the first one's retry (in order per endpoint):
+    the sender looks again when the retry falls due, not over and over meanwhile."""
+    from connectapi.storage import webhooks
+
+    receiver.answers = [204, 503]  # the ping goes through; the first test event does not
+    _, endpoint = await register(api, receiver)
+    await until_deliveries(api, endpoint["id"], [("delivered", 1)])
+    await api.admin("POST", f"/webhooks/{endpoint['id']}/test")
+    await until_deliveries(api, endpoint["id"], [("pending", 1), ("delivered", 1)])
+    looks = 0
+    real_due = webhooks.due
+
+    async def counted(*args: Any) -> Any:
+        nonlocal looks
+        looks += 1
+        return await real_due(*args)
+
+    monkeypatch.setattr(webhooks, "due", counted)
+    await api.admin("POST", f"/webhooks/{endpoint['id']}/test")  # due now, held behind the retry
+    for _ in range(200):
+        await trio.sleep(0)
+    assert looks <= 3, f"the sender looked {looks} times in 200 scheduler rounds"
+    api.advance(SCHEDULE[0].total_seconds() * 1.2)  # the retry falls due (with its jitter): both go, in order
+    await until_deliveries(api, endpoint["id"], [("delivered", 1), ("delivered", 2), ("delivered", 1)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import trio
 import trio.testing
 
@@ -28,3 +30,39 @@ async def test_a_query_past_its_command_timeout_is_storage_unavailable(mock_cloc
                     await trio.sleep(0)
                 mock_clock.jump(6)  # asyncpg's timeout runs on the loop's clock: Trio's
     assert len(caught) == 1  # translated at the boundary, not a bare TimeoutError
+
+
+async def test_what_the_record_refuses_is_told_apart_from_it_being_away(fresh_dsn: str) -> None:
+    from connectapi.storage.database import RecordRefused, Tx
+
+    async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
+        await db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+        await db.execute("INSERT INTO t VALUES (1)")
+        refusals: list[RecordRefused] = []
+        for sql, *args in (
+                ("INSERT INTO t VALUES (1)",),  # a broken invariant: our bug
+                ("DO $$ BEGIN RAISE EXCEPTION 'retry me' USING ERRCODE = '40001'; END $$",),  # serialization
+                ("SELECT $1::int", "not a number"),  # a value the driver cannot send
+        ):
+            async def statement(tx: Tx, sql: str = sql, args: Sequence[object] = args) -> object:
+                return await tx.execute(sql, *args)
+
+            try:
+                await db.transaction(statement)
+            except RecordRefused as exc:
+                assert exc.__cause__ is not None  # the driver's error kept
+                refusals.append(exc)
+        assert [(r.sqlstate, r.transient) for r in refusals] == [("23505", False), ("40001", True), ("22000", False)]
+        # each was rolled back whole, and the pool still serves
+        assert await db.fetchval("SELECT count(*) FROM t") == 1
+
+
+async def test_a_cancelled_transaction_drops_its_connection_at_once(fresh_dsn: str) -> None:
+    async with open_database(fresh_dsn, min_size=1, max_size=1) as db:
+        await db.execute("CREATE TABLE t (id int)")
+        with trio.move_on_after(0.5) as scope:
+            await db.transaction(lambda tx: tx.execute("INSERT INTO t VALUES (1); SELECT pg_sleep(30)"))
+        assert scope.cancelled_caught
+        started = trio.current_time()
+        assert await db.fetchval("SELECT count(*) FROM t") == 0  # rolled back by the server
+        assert trio.current_time() - started < 5

@@ -172,12 +172,17 @@ async def test_a_crash_in_a_lane_answers_every_waiting_call_and_restarts(autojum
                 answers[name] = await box.ask(message, timeout=100)
             except ActorCrashed:
                 answers[name] = "crashed"
+            except ActorUnavailable:
+                answers[name] = "never served"
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask, "long", Call("a", 50))
+            await trio.testing.wait_all_tasks_blocked()
             nursery.start_soon(ask, "queued", Call("a", 1))
+            await trio.testing.wait_all_tasks_blocked()
             nursery.start_soon(ask, "crash", Call("b", -1))
-        assert answers == {"long": "crashed", "queued": "crashed", "crash": "crashed"}
+        # cut off while served (its fate unknown), never served, and the crash itself
+        assert answers == {"long": "crashed", "queued": "never served", "crash": "crashed"}
         await trio.testing.wait_all_tasks_blocked()
         assert sup.crash_count == 1
         assert await box.ask(Call("a", 1), timeout=100) == "a"
@@ -277,3 +282,48 @@ async def test_a_stopping_rounds_actor_does_not_wait_for_its_timer(autojump: obj
 
 def test_down_gauge_is_in_the_registry() -> None:
     assert ACTOR_DOWN._name == "connectapi_actor_down"  # noqa: SLF001 - the name the docs give
+
+
+class SlowFragile(Actor[Work]):
+    async def handle(self, message: Work) -> str:
+        await trio.sleep(1)
+        if message.what == "boom":
+            raise RuntimeError("the disk is full")
+        return message.what
+
+
+async def test_messages_queued_behind_the_last_crash_are_refused_at_once(autojump: object) -> None:
+    async with open_supervisor(RestartPolicy(max_crashes=0)) as sup:
+        box = await sup.spawn("mailer", SlowFragile)
+        answers: dict[str, Any] = {}
+
+        async def ask(what: str) -> None:
+            try:
+                answers[what] = await box.ask(Work(what), timeout=600)
+            except (ActorCrashed, ActorUnavailable) as exc:
+                answers[what] = (type(exc).__name__, trio.current_time())
+
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "boom")
+            await trio.testing.wait_all_tasks_blocked()
+            for what in ("a", "b", "c"):
+                nursery.start_soon(ask, what)
+                await trio.testing.wait_all_tasks_blocked()
+        assert answers["boom"] == ("ActorCrashed", start + 1)
+        # not left to wait out their 600 s: told the actor is down when it went down
+        assert [answers[w] for w in "abc"] == [("ActorUnavailable", start + 1)] * 3
+
+
+async def test_an_outside_failure_from_a_rounds_nursery_is_waited_out_too(autojump: object) -> None:
+    """A round that works in a nursery gets its failures as a group (the webhook sender's
+    deliveries): a group of outside failures only is an outage, anything more a crash."""
+    actor = Counting([ExceptionGroup("deliveries", [ConnectionError("record away")] * 2)])
+    async with open_supervisor(RestartPolicy(max_crashes=0), shutdown_grace=0) as sup:
+        await sup.spawn("counting", lambda: actor, mailbox_size=1)
+        await trio.sleep(3)
+        assert sup.crash_count == 0 and len(actor.rounds) == 2
+        mixed = Counting([ExceptionGroup("deliveries", [ConnectionError("away"), RuntimeError("bug")])])
+        await sup.spawn("mixed", lambda: mixed, mailbox_size=1)
+        await trio.sleep(1)
+        assert "mixed" in sup.down  # max_crashes=0: the first crash puts it down

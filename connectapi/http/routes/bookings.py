@@ -16,7 +16,7 @@ from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
 from ...domain.ids import MAX_ID, bounded_int
 from ...domain.validation import parse_json, parse_payload
-from ...engine import Wake
+from ...engine import ActorUnavailable, AskTimeout, Wake
 from ...storage import bookings
 from ..body import raw_body
 from ..idempotent import idempotent_write
@@ -47,7 +47,11 @@ async def create_booking() -> Response:
             return BookingDone(booking_view(earlier, replay=True), made=False)
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
-        await ctx.properties.ask(pid, ChargeBooking(who.key.id, who.property.bookings_per_day), ctx.ask_timeout)
+        try:
+            await ctx.properties.ask(pid, ChargeBooking(who.key.id, who.property.bookings_per_day), ctx.ask_timeout)
+        except AskTimeout:
+            # Nothing was written yet: not a fate unknown, so the claim is released.
+            raise ActorUnavailable(f"property[{pid}] did not answer in time") from None
         done = await ctx.writers.ask(
             pid, CreateBooking(who.key.id, who.key.scopes, body, ctx.clock.now(), claim), ctx.ask_timeout)
         await _wake_after(done)
