@@ -8,6 +8,7 @@ trio-asyncio. Storage errors are translated here into ours, once.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeAlias, TypeVar
@@ -17,6 +18,7 @@ import trio
 import trio_asyncio
 
 T = TypeVar("T")
+log = logging.getLogger("connectapi.storage")
 # A request never waits longer than this for a connection (or for a connect to a server
 # that does not answer), nor a statement longer than the command timeout: the record away
 # is a 503 within seconds, never a hang.
@@ -130,7 +132,22 @@ class Database:
                 raise _ours(exc) from exc
             raise
         finally:
+            await self._give_back(conn)
+
+    async def _give_back(self, conn: asyncpg.Connection) -> None:
+        """Return a connection to the pool; never fails the work that used it.
+
+        asyncpg resets a connection on release (a ROLLBACK if the server still thinks a
+        transaction is open) and, if that fails, terminates it and raises. Raised from a
+        `finally`, that error replaced the work's own: a commit that succeeded answered as a
+        fault, or the server's death (a 503) as an untranslated driver error (a 500, seen once
+        in a hundred SIGKILLs of the record under load). The pool makes a new connection.
+        """
+        try:
             await self._pool.release(conn)
+        except Exception as exc:  # noqa: BLE001 - asyncpg has dropped it already
+            log.warning("a connection could not be reset on release and was dropped: %s: %s",
+                        type(exc).__name__, exc)
 
     # Short forms for single statements.
     async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:

@@ -50,7 +50,8 @@ async def test_the_record_dies_and_comes_back_under_load(tmp_path: Path) -> None
             # While it was down: 503s with Retry-After (checked as they came), no 5xx other
             # than those, and nothing hung.
             assert ledger.statuses[503] > 0, ledger.statuses
-            assert not {s for s in ledger.statuses if s is not None and s >= 500 and s != 503}, ledger.statuses
+            assert not {s for s in ledger.statuses if s is not None and s >= 500 and s != 503}, (
+                ledger.statuses, _faults(served.read_until_blocked()))
             assert ledger.statuses[None] == 0  # the process itself never went away
             assert ledger.slowest < SLOW_ANSWER, ledger.slowest
             # The same process started its record again: ready, on a new postmaster.
@@ -82,3 +83,10 @@ async def test_the_record_dies_and_comes_back_under_load(tmp_path: Path) -> None
 
 async def _ready(http: httpx.AsyncClient, base_url: str) -> bool:
     return (await http.get(f"{base_url}/readyz")).status_code == 200
+
+
+def _faults(lines: list[str]) -> str:
+    """The service's log around each answer of ours that was a fault, for the failure message."""
+    marks = [i for i, line in enumerate(lines) if "unhandled error" in line or "crashed on request" in line
+             or "record refused request" in line]
+    return "".join("".join(lines[i:i + 40]) for i in marks[:3])

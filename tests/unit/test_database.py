@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 import trio
 import trio.testing
 
@@ -66,3 +67,38 @@ async def test_a_cancelled_transaction_drops_its_connection_at_once(fresh_dsn: s
         started = trio.current_time()
         assert await db.fetchval("SELECT count(*) FROM t") == 0  # rolled back by the server
         assert trio.current_time() - started < 5
+
+
+async def test_a_connection_that_fails_its_reset_never_replaces_the_works_own_answer(
+        fresh_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncpg resets a connection on release and raises if that fails (the server died under
+    it); that error came out of our `finally` instead of the work's result or error."""
+    import asyncpg
+
+    from connectapi.storage.database import RecordRefused, Tx
+
+    async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
+        release = asyncpg.pool.Pool.release
+
+        async def failing_release(pool: asyncpg.Pool, conn: asyncpg.Connection, **kwargs: object) -> None:
+            # what asyncpg does when the reset's ROLLBACK meets a dead server
+            conn.terminate()
+            await release(pool, conn)
+            raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation")
+
+        monkeypatch.setattr(asyncpg.pool.Pool, "release", failing_release)
+        assert await db.fetchval("SELECT 41 + 1") == 42
+
+        async def committed(tx: Tx) -> object:
+            return await tx.fetchval("SELECT 7")
+
+        assert await db.transaction(committed) == 7
+
+        async def refused(tx: Tx) -> None:
+            await tx.execute("SELECT 1/0")
+
+        with pytest.raises(RecordRefused) as caught:
+            await db.transaction(refused)
+        assert caught.value.sqlstate == "22012"
+        monkeypatch.undo()
+        assert await db.fetchval("SELECT 1") == 1  # the pool made new connections
