@@ -10,28 +10,41 @@ from quart import Blueprint, Response, request
 
 from ..actors.channel_manager import CALL_ASK_TIMEOUT
 from ..actors.messages.channel_manager import CreateProperty, CreateRatePlan, CreateRoomType, Push
+from ..actors.messages.front_door import MayAuthenticate
 from ..domain import api_keys as keyfmt
 from ..domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.errors import ApiError
 from ..domain.validation import parse_model
+from ..engine import ActorUnavailable, AskTimeout
 from ..storage import api_keys, properties
 from ..storage.records import Property
 from .body import raw_body
 from .channel_calls import when_allowed
 from .envelope import ok
-from .gates import context
+from .gates import client_address, context, refuse_auth
 from .views import key_view, property_view, rate_plan_view, room_type_view
 
 from ..domain.paths import ADMIN_PREFIX as ADMIN_PREFIX
 blueprint = Blueprint("admin", __name__, url_prefix=ADMIN_PREFIX)
 
 
-def check_admin_token() -> None:
+async def check_admin_token() -> None:
+    """The operator token, or a 401 charged to the address's `ip-auth` budget as a wrong API
+    key is; an address over that budget is refused (429) before the token is compared."""
+    ctx = context()
+    address = client_address()
+    try:
+        refusal = await ctx.front_door.ask(MayAuthenticate(address), ctx.ask_timeout)
+    except (ActorUnavailable, AskTimeout):
+        # The operator's routes stay up while the front door is down (operations.md): the
+        # token's length guards them then, and a wrong token, which needs the door, is a 503.
+        refusal = None
+    if refusal is not None:
+        raise refusal
     token = keyfmt.bearer_token(request.headers.get("Authorization"))
-    expected = context().admin_token
-    if token is None or not hmac.compare_digest(token.encode(), expected.encode()):
-        raise ApiError("ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")
+    if token is None or not hmac.compare_digest(token.encode(), ctx.admin_token.encode()):
+        await refuse_auth(address, "ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")
 
 
 async def _property_or_404(property_id: int) -> Property:

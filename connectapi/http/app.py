@@ -60,7 +60,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
         if path.startswith(gates.CONNECT_PREFIX + "/") or path == gates.CONNECT_PREFIX:
             await gates.run_gates()
         elif path.startswith(admin.ADMIN_PREFIX + "/"):
-            admin.check_admin_token()
+            await admin.check_admin_token()
 
     @app.after_request
     async def headers(response: Response) -> Response:

@@ -70,11 +70,16 @@ def context() -> FrontContext:
     return ctx
 
 
+def client_address() -> str:
+    """The caller's address: the peer, or what a trusted proxy says it forwarded."""
+    return context().proxies.client_address(request.remote_addr or "", request.headers.get("X-Forwarded-For"))
+
+
 async def admit(needs_key: bool) -> str:
     """The address's `ip` budget (and, when a key will be looked up, its `ip-auth` one);
     answers the client's address."""
     ctx = context()
-    address = ctx.proxies.client_address(request.remote_addr or "", request.headers.get("X-Forwarded-For"))
+    address = client_address()
     entry = await ctx.front_door.ask(Admit(address, needs_key=needs_key), ctx.ask_timeout)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:

@@ -49,7 +49,7 @@ def answered(response: Response) -> None:
 
 @blueprint.get("/metrics")
 async def metrics() -> Response:
-    check_admin_token()
+    await check_admin_token()
     ctx = context()
     db = ctx.db
     LIVE_ACTORS.labels("property").set(len(ctx.properties))

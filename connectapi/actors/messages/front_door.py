@@ -26,10 +26,18 @@ class Admit(Ask[Entry]):
 
 
 @dataclass(frozen=True, slots=True)
+class MayAuthenticate(Ask[ApiError | None]):
+    """May `address` present a secret (the operator token)? Its `ip-auth` budget alone is
+    asked: the admin routes are not held to `ip` or `global`. Answers the 429 or None."""
+
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
 class AuthFailed:
     """An answer of 401 (or an allowlist refusal) was given to `address` (told, not asked)."""
 
     address: str
 
 
-FrontDoorMessage = Admit | AuthFailed
+FrontDoorMessage = Admit | MayAuthenticate | AuthFailed
