@@ -50,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from .service import run_serve
 
-        run_serve(settings)
+        try:
+            run_serve(settings)
+        except ConfigError as exc:  # found at start: the operator token, the data dir
+            print(f"connectapi: {exc}", file=sys.stderr)
+            return 2
         return 0
     if args.command == "sandbox-cm":
         from .channel.sandbox.serve import run_standalone
@@ -66,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "migrate":
         from .service import run_migrate
 
-        applied = run_migrate(settings)
+        try:
+            applied = run_migrate(settings)
+        except ConfigError as exc:
+            print(f"connectapi: {exc}", file=sys.stderr)
+            return 2
         print(f"applied migrations: {applied or 'none (up to date)'}")
         return 0
     from .cli_admin import run_admin, run_seed

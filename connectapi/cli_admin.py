@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from .config import ADMIN_TOKEN_FILE, Settings
+from .data_dir import UnsafePath, read_token_file
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 EVERY_SCOPE = ["ari:read", "ari:write", "bookings:read", "bookings:write", "bookings:payments"]
@@ -157,9 +158,13 @@ def _token(settings: Settings) -> str:
     if settings.admin_token:
         return settings.admin_token
     path = settings.data_dir / ADMIN_TOKEN_FILE
-    if not path.exists():
+    try:
+        token = read_token_file(path)
+    except UnsafePath as exc:
+        raise SystemExit(f"connectapi: {exc}") from None
+    if token is None:
         raise SystemExit(f"connectapi: no operator token: set CONNECTAPI_ADMIN_TOKEN or start the service once ({path})")
-    return path.read_text().strip()
+    return token
 
 
 class AdminError(Exception):

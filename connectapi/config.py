@@ -8,11 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .data_dir import UnsafePath, create_token_file, read_token_file, secure_data_dir
 from .domain.addresses import parse_network
 from .domain.budgets import Budgets
 from .domain.mail_settings import SmtpSettings
 
 ADMIN_TOKEN_FILE = "admin-token"
+# The operator token opens every property: at least this long, so guessing is hopeless.
+MIN_ADMIN_TOKEN = 32
 
 
 class ConfigError(Exception):
@@ -101,18 +104,25 @@ def resolve_admin_token(settings: Settings) -> tuple[str, bool]:
     """The operator token, and whether it was generated just now (so it is shown once).
 
     From CONNECTAPI_ADMIN_TOKEN when set; else from the data dir; else generated and kept
-    there, readable by the owner only.
+    there, readable by the owner only. A token shorter than MIN_ADMIN_TOKEN stops the start.
     """
     if settings.admin_token:
+        if len(settings.admin_token) < MIN_ADMIN_TOKEN:
+            raise ConfigError(f"CONNECTAPI_ADMIN_TOKEN has {len(settings.admin_token)} characters; the operator "
+                              f"token needs at least {MIN_ADMIN_TOKEN} (for one: python -c 'import secrets; "
+                              "print(secrets.token_urlsafe(32))')")
         return settings.admin_token, False
     path = settings.data_dir / ADMIN_TOKEN_FILE
-    if path.exists():
-        token = path.read_text().strip()
-        if token:
-            return token, False
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    token = "cat_" + secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token + "\n")
-    return token, True
+    try:
+        secure_data_dir(settings.data_dir)
+        token = read_token_file(path)
+        if token is None:
+            token = "cat_" + secrets.token_urlsafe(32)
+            create_token_file(path, token)
+            return token, True
+    except UnsafePath as exc:
+        raise ConfigError(str(exc)) from None
+    if len(token) < MIN_ADMIN_TOKEN:
+        raise ConfigError(f"the operator token in {path} has {len(token)} characters, fewer than "
+                          f"{MIN_ADMIN_TOKEN}: remove the file (a new token is made at the next start)")
+    return token, False

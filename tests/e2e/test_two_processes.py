@@ -11,7 +11,7 @@ import trio
 
 from .test_serve_process import Served, free_port
 
-TOKEN = "two-processes-operator-token"
+TOKEN = "two-processes-operator-token-of-32-plus"
 API = "/api/v1/connect-api/v1"
 
 
