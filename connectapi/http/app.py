@@ -86,11 +86,13 @@ def create_app(ctx: FrontContext) -> QuartTrio:
         status = err.code or 500
         code = _HTTP_CODES.get(status)
         if code is None:
-            log.warning("unmapped HTTP error %s on %s %s", status, request.method, request.path)
+            log.warning("unmapped HTTP error %s on %s %s", status, observe.method_label(request.method),
+                        observe.clipped(request.path))
             return _internal()
         messages = {
             "NOT_FOUND": "no such route",
-            "METHOD_NOT_ALLOWED": f"{request.method} is not allowed here",
+            "METHOD_NOT_ALLOWED": (f"{request.method} is not allowed here" if request.method in observe.KNOWN_METHODS
+                                   else "this method is not allowed here"),
             "PAYLOAD_TOO_LARGE": f"the body exceeds {gates.MAX_BODY_BYTES} bytes",
             "REQUEST_TIMEOUT": "the body did not arrive in time",
         }
