@@ -41,8 +41,9 @@ async def resolve(host: str, port: int) -> list[Address]:
 def open_webhook_client() -> httpx.AsyncClient:
     # No connection is kept: each send connects to the address just checked, and a pooled
     # connection (keyed by that address) could carry another host's request over a TLS
-    # session verified for the first.
-    return httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_SECONDS,
+    # session verified for the first. No proxy from the environment (HTTPS_PROXY set on the
+    # host for something else) ever sees a signed body or chooses where it goes.
+    return httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_SECONDS, trust_env=False,
                              limits=httpx.Limits(max_keepalive_connections=0),
                              headers={"User-Agent": "connectapi-webhooks"})
 
