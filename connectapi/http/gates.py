@@ -81,7 +81,11 @@ async def admit(needs_key: bool) -> Arrival:
     """The address's `ip` budget and `global` (and, when a key will be looked up, its
     `ip-auth` one); answers the client's address."""
     ctx = context()
-    address = ctx.proxies.client_address(request.remote_addr or "", request.headers.get("X-Forwarded-For"))
+    # Every X-Forwarded-For line, in order, is one list (RFC 9110, 5.3): a proxy that adds a
+    # line of its own instead of extending the first would otherwise let the client's own
+    # first line name any address it likes.
+    forwarded = ", ".join(request.headers.getlist("X-Forwarded-For")) or None
+    address = ctx.proxies.client_address(request.remote_addr or "", forwarded)
     entry = await ctx.front_door.ask(Admit(address, needs_key=needs_key), ctx.ask_timeout)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:
