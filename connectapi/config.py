@@ -31,6 +31,9 @@ class Settings:
     budgets: Budgets
     host: str = "127.0.0.1"
     port: int = 8080
+    # Open client connections past this are answered 503 and closed (each holds memory and
+    # a file descriptor; the default file limit is often 1024).
+    max_connections: int = 1000
     # An idle property actor stops after this; it must outlast the one-minute windows it keeps.
     actor_idle_seconds: float = 300.0
     ask_timeout_seconds: float = 10.0
@@ -86,6 +89,7 @@ class Settings:
             smtp_from=env.get("CONNECTAPI_SMTP_FROM") or "connectapi@localhost",
             webhook_allow_private=env.get("CONNECTAPI_WEBHOOK_ALLOW_PRIVATE", "").lower() in ("1", "true", "yes"),
             cm_notify_secret=env.get("CONNECTAPI_CM_NOTIFY_SECRET") or None,
+            max_connections=_positive_int(env, "CONNECTAPI_MAX_CONNECTIONS", 1000),
         )
         if settings.smtp_url:
             try:
@@ -98,6 +102,15 @@ class Settings:
 
     def with_overrides(self, **overrides: object) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name)
+    if not text:
+        return default
+    if not (text.isascii() and text.isdigit() and len(text) <= 9 and int(text) > 0):
+        raise ConfigError(f"{name} must be a positive whole number, not {text[:20]!r}")
+    return int(text)
 
 
 def resolve_admin_token(settings: Settings) -> tuple[str, bool]:

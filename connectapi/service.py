@@ -244,7 +244,9 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_wait_for_signal, ctx.stopping)
                     binds = await nursery.start(serve_http, create_app(ctx),
-                                                hypercorn_config(f"{settings.host}:{settings.port}"), ctx.stopping)
+                                                hypercorn_config(f"{settings.host}:{settings.port}",
+                                                                 max_connections=settings.max_connections),
+                                                ctx.stopping)
                     _announce(binds, settings, token, generated)
                     await ctx.stopping.wait()
                     log.info("stopping: finishing the requests in flight")

@@ -17,6 +17,7 @@ from typing import Protocol
 import trio
 
 from ..domain.mail_settings import SmtpSettings
+from ..domain.text import one_line
 from ..engine import Clock, NextRound, RoundsActor
 from ..storage import notifications
 from ..storage.database import Database, StorageUnavailable
@@ -36,8 +37,8 @@ class LoggingTransport:
     """No mail server configured: the e-mail is logged (recipient and subject) and counts as sent."""
 
     async def send(self, note: Notification) -> None:
-        log.info("e-mail %s to %s: %s (no SMTP server configured; not sent)", note.kind, note.to_address,
-                 note.subject)
+        log.info("e-mail %s to %s: %s (no SMTP server configured; not sent)", note.kind, one_line(note.to_address),
+                 one_line(note.subject))
 
 
 class SmtpTransport:
@@ -49,7 +50,9 @@ class SmtpTransport:
         message = EmailMessage()
         message["From"] = self._settings.sender
         message["To"] = note.to_address
-        message["Subject"] = note.subject
+        # A name stored before the rules, or the channel manager's channel name or reservation
+        # code, may hold what breaks a header (CR/LF, U+2028, U+0085).
+        message["Subject"] = one_line(note.subject)
         message.set_content(note.body)
         # Abandoned on cancel (a stop): the e-mail stays unsent in the outbox and goes later.
         await trio.to_thread.run_sync(self._send_blocking, message, abandon_on_cancel=True)

@@ -1,8 +1,11 @@
 """Delivers queued webhook deliveries: signed, in order per endpoint, retried for a day.
 
 The queue is in the record (webhook_deliveries), so nothing is lost across a restart;
-delivery is at least once. Only a 2xx within the timeout counts; redirects are not
-followed; the URL and every address its host resolves to are checked before each send.
+delivery is at least once. Only a 2xx within 10 s of the attempt's start counts (one
+deadline on resolving, connecting, sending and the answer); at most 64 KiB of the answer's
+body is read; redirects are not followed; no proxy is used; the URL and every address its
+host resolves to are checked before each send. Endpoints are attempted side by side, so
+a slow one delays only its own deliveries.
 After a day of failures the endpoint is paused and its owner told; its deliveries wait.
 """
 
@@ -12,6 +15,7 @@ import ipaddress
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -29,7 +33,12 @@ from ..storage import notifications, properties, webhooks
 from ..storage.database import Database, StorageUnavailable, Tx
 
 log = logging.getLogger("connectapi.webhooks")
-TIMEOUT_SECONDS = 10.0
+# The whole attempt (resolve, connect, send, answer), not each read: a receiver trickling a
+# byte every 9 s used to hold a send for ever.
+ATTEMPT_SECONDS = 10.0
+TIMEOUT_SECONDS = ATTEMPT_SECONDS  # each step of httpx's own, inside the attempt's
+ANSWER_BYTES_MAX = 64 * 1024  # of an answer's body read, at most; nothing in it counts
+ATTEMPTS_AT_ONCE = 256  # endpoints attempted at once, at most (sockets are finite)
 Resolver = Callable[[str, int], Awaitable[list[Address]]]
 
 
@@ -41,9 +50,12 @@ async def resolve(host: str, port: int) -> list[Address]:
 def open_webhook_client() -> httpx.AsyncClient:
     # No connection is kept: each send connects to the address just checked, and a pooled
     # connection (keyed by that address) could carry another host's request over a TLS
-    # session verified for the first.
-    return httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_SECONDS,
-                             limits=httpx.Limits(max_keepalive_connections=0),
+    # session verified for the first. No proxy from the environment (HTTPS_PROXY set on the
+    # host for something else) ever sees a signed body or chooses where it goes.
+    return httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_SECONDS, trust_env=False,
+                             # No pool limit: a wait for a free connection would make one
+                             # endpoint's slowness another's (the sender bounds the attempts).
+                             limits=httpx.Limits(max_keepalive_connections=0, max_connections=None),
                              headers={"User-Agent": "connectapi-webhooks"})
 
 
@@ -61,9 +73,45 @@ def pinned(url: str, address: Address) -> tuple[str, str, str]:
     return parts._replace(netloc=netloc).geturl(), host_header, parts.hostname
 
 
+@dataclass
+class _Answer:
+    """What came back, filled in as it comes: a deadline may cut the read short after the status."""
+
+    status: int | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What one attempt came to: delivered when `error` is None."""
+
+    at: datetime
+    started: float
+    status: int | None
+    error: str | None
+    retry_after: float | None
+
+
+async def read_at_most(response: httpx.Response, limit: int) -> int:
+    """Read and drop the answer's body, as sent (never decompressed), until `limit` bytes
+    have come (one network read more at most); answers how many were read."""
+    read = 0
+    async for chunk in response.aiter_raw():
+        read += len(chunk)
+        if read >= limit:
+            break
+    return read
+
+
 class WebhookSender(RoundsActor):
     """Rounds: every delivery due, at once after a wake-up (an event just recorded), when
-    the next retry falls due, and every `sweep_seconds` as a safety net."""
+    the next retry falls due, and every `sweep_seconds` as a safety net.
+
+    A round starts the attempts and does not wait for them: each runs in the background,
+    one per endpoint at a time, and its end brings the next round at once (the endpoint's
+    next delivery may be due). So an endpoint that takes its full 10 s never holds up
+    another endpoint's deliveries, nor a wake-up.
+    """
 
     name = "webhook-sender"
     waits_out = (StorageUnavailable,)
@@ -78,68 +126,115 @@ class WebhookSender(RoundsActor):
         self._jitter = jitter
         self._resolve = resolver
         self.interval = sweep_seconds
+        self._attempts: trio.Nursery | None = None
+        self._nudge: Callable[[], None] = lambda: None
+        self._busy: set[int] = set()  # endpoints with an attempt under way
+        self._ended: set[int] = set()  # endpoints whose attempt ended while a round read the record
+        self._again = False  # an attempt ended since the last round began
+
+    def on_serving(self, nursery: trio.Nursery, nudge: Callable[[], None]) -> None:
+        self._attempts, self._nudge = nursery, nudge
+
+    def wake_in(self) -> float:
+        return 0.0 if self._again else super().wake_in()
+
+    def may_stop_when_idle(self) -> bool:
+        return not self._busy
 
     async def round(self) -> NextRound:
-        await self.send_due()
-        upcoming = await webhooks.next_due_at(self._db)
+        self._again = False
+        await self.start_due()
+        if len(self._busy) >= ATTEMPTS_AT_ONCE:
+            return NextRound()  # the end of an attempt brings the next round
+        upcoming = await webhooks.next_due_at(self._db, sorted(self._busy))
         return NextRound(due_in=None if upcoming is None else (upcoming - self._clock.now()).total_seconds())
 
-    async def send_due(self) -> int:
-        """Attempt every endpoint's next due delivery, round after round, until none is due;
-        answers how many attempts were made."""
-        made = 0
-        while True:
-            due = await webhooks.due(self._db, self._clock.now())
-            if not due:
-                return made
-            async with trio.open_nursery() as nursery:
-                for item in due:
-                    nursery.start_soon(self._attempt, item)
-            made += len(due)
+    async def start_due(self) -> int:
+        """Start an attempt at the next due delivery of each endpoint that has none under
+        way; answers how many were started."""
+        assert self._attempts is not None, "started by the engine, which calls on_serving first"
+        self._ended.clear()
+        due = await webhooks.due(self._db, self._clock.now())
+        started = 0
+        for item in due:
+            endpoint_id = item.endpoint.id
+            # An endpoint whose attempt ended while we read may have been read before that
+            # attempt was recorded: the next round, at once, reads it again.
+            if endpoint_id in self._busy or endpoint_id in self._ended:
+                continue
+            if len(self._busy) >= ATTEMPTS_AT_ONCE:
+                break
+            self._busy.add(endpoint_id)
+            self._attempts.start_soon(self._deliver, item)
+            started += 1
+        return started
 
-    async def _attempt(self, item: webhooks.Due) -> None:
+    async def _deliver(self, item: webhooks.Due) -> None:
         try:
-            await self._attempt_one(item)
-        except StorageUnavailable:
-            raise
-        except Exception:
-            # One endpoint's delivery must never stop everyone's: whatever went wrong here is
-            # a failed attempt of this delivery, retried on its schedule.
-            log.exception("webhook %s to endpoint %d: the attempt failed inside the sender", item.event_id,
-                          item.endpoint.id)
-            await self._failed(item, None, "the attempt failed inside the service", None, self._clock.now(),
-                               self._clock.monotonic())
+            await self._record(item, await self._attempt(item))
+        except StorageUnavailable as exc:
+            # The delivery stays due in the record, to be sent again (at least once): the
+            # next round meets the outage and waits it out. Anything else failing to record
+            # is a bug of ours: a crash, for the supervisor's backoff and budget (leaving the
+            # delivery due and going on would send it again and again, at once).
+            log.warning("webhook %s to endpoint %d: the record is away, the attempt is not recorded: %s",
+                        item.event_id, item.endpoint.id, exc)
+        finally:
+            self._busy.discard(item.endpoint.id)
+            self._ended.add(item.endpoint.id)
+            self._again = True
+            self._nudge()
 
-    async def _attempt_one(self, item: webhooks.Due) -> None:
-        endpoint, now = item.endpoint, self._clock.now()
-        started = self._clock.monotonic()
-        status: int | None = None
-        retry_after: float | None = None
+    async def _attempt(self, item: webhooks.Due) -> Attempt:
+        """One attempt, its one failure boundary: whatever the receiver, DNS or the network
+        do, and whatever goes wrong in here, it comes to a delivered or failed attempt,
+        within ATTEMPT_SECONDS on the whole (resolve, connect, send, answer)."""
+        now, started = self._clock.now(), self._clock.monotonic()
+        answer = _Answer()
+        error: str | None
         try:
-            check_url(endpoint.url, self._allow_private)
-            parts = urlsplit(endpoint.url)
-            assert parts.hostname is not None
-            addresses = await self._resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-            check_resolved(parts.hostname, addresses, self._allow_private)
-            if not addresses:
-                raise UnsafeUrl(f"{parts.hostname} does not resolve")
-            url, host, server_name = pinned(endpoint.url, addresses[0])
-            headers = signed_headers(item.event_id, item.body, signing_secrets(
-                endpoint.secret, endpoint.previous_secret, endpoint.rotated_at, now), now)
-            response = await self._client.post(url, content=item.body.encode(),
-                                               headers={**headers, "Content-Type": "application/json", "Host": host},
-                                               extensions={"sni_hostname": server_name})
-            status = response.status_code
-            if 200 <= status < 300:
-                await webhooks.delivered(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), now)
-                return
-            error = f"HTTP {status}"
-            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            with trio.move_on_after(ATTEMPT_SECONDS):
+                await self._send(item, now, answer)
+            if answer.status is None:
+                error = f"no answer within {ATTEMPT_SECONDS:g} s"
+            else:  # the status counts when the deadline cut the body short (not when it broke)
+                error = None if 200 <= answer.status < 300 else f"HTTP {answer.status}"
         except UnsafeUrl as exc:
             error = str(exc)
         except (httpx.HTTPError, OSError) as exc:
             error = f"{type(exc).__name__}: could not deliver"
-        await self._failed(item, status, error, retry_after, now, started)
+        except Exception:
+            log.exception("webhook %s to endpoint %d: the attempt failed inside the sender", item.event_id,
+                          item.endpoint.id)
+            error = "the attempt failed inside the service"
+        return Attempt(now, started, answer.status, error, answer.retry_after)
+
+    async def _send(self, item: webhooks.Due, now: datetime, answer: _Answer) -> None:
+        endpoint = item.endpoint
+        check_url(endpoint.url, self._allow_private)
+        parts = urlsplit(endpoint.url)
+        assert parts.hostname is not None
+        addresses = await self._resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        check_resolved(parts.hostname, addresses, self._allow_private)
+        if not addresses:
+            raise UnsafeUrl(f"{parts.hostname} does not resolve")
+        url, host, server_name = pinned(endpoint.url, addresses[0])
+        headers = signed_headers(item.event_id, item.body, signing_secrets(
+            endpoint.secret, endpoint.previous_secret, endpoint.rotated_at, now), now)
+        async with self._client.stream("POST", url, content=item.body.encode(),
+                                       headers={**headers, "Content-Type": "application/json", "Host": host},
+                                       extensions={"sni_hostname": server_name}) as response:
+            answer.status = response.status_code
+            answer.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            await read_at_most(response, ANSWER_BYTES_MAX)
+
+    async def _record(self, item: webhooks.Due, attempt: Attempt) -> None:
+        if attempt.error is None:
+            assert attempt.status is not None
+            await webhooks.delivered(self._db, item.delivery_id, item.endpoint.id, attempt.status,
+                                     self._elapsed(attempt.started), attempt.at)
+            return
+        await self._failed(item, attempt.status, attempt.error, attempt.retry_after, attempt.at, attempt.started)
 
     async def _failed(self, item: webhooks.Due, status: int | None, error: str, retry_after: float | None,
                       now: datetime, started: float) -> None:

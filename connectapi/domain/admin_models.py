@@ -20,11 +20,12 @@ from pydantic import (
 from . import addresses, scopes
 from .ids import MAX_ID, bounded_int
 from .money import is_known_currency
+from .text import LINE_PATTERN
 
 MEAL_PLANS = ("RO", "BB", "CP", "HB", "FB", "AI")
 PROPERTY_STATUSES = ("active", "deleted", "demo")
 
-Name = Annotated[str, Field(min_length=1, max_length=120)]
+Name = Annotated[str, Field(min_length=1, max_length=120, pattern=LINE_PATTERN)]
 Email = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
 MajorUnits = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
 
@@ -165,7 +166,7 @@ def _check_allowlist(value: list[str]) -> list[str]:
 
 
 class KeyIn(Strict):
-    label: Annotated[str, Field(min_length=1, max_length=80)]
+    label: Annotated[str, Field(min_length=1, max_length=80, pattern=LINE_PATTERN)]
     scopes: list[str] | None = None
     allowlist: Annotated[list[str], Field(max_length=addresses.MAX_ALLOWLIST_ENTRIES)] = []
     legacy: StrictBool = False
@@ -186,7 +187,7 @@ class KeyIn(Strict):
 
 
 class KeyPatch(Strict):
-    label: Annotated[str, Field(min_length=1, max_length=80)] | None = None
+    label: Annotated[str, Field(min_length=1, max_length=80, pattern=LINE_PATTERN)] | None = None
     scopes: list[str] | None = None
     allowlist: Annotated[list[str], Field(max_length=addresses.MAX_ALLOWLIST_ENTRIES)] | None = None
 
@@ -198,7 +199,7 @@ class WebhookEndpointIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     url: Annotated[str, Field(min_length=1, max_length=2048)]
-    description: Annotated[str, Field(max_length=200)] | None = None
+    description: Annotated[str, Field(max_length=200, pattern=LINE_PATTERN)] | None = None
 
 
 class RedeliverIn(BaseModel):
@@ -225,10 +226,10 @@ class RecoverIn(BaseModel):
 class OtaGuestIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: Annotated[str, Field(min_length=1, max_length=200)]
-    surname: Annotated[str, Field(max_length=200)] | None = None
-    email: Annotated[str, Field(max_length=254)] | None = None
-    phone: Annotated[str, Field(max_length=32)] | None = None
+    name: Annotated[str, Field(min_length=1, max_length=200, pattern=LINE_PATTERN)]
+    surname: Annotated[str, Field(max_length=200, pattern=LINE_PATTERN)] | None = None
+    email: Annotated[str, Field(max_length=254, pattern=LINE_PATTERN)] | None = None
+    phone: Annotated[str, Field(max_length=32, pattern=LINE_PATTERN)] | None = None
     country: Annotated[str, Field(pattern=r"^[A-Z]{2}$")] | None = None
 
 
@@ -248,7 +249,7 @@ class OtaBookingChangeIn(BaseModel):
     children: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
     guest: OtaGuestIn | None = None
     amount: OtaAmount | None = None
-    channel: Annotated[str, Field(min_length=1, max_length=40)] | None = None
+    channel: Annotated[str, Field(min_length=1, max_length=40, pattern=LINE_PATTERN)] | None = None
 
 
 class OtaBookingIn(BaseModel):
@@ -264,7 +265,7 @@ class OtaBookingIn(BaseModel):
     children: Annotated[StrictInt, Field(ge=0, le=20)] = 0
     guest: OtaGuestIn
     amount: OtaAmount
-    channel: Annotated[str, Field(min_length=1, max_length=40)] = "BookingCom"
+    channel: Annotated[str, Field(min_length=1, max_length=40, pattern=LINE_PATTERN)] = "BookingCom"
 
     @model_validator(mode="after")
     def _stay(self) -> OtaBookingIn:

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
 
 from .ids import MAX_ID
+from .text import LINE_PATTERN, TEXT_PATTERN
 
 # A positive amount in major units, at most two decimals and ten integer digits.
 AMOUNT_PATTERN = r"^(0|[1-9][0-9]{0,9})(\.[0-9]{1,2})?$"
@@ -26,8 +27,9 @@ MAX_ROOMS = 10
 FIRST_STAY_DATE = date(2, 1, 1)
 LAST_STAY_DATE = date(9998, 12, 31)
 
-_LINE = r"^[^\x00-\x1f\x7f]*$"  # no control characters: these strings reach e-mails and logs
-_LINES = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"  # notes may also hold line breaks and tabs
+# These strings reach e-mails, logs and the owner's screens (domain/text.py says what is refused).
+_LINE = LINE_PATTERN
+_LINES = TEXT_PATTERN
 
 ExternalReference = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=64, pattern=_LINE)]
 GuestName = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=200, pattern=_LINE)]

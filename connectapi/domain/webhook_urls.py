@@ -9,41 +9,44 @@ tests and the sandbox only.
 from __future__ import annotations
 
 import ipaddress
+import re
+import unicodedata
 from urllib.parse import urlsplit
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+from .public_addresses import Address, is_public, why_not_public
+
+__all__ = ["MAX_URL_LENGTH", "Address", "UnsafeUrl", "check_resolved", "check_url", "is_public"]
+
 MAX_URL_LENGTH = 2048
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 # Names that never leave the machine or the site, whatever a resolver says.
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+# A last label that is a number (decimal, or hex with 0x) makes a host an IPv4 address to
+# a URL parser (WHATWG) and to inet_aton, which also read octal (0177), hex and fewer than
+# four parts (127.1, 2130706433): one of those must be a plain dotted quad.
+_NUMBER = re.compile(r"(?:[0-9]+|0x[0-9a-f]*)", re.IGNORECASE)
 
 
 class UnsafeUrl(ValueError):
     """The URL may not receive webhooks; the message says why, for a VALIDATION answer."""
 
 
-def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address.teredo is not None:
-        return address.teredo[1]
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
-
-
-def is_public(address: Address) -> bool:
-    """Globally routable unicast: not loopback, private, link-local, CGNAT, multicast,
-    reserved, documentation or unspecified, nor an IPv6 form of one of those."""
-    if not address.is_global or address.is_multicast:
-        return False
-    if isinstance(address, ipaddress.IPv6Address):
-        inner = _embedded_ipv4(address)
-        if inner is not None:
-            return is_public(inner)
-    return True
+def _literal(host: str) -> Address | None:
+    """The address a host names by itself, if it is one; UnsafeUrl for a numeric host that
+    is not written plainly (a resolver would read it as an address we never checked)."""
+    host = unicodedata.normalize("NFKC", host)  # fullwidth digits and dots read as ASCII ones by IDNA
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if ":" in host:
+        return None  # urlsplit keeps only bracketed text here; ip_address refused it
+    last = host.rstrip(".").rsplit(".", 1)[-1]
+    if not _NUMBER.fullmatch(last):
+        return None
+    try:
+        return ipaddress.IPv4Address(host.rstrip("."))
+    except ValueError:
+        raise UnsafeUrl(f"{host} is a numeric host that is not a plain dotted-quad address") from None
 
 
 def check_url(url: str, allow_private: bool = False) -> str:
@@ -65,16 +68,13 @@ def check_url(url: str, allow_private: bool = False) -> str:
         parts.port
     except ValueError:
         raise UnsafeUrl("the URL's port is not a number from 0 to 65535") from None
+    literal = _literal(host)  # odd numeric hosts are refused even where private ones are allowed
     if allow_private:
         return url
-    try:
-        literal: Address | None = ipaddress.ip_address(host)
-    except ValueError:
-        literal = None
     if literal is not None:
-        if not is_public(literal):
-            raise UnsafeUrl(f"{host} is not a public address (loopback, private, link-local, shared, multicast "
-                            "or reserved addresses are refused)")
+        why = why_not_public(literal)
+        if why is not None:
+            raise UnsafeUrl(f"{host} is not a public address ({why})")
         return url
     name = host.rstrip(".").lower()
     if name == "localhost" or name.endswith(_LOCAL_SUFFIXES) or "." not in name:
@@ -88,6 +88,6 @@ def check_resolved(host: str, addresses: list[Address], allow_private: bool = Fa
         return
     if not addresses:
         raise UnsafeUrl(f"{host} does not resolve")
-    inside = [str(a) for a in addresses if not is_public(a)]
+    inside = [f"{a}: {why}" for a in addresses if (why := why_not_public(a)) is not None]
     if inside:
-        raise UnsafeUrl(f"{host} resolves to an address that is not public ({', '.join(inside)})")
+        raise UnsafeUrl(f"{host} resolves to an address that is not public ({'; '.join(inside)})")

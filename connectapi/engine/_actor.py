@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import outcome
@@ -33,6 +33,13 @@ class Actor(Generic[M]):
 
     async def handle(self, message: M) -> Any:
         raise NotImplementedError
+
+    def on_serving(self, nursery: trio.Nursery, nudge: Callable[[], None]) -> None:
+        """Called as an incarnation begins to serve, before its first message. For work the
+        actor starts and does not wait for (a call to the outside that must not hold up the
+        mailbox): started in `nursery`, it belongs to the incarnation (a crash there is the
+        actor's; when the mailbox ends it is waited for, as lanes are). `nudge()` makes the
+        actor's loop ask `wake_in` again at once, when such work has changed the answer."""
 
     def may_stop_when_idle(self) -> bool:
         """Asked when no message came for the idle time; False keeps the actor alive."""
@@ -84,11 +91,29 @@ async def run_incarnation(
     mailbox ends are waited for.
     """
     async with trio.open_nursery() as nursery:
-        return await _serve(actor, receive, idle_after, _Lanes(actor, nursery))
+        nudge = _Nudge()
+        actor.on_serving(nursery, nudge)
+        return await _serve(actor, receive, idle_after, _Lanes(actor, nursery), nudge)
+
+
+class _Nudge:
+    """Cuts short the loop's wait for a message or a timer, so that it asks `wake_in` again."""
+
+    __slots__ = ("waiting", "nudged")
+
+    def __init__(self) -> None:
+        self.waiting: trio.CancelScope | None = None
+        self.nudged = False
+
+    def __call__(self) -> None:
+        # Outside the wait there is nothing to cut: the loop asks `wake_in` before waiting.
+        if self.waiting is not None:
+            self.nudged = True
+            self.waiting.cancel()
 
 
 async def _serve(actor: Actor[M], receive: trio.MemoryReceiveChannel[Envelope[M]], idle_after: float | None,
-                 lanes: _Lanes[M]) -> bool:
+                 lanes: _Lanes[M], nudge: _Nudge) -> bool:
     idle_at = None if idle_after is None else trio.current_time() + idle_after
     while True:
         timer = actor.wake_in()
@@ -106,13 +131,18 @@ async def _serve(actor: Actor[M], receive: trio.MemoryReceiveChannel[Envelope[M]
                 _reply(envelope, _never_served(actor))
                 raise
         except trio.WouldBlock:
-            with trio.CancelScope(deadline=until if until is not None else math.inf):
+            nudge.nudged = False
+            with trio.CancelScope(deadline=until if until is not None else math.inf) as nudge.waiting:
                 try:
                     envelope = await receive.receive()
                 except trio.EndOfChannel:
                     return False
+                finally:
+                    nudge.waiting = None
         except trio.EndOfChannel:
             return False
+        if envelope is None and nudge.nudged:
+            continue
         if envelope is None:
             now = trio.current_time()
             if timer_at is not None and now >= timer_at:

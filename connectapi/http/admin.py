@@ -22,7 +22,7 @@ from ..storage.records import Property
 from .body import raw_body
 from .channel_calls import when_allowed
 from .envelope import ok
-from .gates import client_address, context, refuse_auth
+from .gates import Arrival, client_address, context, refuse_auth
 from .views import key_view, property_view, rate_plan_view, room_type_view
 
 from ..domain.paths import ADMIN_PREFIX as ADMIN_PREFIX
@@ -44,7 +44,7 @@ async def check_admin_token() -> None:
         raise refusal
     token = keyfmt.bearer_token(request.headers.get("Authorization"))
     if token is None or not hmac.compare_digest(token.encode(), ctx.admin_token.encode()):
-        await refuse_auth(address, "ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")
+        await refuse_auth(Arrival(address), "ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")
 
 
 async def _property_or_404(property_id: int) -> Property:

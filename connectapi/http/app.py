@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+import trio
 from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
@@ -28,6 +29,9 @@ log = logging.getLogger("connectapi.http")
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 408: "REQUEST_TIMEOUT", 413: "PAYLOAD_TOO_LARGE"}
 # Retry-After on our own 503s: long enough for a restart backoff, short enough to matter.
 UNAVAILABLE_RETRY_SECONDS = 5
+BODY_TIMEOUT_SECONDS = 10
+# What is left of a body an answer did not need is read if it is already there, not awaited.
+DRAIN_LIMIT_SECONDS = 0.5
 
 
 def create_app(ctx: FrontContext) -> QuartTrio:
@@ -36,6 +40,9 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     # Quart refuses a larger body as it arrives (chunked included); the gates refuse a
     # declared Content-Length before anything is read.
     app.config["MAX_CONTENT_LENGTH"] = gates.MAX_BODY_BYTES
+    # A body must arrive whole within this (Quart's default is 60 s): a slow sender holds a
+    # connection and a request's memory meanwhile.
+    app.config["BODY_TIMEOUT"] = BODY_TIMEOUT_SECONDS
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
     # Before any blueprint: each rule takes its converters when it is added.
@@ -64,7 +71,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
 
     @app.after_request
     async def headers(response: Response) -> Response:
-        await _drain_body()
+        close = await _drain_body()
         request_id = g.get("request_id")
         if request_id:
             response.headers["X-Request-Id"] = request_id
@@ -73,8 +80,10 @@ def create_app(ctx: FrontContext) -> QuartTrio:
             response.headers["RateLimit-Policy"] = policy_header(policies)
             response.headers["RateLimit"] = ratelimit_header(policies)
         observe.answered(response)
-        if gates.context().stopping.is_set():
-            response.headers["Connection"] = "close"  # the client goes elsewhere for its next request
+        if close or gates.context().stopping.is_set():
+            # Stopping: the client goes elsewhere for its next request. A body not read in
+            # time: the connection is not worth keeping, and no refusal waits on a slow body.
+            response.headers["Connection"] = "close"
         return response
 
     @app.errorhandler(ApiError)
@@ -86,11 +95,13 @@ def create_app(ctx: FrontContext) -> QuartTrio:
         status = err.code or 500
         code = _HTTP_CODES.get(status)
         if code is None:
-            log.warning("unmapped HTTP error %s on %s %s", status, request.method, request.path)
+            log.warning("unmapped HTTP error %s on %s %s", status, observe.method_label(request.method),
+                        observe.clipped(request.path))
             return _internal()
         messages = {
             "NOT_FOUND": "no such route",
-            "METHOD_NOT_ALLOWED": f"{request.method} is not allowed here",
+            "METHOD_NOT_ALLOWED": (f"{request.method} is not allowed here" if request.method in observe.KNOWN_METHODS
+                                   else "this method is not allowed here"),
             "PAYLOAD_TOO_LARGE": f"the body exceeds {gates.MAX_BODY_BYTES} bytes",
             "REQUEST_TIMEOUT": "the body did not arrive in time",
         }
@@ -129,16 +140,21 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     return app
 
 
-async def _drain_body() -> None:
+async def _drain_body() -> bool:
     """Read what is left of a body the answer did not need (a refusal, a 405, a GET with a
     body): answering on a keep-alive connection while the body still streams in left a
     request in about three hundred hanging (found by schemathesis, measured with requests
-    in a loop). Quart's size limit still bounds what is read."""
-    if request.content_length or request.headers.get("Transfer-Encoding"):
+    in a loop). A body already there is read at once; one still coming is not waited for
+    (a refusal waited up to 60 s on a slow sender): True, and the connection is closed.
+    Quart's size limit still bounds what is read."""
+    if not (request.content_length or request.headers.get("Transfer-Encoding")):
+        return False
+    with trio.move_on_after(DRAIN_LIMIT_SECONDS) as waiting:
         try:
             await request.get_data(cache=False)
         except Exception:  # noqa: BLE001 - a broken or oversized body: the answer stands
-            pass
+            return True
+    return waiting.cancelled_caught
 
 
 def _unavailable() -> Response:

@@ -13,7 +13,7 @@ from typing import Any, Literal, NoReturn
 
 from quart import current_app, g, request
 
-from ..actors.messages.front_door import Admit, AuthFailed
+from ..actors.messages.front_door import Admit, AuthFailed, ChargeGlobal
 from ..actors.messages.property_budgets import AdmitRequest, Admitted
 from ..domain import api_keys as keyfmt
 from ..domain.addresses import Allowlist
@@ -72,31 +72,58 @@ def context() -> FrontContext:
 
 def client_address() -> str:
     """The caller's address: the peer, or what a trusted proxy says it forwarded."""
-    return context().proxies.client_address(request.remote_addr or "", request.headers.get("X-Forwarded-For"))
+    # Every X-Forwarded-For line, in order, is one list (RFC 9110, 5.3): a proxy that adds a
+    # line of its own instead of extending the first would otherwise let the client's own
+    # first line name any address it likes.
+    forwarded = ", ".join(request.headers.getlist("X-Forwarded-For")) or None
+    return context().proxies.client_address(request.remote_addr or "", forwarded)
 
 
-async def admit(needs_key: bool) -> str:
-    """The address's `ip` budget (and, when a key will be looked up, its `ip-auth` one);
-    answers the client's address."""
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    address: str
+    # `global` waits for the key (its open share is spent): see FrontDoor.
+    global_deferred: bool = False
+
+
+async def admit(needs_key: bool) -> Arrival:
+    """The address's `ip` budget and `global` (and, when a key will be looked up, its
+    `ip-auth` one); answers the client's address."""
     ctx = context()
     address = client_address()
     entry = await ctx.front_door.ask(Admit(address, needs_key=needs_key), ctx.ask_timeout)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:
         raise entry.refusal
-    return address
+    return Arrival(address, entry.global_deferred)
 
 
-async def refuse_auth(address: str, code: str, message: str) -> NoReturn:
-    """A 401 that also counts against the address's `ip-auth` budget."""
-    await context().front_door.tell(AuthFailed(address))
+async def refuse_auth(arrival: Arrival, code: str, message: str) -> NoReturn:
+    """A 401 that also counts against the address's `ip-auth` budget; or, for a request
+    past the open share of `global`, that budget's 429."""
+    ctx = context()
+    if arrival.global_deferred:
+        refusal = await ctx.front_door.ask(ChargeGlobal(key_good=False), ctx.ask_timeout)
+        if refusal is not None:
+            raise refusal
+    await ctx.front_door.tell(AuthFailed(arrival.address))
     raise ApiError(code, message)
+
+
+async def authenticated(arrival: Arrival) -> None:
+    """The caller proved who it is: a request that waited for it is charged to `global` now."""
+    if arrival.global_deferred:
+        ctx = context()
+        refusal = await ctx.front_door.ask(ChargeGlobal(key_good=True), ctx.ask_timeout)
+        if refusal is not None:
+            raise refusal
 
 
 async def run_gates() -> None:
     ctx = context()
     routed = request.routing_exception is None
-    address = await admit(needs_key=routed)
+    arrival = await admit(needs_key=routed)
+    address = arrival.address
 
     length = request.content_length
     if length is not None and length > MAX_BODY_BYTES:
@@ -110,8 +137,9 @@ async def run_gates() -> None:
     if not isinstance(route, RouteRule):
         raise RuntimeError(f"{request.url_rule.endpoint} is under the API prefix without a rule()")
 
-    found = await _authenticate(ctx, address)
+    found = await _authenticate(ctx, arrival)
     key, prop = found.key, found.property
+    await authenticated(arrival)
 
     if key.allowlist and not Allowlist(key.allowlist).allows(address):
         await api_keys.record_allowlist_refusal(ctx.db, key.id, prop.id, address, ctx.clock.now())
@@ -144,16 +172,16 @@ async def run_gates() -> None:
         await api_keys.touch_last_used(ctx.db, key.id, now, LAST_USED_EVERY)
 
 
-async def _authenticate(ctx: FrontContext, address: str) -> KeyWithProperty:
+async def _authenticate(ctx: FrontContext, arrival: Arrival) -> KeyWithProperty:
     """The key and its property, or a 401 that also counts against the address."""
     token = keyfmt.bearer_token(request.headers.get("Authorization"))
     if token is None or not keyfmt.is_well_formed(token):
-        await refuse_auth(address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
+        await refuse_auth(arrival, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
     wanted = keyfmt.digest(token)
     found = await ctx.keys.find(wanted)
     if found is None or not keyfmt.same_digest(found.digest, wanted):
-        await refuse_auth(address, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
+        await refuse_auth(arrival, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
     if found.key.revoked_at is not None:
-        await refuse_auth(address, "API_KEY_REVOKED", "this API key was revoked or rotated")
+        await refuse_auth(arrival, "API_KEY_REVOKED", "this API key was revoked or rotated")
     return found
 

@@ -22,6 +22,22 @@ from .gates import context
 log = logging.getLogger("connectapi.access")
 blueprint = Blueprint("observe", __name__)
 
+# Labels and log fields come from fixed sets: a client's own method or path copied into a
+# label made a new time series per request (a 3,000-character method grew /metrics without
+# bound, on routes that charge no budget).
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+LOGGED_TEXT_LIMIT = 200
+
+
+def method_label(method: str) -> str:
+    return method if method in KNOWN_METHODS else "other"
+
+
+def clipped(text: str, limit: int = LOGGED_TEXT_LIMIT) -> str:
+    """What a log line may copy of a client's text: bounded, and printable."""
+    cut = text[:limit].encode("unicode_escape").decode("ascii")
+    return cut + "..." if len(text) > limit else cut
+
 
 def started() -> None:
     g.started = time.perf_counter()
@@ -32,13 +48,14 @@ def answered(response: Response) -> None:
     rule = request.url_rule
     route = rule.rule if rule is not None else "unmatched"  # a bounded set of labels
     status = response.status_code
-    REQUESTS.labels(request.method, route, str(status)).inc()
-    LATENCY.labels(request.method, route).observe(elapsed)
+    method = method_label(request.method)
+    REQUESTS.labels(method, route, str(status)).inc()
+    LATENCY.labels(method, route).observe(elapsed)
     scope = g.get("error_scope")
     if status == 429 and scope:
         RATE_LIMITED.labels(scope).inc()
     caller = g.get("caller")
-    line = {"requestId": g.get("request_id"), "method": request.method, "route": route, "status": status,
+    line = {"requestId": g.get("request_id"), "method": method, "route": route, "status": status,
             "durationMs": round(elapsed * 1000, 2), "propertyId": caller.property.id if caller else None}
     if g.get("error_code"):
         line["code"] = g.error_code

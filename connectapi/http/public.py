@@ -16,7 +16,7 @@ from ..engine import Wake
 from . import postman
 from .openapi import OPENAPI_PATH, openapi_document
 from .envelope import ok
-from .gates import admit, context, refuse_auth
+from .gates import admit, authenticated, context, refuse_auth
 
 blueprint = Blueprint("public", __name__)
 log = logging.getLogger("connectapi.intake")
@@ -31,12 +31,13 @@ NOTIFY_SECRET_HEADER = "X-Notify-Secret"
 async def channel_manager_notify() -> Response:
     """A trigger only: the body names a revision, but we read revisions from the feed, so a
     forged or out-of-order notification can at worst make us look sooner."""
-    address = await admit(needs_key=True)
+    arrival = await admit(needs_key=True)
     ctx = context()
     given = request.headers.get(NOTIFY_SECRET_HEADER, "")
     if not ctx.cm_notify_secret or not hmac.compare_digest(given.encode(), ctx.cm_notify_secret.encode()):
-        await refuse_auth(address, "NOTIFY_SECRET_INVALID",
+        await refuse_auth(arrival, "NOTIFY_SECRET_INVALID",
                           f"the {NOTIFY_SECRET_HEADER} header does not hold the notification secret")
+    await authenticated(arrival)
     ctx.intake.try_tell(Wake())
     return ok({"received": True})
 

@@ -7,8 +7,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import trio
-from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
+
+from .connections import MAX_CONNECTIONS, REQUEST_READ_LIMIT, ServingConfig, serve_guarded
 
 # Requests in flight when the service is told to stop get this long to be answered.
 HTTP_GRACE = 5.0
@@ -55,17 +56,21 @@ class ShieldedSends:
             sending.deadline = min(sending.deadline, trio.current_time() + STOPPING_SEND_LIMIT)
 
 
-def hypercorn_config(bind: str) -> HypercornConfig:
-    config = HypercornConfig()
+def hypercorn_config(bind: str, *, max_connections: int = MAX_CONNECTIONS,
+                     request_read_limit: float = REQUEST_READ_LIMIT) -> ServingConfig:
+    config = ServingConfig()
     config.bind = [bind]
     config.accesslog = None
     config.graceful_timeout = HTTP_GRACE
+    config.max_connections = max_connections
+    config.request_read_limit = request_read_limit
     return config
 
 
-async def serve_http(app: Any, config: HypercornConfig, stop: trio.Event,
+async def serve_http(app: Any, config: ServingConfig, stop: trio.Event,
                      task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve until `stop` is set, then for at most HTTP_GRACE more; hands back the binds."""
+    serve_guarded()
     shielded = ShieldedSends(app)
 
     async def stopped() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -143,16 +144,17 @@ async def due(db: Database, now: datetime) -> list[Due]:
             for r in rows]
 
 
-async def next_due_at(db: Database) -> datetime | None:
+async def next_due_at(db: Database, busy: Sequence[int] = ()) -> datetime | None:
     """When the next delivery `due` would take falls due: of each active endpoint only its
     oldest pending one counts (a newer one, due but held behind a retry, is not sendable;
-    counting it made the sender look again at once, in a loop, until the retry came)."""
+    counting it made the sender look again at once, in a loop, until the retry came), and
+    none of the `busy` endpoints (an attempt under way: its end is the sender's cue)."""
     value: datetime | None = await db.fetchval(
         """SELECT min(d.next_attempt_at) FROM webhook_endpoints e
            CROSS JOIN LATERAL (SELECT next_attempt_at FROM webhook_deliveries d
                                WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                ORDER BY d.event_seq, d.id LIMIT 1) d
-           WHERE e.status = 'active'""")
+           WHERE e.status = 'active' AND NOT e.id = ANY($1::bigint[])""", list(busy))
     return value
 
 

@@ -43,3 +43,19 @@ async def test_budgets_follow_the_forwarded_client(api: Harness) -> None:
     assert blocked.data["scope"] == "ip-auth"
     other = await api.call("GET", f"{API}/property", address="10.0.0.1", headers={"X-Forwarded-For": "192.0.2.51"})
     assert other.code == "API_KEY_INVALID"
+
+
+async def test_forwarded_for_on_several_lines_is_read_as_one_list(api: Harness) -> None:
+    """A proxy that appends its own line: the client's first line must not choose the address."""
+    from werkzeug.datastructures import Headers
+
+    prop = await api.create_property()
+    made = await api.create_key(prop["id"], allowlist=["203.0.113.5"])
+    headers = Headers([("Authorization", f"Bearer {made['key']}"),
+                       ("X-Forwarded-For", "203.0.113.5"),  # the client's own, forged
+                       ("X-Forwarded-For", "198.51.100.66")])  # added by our proxy: the real client
+    response = await api.client.open(f"{API}/property", method="GET", headers=headers,
+                                     scope_base={"client": ("10.1.2.3", 40000)})
+    body = await response.get_json()
+    assert response.status_code == 403 and body["data"]["code"] == "IP_NOT_ALLOWED", body
+    assert body["data"]["details"] == {"address": "198.51.100.66"}

@@ -337,3 +337,32 @@ async def test_booking_dates_and_ids_out_of_reach_are_refused_with_the_body(api:
     # The writer is still there: a good booking goes through.
     answer = await api.call("POST", f"{API}/bookings", key=key, body=booking(prop))
     assert answer.status == 201, answer.body
+
+
+# --- characters that break headers or disguise text, in what we store
+
+HOSTILE_CHARACTERS = ("\r\n", "\n", "\x85", "\u2028", "\u2029", "\x1b", "\x7f", "\u202e", "\u2066", "\u200f")
+
+
+async def test_names_and_references_with_controls_or_bidi_overrides_are_refused(api: Harness) -> None:
+    prop, key = await api.keyed_property(EVERY_SCOPE)
+    properties = await api.ctx.db.fetchval("SELECT count(*) FROM properties")
+    before = await bookings_state(api, key)
+    for bad in HOSTILE_CHARACTERS:
+        name = f"Casa{bad}Azul"
+        refused(await api.admin("POST", "/properties", {**CASA_AZUL, "name": name}))
+        refused(await api.admin("PATCH", f"/properties/{prop['id']}", {"name": name}))
+        refused(await api.admin("POST", f"/properties/{prop['id']}/keys", {"label": name, "scopes": ["ari:read"]}))
+        for field in ("externalReference",):
+            refused(await api.call("POST", f"{API}/bookings", key=key, body={**booking(prop), field: f"REF{bad}1"}))
+        body = booking(prop)
+        body["guest"]["name"] = name
+        refused(await api.call("POST", f"{API}/bookings", key=key, body=body))
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM properties") == properties
+    assert (await api.admin("GET", f"/properties/{prop['id']}")).data["name"] == prop["name"]
+    assert await bookings_state(api, key) == before
+    # Names in any script, and line breaks in notes, are still welcome.
+    answer = await api.call("POST", f"{API}/bookings", key=key, body={
+        **booking(prop), "notes": "late arrival\r\nquiet room, please"})
+    assert answer.status == 201, answer.body
+    assert (await api.admin("PATCH", f"/properties/{prop['id']}", {"name": "Hôtel Élysée – ホテル"})).status == 200

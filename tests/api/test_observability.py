@@ -51,3 +51,31 @@ async def test_metrics_need_the_operator_token_and_count(api: Harness) -> None:
     assert 'connectapi_request_seconds_bucket{le="0.005",method="GET",route="/api/v1/connect-api/v1/property"}' in text
     assert 'connectapi_dirty_cells{resource="availability"} 3.0' in text
     assert "connectapi_webhook_backlog 0.0" in text and "connectapi_webhook_failures_total" in text
+
+
+async def test_a_client_chosen_method_never_becomes_a_label_or_a_long_line(
+        api: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    """Three 3,000-character methods to /healthz (405) grew /metrics by 165 KB: every label
+    comes from a fixed set, and nothing the client chose is copied whole into a line."""
+    caplog.set_level(logging.INFO, logger="connectapi")
+    odd = "X" * 3000
+
+    async def metrics_text() -> str:
+        response = await api.client.get("/metrics", headers={"Authorization": "Bearer test-operator-token"})
+        return await response.get_data(as_text=True)
+
+    for _ in range(3):
+        answer = await api.call(odd, "/healthz")
+        assert (answer.status, answer.code) == (405, "METHOD_NOT_ALLOWED")
+        assert odd not in json.dumps(answer.body)
+    first = await metrics_text()
+    for n in range(3):
+        await api.call(odd + str(n), "/healthz")
+        await api.call("GET", "/nowhere/" + "y" * 3000)
+    second = await metrics_text()
+    assert "XXXX" not in second and "yyyy" not in second
+    assert 'connectapi_requests_total{method="other",route="unmatched",status="405"} 6.0' in second
+    assert abs(len(second) - len(first)) < 2000  # new counts, not new series
+    lines = [r for r in caplog.records if r.name == "connectapi.access"]
+    assert lines and all(len(r.getMessage()) + len(str(r.__dict__.get("method"))) < 300 for r in lines)
+    assert "XXXX" not in caplog.text and "yyyy" not in caplog.text

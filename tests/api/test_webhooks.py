@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import trio
 
+from connectapi.actors.webhook_sender import open_webhook_client
 from connectapi.domain.webhook_retry import SCHEDULE
 
 from .harness import Harness, eventually
@@ -280,3 +282,42 @@ async def test_an_event_held_behind_a_retry_does_not_make_the_sender_spin(
     assert looks <= 3, f"the sender looked {looks} times in 200 scheduler rounds"
     api.advance(SCHEDULE[0].total_seconds() * 1.2)  # the retry falls due (with its jitter): both go, in order
     await until_deliveries(api, endpoint["id"], [("delivered", 1), ("delivered", 2), ("delivered", 1)])
+
+
+@pytest.mark.parametrize("url", ["http://0177.0.0.1/", "http://127.1/", "http://0x7f.0.0.1/", "http://2130706433/"])
+async def test_numeric_host_oddities_are_refused_at_registration(api: Harness, url: str) -> None:
+    """Refused even here, where private receivers are allowed: a resolver reads each as
+    127.0.0.1, and no receiver needs its address written so."""
+    prop = await api.create_property()
+    refused = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": url})
+    assert (refused.status, refused.code, refused.data["details"][0]["path"]) == (400, "VALIDATION", "url"), url
+    assert "numeric host" in refused.data["details"][0]["message"]
+    assert (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data == []
+
+
+@pytest.mark.parametrize("env", [{}])
+@pytest.mark.parametrize("url", ["https://0177.0.0.1/", "https://127.1/", "https://0x7f.0.0.1/", "https://2130706433/"])
+async def test_numeric_host_oddities_are_refused_over_https_too(api: Harness, url: str) -> None:
+    prop = await api.create_property()
+    refused = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": url})
+    assert (refused.status, refused.code, refused.data["details"][0]["path"]) == (400, "VALIDATION", "url"), url
+    assert "numeric host" in refused.data["details"][0]["message"]
+
+
+async def test_proxy_settings_in_the_environment_never_carry_a_webhook(
+        receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy named in the environment (set for something else on the host) would see every
+    signed body and choose where it goes; the delivery client does not read the environment."""
+    proxy = Receiver()
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(functools.partial(trio.serve_tcp, proxy.handle, 0, host="127.0.0.1"))
+        proxy.port = listeners[0].socket.getsockname()[1]
+        for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        async with open_webhook_client() as client:
+            answer = await client.post(receiver.url, content=b"{}")
+        nursery.cancel_scope.cancel()
+    assert answer.status_code == 204
+    assert len(receiver.received) == 1 and proxy.received == []

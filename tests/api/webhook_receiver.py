@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -17,6 +20,10 @@ class Receiver:
     port: int = 0
     answers: list[int | tuple[int, int]] = field(default_factory=list)
     received: list[tuple[dict[str, str], str]] = field(default_factory=list)
+    # Instead of answering: a hostile receiver's way of doing it (see trickle, endless).
+    misbehave: Callable[[Receiver, trio.SocketStream], Awaitable[None]] | None = None
+    sent: int = 0  # bytes a misbehaving receiver got out
+    cut_off: bool = False  # the sender hung up on it
 
     @property
     def url(self) -> str:
@@ -35,11 +42,52 @@ class Receiver:
         while len(body) < int(headers.get("content-length", "0")):
             body += await stream.receive_some(65536)
         self.received.append((headers, body.decode()))
+        if self.misbehave is not None:
+            try:
+                await self.misbehave(self, stream)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.cut_off = True
+            return
         answer = self.answers.pop(0) if self.answers else 204
         status, extra = (answer, "") if isinstance(answer, int) else (answer[0], f"retry-after: {answer[1]}\r\n")
         await stream.send_all(
             f"HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n".encode())
         await stream.aclose()
+
+
+@asynccontextmanager
+async def serving(receiver: Receiver) -> AsyncIterator[Receiver]:
+    """`receiver` listening on a port of loopback for the block."""
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(functools.partial(trio.serve_tcp, receiver.handle, 0, host="127.0.0.1"))
+        receiver.port = listeners[0].socket.getsockname()[1]
+        yield receiver
+        nursery.cancel_scope.cancel()
+
+
+TRICKLED = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
+
+
+async def trickle(receiver: Receiver, stream: trio.SocketStream) -> None:
+    """A 200, one byte every 9 s (on the test's clock): never 10 s without a byte."""
+    for byte in TRICKLED:
+        await stream.send_all(bytes([byte]))
+        receiver.sent += 1
+        await trio.sleep(9)
+
+
+ENDLESS_CAP = 64 * 1024 * 1024  # "for ever", as far as a sender that reads it all could bear
+
+
+async def endless(receiver: Receiver, stream: trio.SocketStream) -> None:
+    """A 200 whose body never ends (until 64 MiB: a sender that reads it all shows it here
+    by taking all of it, not by filling the test machine's memory)."""
+    await stream.send_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n")
+    chunk = b"x" * 65536
+    while receiver.sent < ENDLESS_CAP:
+        await stream.send_all(chunk)
+        receiver.sent += len(chunk)
+    await stream.aclose()
 
 
 def signed_by(secret: str, headers: dict[str, str], body: str) -> bool:

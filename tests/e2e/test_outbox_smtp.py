@@ -116,3 +116,29 @@ def test_smtp_urls() -> None:
     assert SmtpSettings.from_url("smtp://mail.example?starttls=1", "a@b.example").port == 587
     with pytest.raises(ValueError):
         SmtpSettings.from_url("http://mail.example", "a@b.example")
+
+
+async def test_subjects_with_what_breaks_a_header_still_go_out_cleaned(
+        db: Database, running_server: Controller, inbox: Inbox, smtp_port: int) -> None:
+    """A CR/LF, U+2028 or U+0085 in a subject (a channel name or reservation code from the
+    channel manager, a name stored before the rules) made the message fail to build; each
+    goes out on one line, and the e-mail behind it too."""
+    clock = SteppedClock()
+    sender = OutboxSender(db, clock, SmtpTransport(SmtpSettings.from_url(
+        f"smtp://127.0.0.1:{smtp_port}", "connectapi@casa-azul.example"), timeout=5))
+    property_id = await db.fetchval("INSERT INTO properties (name, timezone, currency, channel_manager, pms) "
+                                    "VALUES ('Casa Azul', 'Europe/Lisbon', 'EUR', true, true) RETURNING id")
+    subjects = ["OTA booking BookingCom\r\nBcc: thief@example.com", "Refused\u2028revision", "Over\x85booked",
+                "New booking PMS-1-000002"]
+
+    async def work(conn: Any) -> None:
+        for subject in subjects:
+            await notifications.enqueue(conn, property_id, None, "booking.created", "owner@casa-azul.example",
+                                        subject, "A booking came in.", clock.now())
+
+    await db.transaction(work)
+    running_server.start()
+    assert await sender.send_due() == 4
+    assert [m["Subject"] for m in inbox.messages] == [
+        "OTA booking BookingCom Bcc: thief@example.com", "Refused revision", "Over booked", "New booking PMS-1-000002"]
+    assert all(m["Bcc"] is None for m in inbox.messages)

@@ -298,3 +298,43 @@ async def test_queued_messages_with_one_batch_key_are_served_together(autojump: 
         assert answers == {1: 1, 10: "ActorCrashed", 100: "ActorCrashed", 7: "ActorUnavailable"}
         assert await box.ask(Num(12), timeout=5) == 12  # restarted; a lone even number is one handle call
         assert calls[-1] == [12]
+
+
+class Background(Actor[Any]):
+    """Starts work it does not wait for; when that work ends, its timer is due at once."""
+
+    def __init__(self, release: trio.Event) -> None:
+        self.release = release
+        self.done = False
+        self.timers = 0
+
+    def on_serving(self, nursery: trio.Nursery, nudge: Any) -> None:
+        async def work() -> None:
+            await self.release.wait()
+            self.done = True
+            nudge()
+
+        nursery.start_soon(work)
+
+    def wake_in(self) -> float | None:
+        return 0.0 if self.done and not self.timers else 3600.0
+
+    async def on_timer(self) -> None:
+        self.timers += 1
+
+    async def handle(self, message: Any) -> Any:
+        return message
+
+
+async def test_background_work_nudges_the_loop_without_a_message(mock_clock: trio.testing.MockClock) -> None:
+    release = trio.Event()
+    actor = Background(release)
+    async with open_supervisor(shutdown_grace=0.0) as sup:
+        await sup.spawn("background", lambda: actor, idle_after=60.0)
+        await trio.testing.wait_all_tasks_blocked()
+        assert actor.timers == 0
+        release.set()  # the clock stands still: only the nudge can bring the timer
+        await trio.testing.wait_all_tasks_blocked()
+        assert actor.timers == 1
+        assert sup.running == 1  # a nudge is not an idle stop
+        sup.close_all()

@@ -20,8 +20,29 @@ def test_inside_addresses_are_not_public(address: str) -> None:
     assert not is_public(ipaddress.ip_address(address))
 
 
+@pytest.mark.parametrize("address", [
+    # issue 16, item 7: these passed a check built on `is_global`
+    "64:ff9b::a00:1", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe",  # NAT64 of private, loopback, link-local
+    "64:ff9b:1::a00:1", "64:ff9b:1:7f00:1::", "64:ff9b:1::808:808",  # local-use NAT64: never public
+    "::127.0.0.1", "::10.0.0.1", "::169.254.169.254",  # IPv4-compatible
+    "::ffff:10.0.0.1", "::ffff:169.254.169.254",  # IPv4-mapped
+    "fec0::1", "feff::1",  # site-local
+    # and their relatives
+    "2002:a00:1::1", "2002:a9fe:a9fe::1", "2002:6440:1::1",  # 6to4 of private, link-local, shared
+    "2001::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:0:808:808::1",  # Teredo, whatever it carries
+    "fc00::1", "fdff:ffff::1", "fe80::1", "febf::1",
+    "100.64.0.1", "100.127.255.254", "0.1.2.3", "192.0.0.1", "192.0.0.9", "198.18.0.1", "198.19.255.255",
+    "240.0.0.1", "255.255.255.255", "224.0.0.251", "ff05::1:3", "ff0e::1",
+    "192.0.2.1", "198.51.100.7", "203.0.113.9", "2001:db8::1", "3fff::1",  # documentation
+    "100::1", "5f00::1", "2001:2::1", "192.88.99.1", "::", "::1", "4000::1", "e000::1",
+])
+def test_non_public_forms_and_their_relatives(address: str) -> None:
+    assert not is_public(ipaddress.ip_address(address))
+
+
 @pytest.mark.parametrize("address", ["8.8.8.8", "203.0.114.1", "2606:4700::1111", "2002:808:808::1",
-                                     "64:ff9b::808:808", "::ffff:8.8.8.8"])
+                                     "64:ff9b::808:808", "::ffff:8.8.8.8", "::8.8.8.8", "100.128.0.1",
+                                     "198.20.0.1", "2a00:1450:4001::200e"])
 def test_public_addresses(address: str) -> None:
     assert is_public(ipaddress.ip_address(address))
 
@@ -42,6 +63,15 @@ def test_public_addresses(address: str) -> None:
     ("https://printer.local/in", "not a public host"),
     ("https://intranet/in", "not a public host"),
     ("https://hooks.example.com/" + "x" * 2100, "longer"),
+    ("https://127.0.0.1./in", "loopback"),
+    ("https://[::127.0.0.1]/in", "loopback (127.0.0.1) in an IPv6 form"),
+    ("https://[fec0::1]/in", "site-local"),
+    ("https://0177.0.0.1/in", "numeric host"),
+    ("https://127.1/in", "numeric host"),
+    ("https://0x7f.0.0.1/in", "numeric host"),
+    ("https://2130706433/in", "numeric host"),
+    ("https://8.8.8.010/in", "numeric host"),
+    ("https://hooks.example.0x1/in", "numeric host"),
 ])
 def test_refused_urls_say_why(url: str, why: str) -> None:
     with pytest.raises(UnsafeUrl) as refused:
@@ -52,6 +82,15 @@ def test_refused_urls_say_why(url: str, why: str) -> None:
 def test_accepted_urls() -> None:
     assert check_url("https://hooks.example.com/in?x=1") == "https://hooks.example.com/in?x=1"
     assert check_url("https://8.8.8.8:8443/in") == "https://8.8.8.8:8443/in"
+
+
+@pytest.mark.parametrize("url", ["http://0177.0.0.1/", "http://127.1/", "http://0x7f.0.0.1/", "http://2130706433/",
+                                 "http://１２７.１/"])
+def test_numeric_host_oddities_are_refused_even_where_private_hosts_are_allowed(url: str) -> None:
+    """A resolver (inet_aton) reads these as 127.0.0.1; `ipaddress` reads none of them, so
+    they used to pass as host names. No receiver needs them written so."""
+    with pytest.raises(UnsafeUrl, match="numeric host"):
+        check_url(url, allow_private=True)
 
 
 def test_the_private_setting_allows_http_and_loopback() -> None:

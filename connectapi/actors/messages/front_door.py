@@ -11,10 +11,16 @@ from ...engine import Ask
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """The address's `ip` window after this request, and the refusal if there is one."""
+    """The address's `ip` window after this request, and the refusal if there is one.
+
+    `global_deferred`: the share of `global` open to requests without a known key is spent;
+    the request goes on to its key, and is charged to `global` (ChargeGlobal) only once the
+    key is found good.
+    """
 
     ip: WindowState
     refusal: ApiError | None
+    global_deferred: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,4 +46,12 @@ class AuthFailed:
     address: str
 
 
-FrontDoorMessage = Admit | MayAuthenticate | AuthFailed
+@dataclass(frozen=True, slots=True)
+class ChargeGlobal(Ask["ApiError | None"]):
+    """A deferred request's key was looked up: if good, charge it to the whole of `global`;
+    if not, to the open share only (usually spent: the refusal is the answer)."""
+
+    key_good: bool
+
+
+FrontDoorMessage = Admit | MayAuthenticate | AuthFailed | ChargeGlobal

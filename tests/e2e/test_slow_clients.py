@@ -1,0 +1,118 @@
+"""Clients that send slowly or hold connections: none holds a connection for long, a refusal
+never waits for a body, and past the cap a connection is answered 503 and closed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+
+from connectapi.config import Settings
+from connectapi.engine import SystemClock
+from connectapi.http.app import create_app
+from connectapi.http.serving import hypercorn_config, serve_http
+from connectapi.service import open_front
+from connectapi.storage.database import Database
+
+from .conftest import ADMIN_TOKEN
+
+READ_LIMIT = 2.0
+CAP = 4
+API = "/api/v1/connect-api/v1"
+
+
+@pytest.fixture
+async def address(db: Database) -> AsyncIterator[tuple[str, int]]:
+    settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent"})
+    async with open_front(settings, db, SystemClock(), ADMIN_TOKEN) as ctx:
+        config = hypercorn_config("127.0.0.1:0", max_connections=CAP, request_read_limit=READ_LIMIT)
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(serve_http, create_app(ctx), config, ctx.stopping)
+            host, port = binds[0].removeprefix("http://").split(":")
+            yield host, int(port)
+            ctx.stopping.set()
+
+
+async def read_all(stream: trio.SocketStream, within: float) -> bytes:
+    """What the server sends until it closes the connection (fails if it does not in time)."""
+    seen = b""
+    with trio.fail_after(within):
+        while data := await stream.receive_some():
+            seen += data
+    return seen
+
+
+async def test_a_request_head_trickled_a_byte_at_a_time_is_cut_off(address: tuple[str, int]) -> None:
+    stream = await trio.open_tcp_stream(*address)
+    head = b"GET /healthz HTTP/1.1\r\nHost: test\r\nX-Slow: " + b"a" * 200 + b"\r\n\r\n"
+    started = trio.current_time()
+    async with stream, trio.open_nursery() as nursery:
+        async def trickle() -> None:
+            try:
+                for byte in head:
+                    await stream.send_all(bytes([byte]))
+                    await trio.sleep(0.05)  # 10 s for the head: each read is quick, the whole is not
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+        nursery.start_soon(trickle)
+        answer = await read_all(stream, within=5)
+        nursery.cancel_scope.cancel()
+    # closed without an answer, about when the head's time was up (hypercorn's own idle timer
+    # would have taken 5 s)
+    assert b"HTTP/1.1 200" not in answer
+    assert trio.current_time() - started < READ_LIMIT + 1.5
+
+
+async def test_a_refusal_does_not_wait_for_a_body_that_is_not_coming(address: tuple[str, int]) -> None:
+    stream = await trio.open_tcp_stream(*address)
+    async with stream:
+        # no key, a body announced and never sent: 401 at once, and the connection closed
+        await stream.send_all((f"PUT {API}/availability HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 5000\r\n\r\n{\"upd").encode())
+        answer = await read_all(stream, within=3)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 401") and b"connection: close" in head.lower(), answer
+    assert json.loads(body)["data"]["code"] == "API_KEY_INVALID"
+
+
+async def test_a_small_body_already_sent_keeps_the_connection(address: tuple[str, int]) -> None:
+    stream = await trio.open_tcp_stream(*address)
+    async with stream:
+        request = (f"PUT {API}/availability HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                   "Content-Length: 2\r\n\r\n{}").encode()
+        for _ in range(2):  # the refusal reads the little body, and the connection serves again
+            await stream.send_all(request)
+            answer = b""
+            with trio.fail_after(3):
+                while b"}}" not in answer:
+                    answer += await stream.receive_some()
+            assert answer.startswith(b"HTTP/1.1 401") and b"connection: close" not in answer.lower()
+
+
+async def test_past_the_connection_cap_a_connection_is_answered_503_and_closed(address: tuple[str, int]) -> None:
+    held = [await trio.open_tcp_stream(*address) for _ in range(CAP)]
+    try:
+        for stream in held:  # each is open and served
+            await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            with trio.fail_after(3):
+                assert (await stream.receive_some()).startswith(b"HTTP/1.1 200")
+        extra = await trio.open_tcp_stream(*address)
+        async with extra:
+            answer = await read_all(extra, within=3)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in head.lower()
+        assert json.loads(body)["data"]["code"] == "SERVICE_UNAVAILABLE"
+    finally:
+        for stream in held:
+            await stream.aclose()
+    with trio.fail_after(3):  # the slots come back as connections close
+        while True:
+            again = await trio.open_tcp_stream(*address)
+            async with again:
+                await again.send_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+                if (await read_all(again, within=3)).startswith(b"HTTP/1.1 200"):
+                    break
+            await trio.sleep(0.05)
