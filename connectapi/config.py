@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .data_dir import UnsafePath, create_token_file, read_token_file, secure_data_dir
 from .domain.addresses import parse_network
@@ -34,6 +35,8 @@ class Settings:
     # Open client connections past this are answered 503 and closed (each holds memory and
     # a file descriptor; the default file limit is often 1024).
     max_connections: int = 1000
+    # The service's address as integrators reach it (e.g. https://api.hotel.example).
+    public_url: str | None = None
     # An idle property actor stops after this; it must outlast the one-minute windows it keeps.
     actor_idle_seconds: float = 300.0
     ask_timeout_seconds: float = 10.0
@@ -90,6 +93,7 @@ class Settings:
             webhook_allow_private=env.get("CONNECTAPI_WEBHOOK_ALLOW_PRIVATE", "").lower() in ("1", "true", "yes"),
             cm_notify_secret=env.get("CONNECTAPI_CM_NOTIFY_SECRET") or None,
             max_connections=_positive_int(env, "CONNECTAPI_MAX_CONNECTIONS", 1000),
+            public_url=_public_url(env.get("CONNECTAPI_PUBLIC_URL")),
         )
         if settings.smtp_url:
             try:
@@ -102,6 +106,16 @@ class Settings:
 
     def with_overrides(self, **overrides: object) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+
+
+def _public_url(text: str | None) -> str | None:
+    if not text:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
+            or parts.username or parts.password or not text.isprintable():
+        raise ConfigError("CONNECTAPI_PUBLIC_URL must be an http(s) address such as https://api.hotel.example")
+    return text.rstrip("/")
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -184,6 +184,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             sandbox_url=cm_url if sandbox is not None else None,
                             admin_token=admin_token,
                             ask_timeout=settings.ask_timeout_seconds,
+                            public_url=settings.public_url,
                             supervisors=(watchers, root, property_supervisor, services),
                             stopping=stopping,
                         )

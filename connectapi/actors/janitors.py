@@ -4,19 +4,23 @@ key cache honest, and may be stopped at any moment."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from ..domain import idempotency as idem
 from ..engine import Clock, NextRound, RoundsActor
-from ..storage import idempotency
+from ..storage import api_keys, idempotency
 from ..storage.database import Database, StorageUnavailable
 from ..storage.key_directory import KeyDirectory
 
 log = logging.getLogger("connectapi")
 RELISTEN_AFTER = 1.0
+# Requests refused by a key's allowlist are shown to the owner this long.
+ALLOWLIST_REFUSALS_KEPT = timedelta(days=30)
 
 
 class IdempotencyJanitor(RoundsActor):
-    """Idempotency keys are kept 7 days: forget older ones, at start and then every `every`."""
+    """Idempotency keys are kept 7 days and allowlist refusals 30: forget older ones, at
+    start and then every `every`."""
 
     name = "idempotency-janitor"
     waits_out = (StorageUnavailable,)
@@ -30,6 +34,9 @@ class IdempotencyJanitor(RoundsActor):
         purged = await idempotency.purge(self._db, self._clock.now() - idem.RETENTION)
         if purged:
             log.info("purged %d idempotency keys older than %s", purged, idem.RETENTION)
+        refusals = await api_keys.purge_allowlist_refusals(self._db, self._clock.now() - ALLOWLIST_REFUSALS_KEPT)
+        if refusals:
+            log.info("purged %d allowlist refusals older than %s", refusals, ALLOWLIST_REFUSALS_KEPT)
         return NextRound()
 
 

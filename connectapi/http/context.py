@@ -44,6 +44,9 @@ class FrontContext:
     sandbox_url: str | None
     admin_token: str
     ask_timeout: float
+    # How integrators reach this service (CONNECTAPI_PUBLIC_URL), for links we hand out;
+    # None: the address the caller used (its Host header, which the caller chooses).
+    public_url: str | None
     supervisors: tuple[Supervisor, ...]
     stopping: trio.Event  # set when the service is told to stop: answers then close their connection
 

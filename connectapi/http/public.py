@@ -57,10 +57,12 @@ async def openapi() -> Response:
 
 @blueprint.get(POSTMAN_PATH)
 async def postman_collection() -> Response:
-    """The collection, or with `?environment=1` its environment (baseUrl: this service as
-    the caller reached it; apiKey: empty, for the caller to fill in)."""
+    """The collection, or with `?environment=1` its environment (baseUrl: the configured
+    public URL, else this service as the caller reached it; apiKey: empty, for the caller
+    to fill in)."""
     await admit(needs_key=False)
     if request.args.get("environment") == "1":
-        return Response(json.dumps(postman.environment(request.host_url.rstrip("/"))),
+        base_url = context().public_url or request.host_url.rstrip("/")
+        return Response(json.dumps(postman.environment(base_url)),
                         content_type="application/json")
     return Response(json.dumps(postman.collection()), content_type="application/json")

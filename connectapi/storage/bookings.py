@@ -70,8 +70,9 @@ async def api_booking(db: Database, property_id: int, booking_id: int) -> Bookin
 
 async def api_booking_by_reference(db: Database, property_id: int, external_reference: str) -> Booking | None:
     async def work(conn: asyncpg.Connection) -> Booking | None:
-        rows = await conn.fetch(_BOOKING + " WHERE b.property_id = $1 AND b.external_reference = $2",
-                                property_id, external_reference)
+        rows = await conn.fetch(
+            _BOOKING + " WHERE b.property_id = $1 AND b.source = 'api' AND b.external_reference = $2",
+            property_id, external_reference)
         found = await _with_rooms(conn, rows)
         return found[0] if found else None
 

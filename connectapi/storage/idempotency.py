@@ -31,12 +31,15 @@ async def claim(
     A record past retention, or a claim abandoned in flight, is replaced.
     """
 
-    async def work(conn: asyncpg.Connection) -> Stored | None:
-        row = await conn.fetchrow(
+    async def held(conn: asyncpg.Connection) -> asyncpg.Record | None:
+        return await conn.fetchrow(
             """SELECT body_hash, state, status, response, created_at FROM idempotency_keys
                WHERE property_id = $1 AND route = $2 AND key = $3 FOR UPDATE""",
             property_id, route, key,
         )
+
+    async def work(conn: asyncpg.Connection) -> Stored | None:
+        row = await held(conn)
         if row is not None:
             expired = row["created_at"] <= now - retention
             abandoned = row["state"] == "in_flight" and row["created_at"] <= now - stale_after
@@ -52,8 +55,15 @@ async def claim(
                VALUES ($1, $2, $3, $4, 'in_flight', $5) ON CONFLICT DO NOTHING RETURNING 1""",
             property_id, route, key, body_hash, now,
         )
-        if inserted is None:  # another request claimed it between our read and insert
-            return Stored(False, True, None, None)
+        if inserted is None:
+            # Another request claimed it between our read and insert (the insert waited for
+            # it to commit): say what it holds, read again. A twin of this request is in
+            # flight or done, never "another body".
+            row = await held(conn)
+            if row is None:  # released already: in flight as far as this request knows
+                return Stored(True, True, None, None)
+            return Stored(bytes(row["body_hash"]) == body_hash, row["state"] == "in_flight",
+                          row["status"], row["response"])
         return None
 
     return await db.transaction(work)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import API, Harness
+from .harness import API, Harness, eventually
 
 
 async def test_no_key_is_401_invalid(api: Harness) -> None:
@@ -167,3 +167,21 @@ async def test_last_used_is_recorded(api: Harness) -> None:
     await api.call("GET", f"{API}/property", key=made["key"])
     listed = await api.admin("GET", f"/properties/{prop['id']}/keys")
     assert listed.data[0]["lastUsedAt"] is not None
+
+
+async def test_allowlist_refusals_are_purged_after_30_days(api: Harness) -> None:
+    prop = await api.create_property()
+    made = await api.create_key(prop["id"], allowlist=["203.0.113.5"])
+    refused = await api.call("GET", f"{API}/property", key=made["key"], address="198.51.100.7")
+    assert refused.code == "IP_NOT_ALLOWED"
+    api.advance(29 * 24 * 3600)
+    await api.call("GET", f"{API}/property", key=made["key"], address="198.51.100.8")
+    shown = await api.admin("GET", f"/properties/{prop['id']}/allowlist-refusals")
+    assert {r["address"] for r in shown.data} == {"198.51.100.7", "198.51.100.8"}, shown.body
+    api.advance(2 * 24 * 3600)  # the first is 31 days old; the janitor's round comes hourly
+
+    async def purged() -> bool:
+        shown = await api.admin("GET", f"/properties/{prop['id']}/allowlist-refusals")
+        return {r["address"] for r in shown.data} == {"198.51.100.8"}
+
+    await eventually(purged)

@@ -563,3 +563,19 @@ async def lock_held_elsewhere(db_dsn: str, property_id: int) -> AsyncIterator[Ca
 
 async def waiting_on_a_lock(api: Harness) -> bool:
     return bool(await api.ctx.db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))
+
+
+async def test_a_reference_held_by_a_booking_not_of_the_api_is_never_replayed(api: Harness) -> None:
+    """The repeat check looks at API bookings only: a desk or OTA booking holding the same
+    external reference is never answered to an integrator, nor stops the API booking."""
+    prop, key = await setup(api)
+    first = await book(api, key, stay(prop, "WEB-7000"))
+    assert first.status == 201, first.body
+    await api.ctx.db.execute("UPDATE bookings SET source = 'desk' WHERE id = $1", first.data["bookingId"])
+    listed = await api.call("GET", f"{API}/bookings?externalReference=WEB-7000", key=key)
+    assert listed.status == 200 and listed.data["count"] == 0, listed.body
+    again = await book(api, key, stay(prop, "WEB-7000"))
+    assert again.status == 201 and "X-Idempotent-Replay" not in again.headers, again.body
+    assert again.data["bookingId"] != first.data["bookingId"]
+    replay = await book(api, key, stay(prop, "WEB-7000"))  # and the API's own booking replays as before
+    assert replay.status == 200 and replay.data["bookingId"] == again.data["bookingId"], replay.body

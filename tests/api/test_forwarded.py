@@ -54,7 +54,7 @@ async def test_forwarded_for_on_several_lines_is_read_as_one_list(api: Harness) 
     headers = Headers([("Authorization", f"Bearer {made['key']}"),
                        ("X-Forwarded-For", "203.0.113.5"),  # the client's own, forged
                        ("X-Forwarded-For", "198.51.100.66")])  # added by our proxy: the real client
-    response = await api.client.open(f"{API}/property", method="GET", headers=headers,
+    response = await api.client.open(f"{API}/property", method="GET", headers=headers,  # type: ignore[call-arg]
                                      scope_base={"client": ("10.1.2.3", 40000)})
     body = await response.get_json()
     assert response.status_code == 403 and body["data"]["code"] == "IP_NOT_ALLOWED", body

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from connectapi.domain.errors import STATUS_OF_CODE
 from connectapi.http.gates import CONNECT_PREFIX
 from connectapi.http.openapi import OPENAPI_PATH
+from connectapi.storage.database import Database
 
 from .harness import Harness
 
@@ -81,3 +83,20 @@ async def test_the_postman_collection_has_every_route_and_needs_no_key(api: Harn
     assert all(i["event"][0]["script"]["exec"][0].startswith('pm.test("answers ') for i in got.body["item"])
     env = await api.call("GET", "/api/v1/connect-api/postman?environment=1")
     assert {v["key"]: v["value"] for v in env.body["values"]} == {"baseUrl": "http://localhost", "apiKey": ""}
+
+
+async def test_the_postman_environment_names_the_configured_public_url_not_the_callers_host(db: Database) -> None:
+    from .conftest import open_harness
+
+    async with open_harness(db, {"CONNECTAPI_PUBLIC_URL": "https://api.hotel.example/"}) as api:
+        env = await api.call("GET", "/api/v1/connect-api/postman?environment=1", headers={"Host": "evil.example"})
+        assert {v["key"]: v["value"] for v in env.body["values"]}["baseUrl"] == "https://api.hotel.example"
+
+
+@pytest.mark.parametrize("bad", ["ftp://api.hotel.example", "https://", "https://user:pw@api.hotel.example",
+                                 "https://api.hotel.example/?q=1", "api.hotel.example"])
+def test_a_public_url_that_is_not_one_stops_the_start(bad: str) -> None:
+    from connectapi.config import ConfigError, Settings
+
+    with pytest.raises(ConfigError, match="CONNECTAPI_PUBLIC_URL"):
+        Settings.from_env({"CONNECTAPI_PUBLIC_URL": bad})
