@@ -27,7 +27,7 @@ from connectapi.engine import Wake
 from connectapi.metrics import REGISTRY
 from connectapi.storage import notifications
 
-from .harness import API, Harness
+from .harness import API, Harness, eventually
 
 PUSHING = {"CONNECTAPI_PUSH_PAUSED": "0"}
 
@@ -268,9 +268,13 @@ async def test_the_operator_sees_a_down_actor_and_revives_it(api: Harness, monke
     await api.ctx.db.transaction(lambda tx: notifications.enqueue(
         tx, world.prop["id"], None, "test", "owner@example.com", "after the revival", "body", now))
     api.ctx.outbox.try_tell(Wake())
-    await step(api)
-    mails = (await api.admin("GET", f"/properties/{world.prop['id']}/notifications")).data
-    assert [m["sentAt"] is not None for m in mails if m["subject"] == "after the revival"] == [True]
+
+    async def sent() -> bool:
+        # the database answers in real time: the round may need a moment past one step
+        mails = (await api.admin("GET", f"/properties/{world.prop['id']}/notifications")).data
+        return [m["sentAt"] is not None for m in mails if m["subject"] == "after the revival"] == [True]
+
+    await eventually(sent, "the e-mail queued after the revival is sent")
     assert not api.ctx.down()
     again = await api.admin("POST", "/actors/outbox/revive")
     assert (again.status, again.code) == (404, "ACTOR_NOT_DOWN")
