@@ -39,6 +39,7 @@ from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, SystemClock, Wake, open_supervisor
 from .http.app import create_app
 from .http.context import FrontContext
+from .http.connections import connection_cap
 from .http.serving import hypercorn_config, serve_http
 from .storage.database import Database, open_database
 from .storage.embedded import EmbeddedPostgres, dsn_for_database, ensure_database
@@ -245,8 +246,10 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_wait_for_signal, ctx.stopping)
                     binds = await nursery.start(serve_http, create_app(ctx),
-                                                hypercorn_config(f"{settings.host}:{settings.port}",
-                                                                 max_connections=settings.max_connections),
+                                                hypercorn_config(
+                                                    f"{settings.host}:{settings.port}",
+                                                    max_connections=connection_cap(settings.max_connections),
+                                                    is_proxy=ctx.proxies.is_proxy),
                                                 ctx.stopping)
                     _announce(binds, settings, token, generated)
                     await ctx.stopping.wait()

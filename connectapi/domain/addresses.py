@@ -85,6 +85,10 @@ class TrustedProxies:
     def _trusted(self, address: IPAddress) -> bool:
         return any(address in net for net in self._networks if net.version == address.version)
 
+    def is_proxy(self, peer: str) -> bool:
+        parsed = parse_address(peer)
+        return parsed is not None and self._trusted(parsed)
+
     def client_address(self, peer: str, forwarded_for: str | None) -> str:
         peer_address = parse_address(peer)
         if peer_address is None:

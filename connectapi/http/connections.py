@@ -1,11 +1,14 @@
-"""What one client connection may hold: a cap on open connections, and a deadline on what
-a client owes us once it has started a request.
+"""What one client connection may hold: caps on open connections (in all, and per client),
+a deadline on what a client owes us once it has started a request, a deadline on each
+send of our answer, and HTTP/1.1 only.
 
-hypercorn has neither. Its `read_timeout` is per read (a client trickling a byte every 9 s
-never meets a 10 s one) and also runs while the client rightly waits for our answer (a slow
-answer would be cut). So the deadline here starts with a request's first byte and ends when
-its body is complete; an idle keep-alive connection is hypercorn's keep-alive timeout's, and
-a client waiting for its answer owes nothing.
+hypercorn has none of these. Its `read_timeout` is per read (a client trickling a byte
+every 9 s never meets a 10 s one) and also runs while the client rightly waits for our
+answer (a slow answer would be cut); its sends are shielded without a bound (a client that
+never reads held its connection, and the stop, for ever). So the read deadline here starts
+with a request's first byte and ends when its body is complete; an idle keep-alive
+connection is hypercorn's keep-alive timeout's; a client waiting for its answer owes
+nothing; and each send of an answer has SEND_LIMIT, one second once the service stops.
 
 Built on hypercorn's own connection class (its version is pinned in pyproject): the one
 place that sees both the socket and the HTTP/1.1 parser's state.
@@ -14,32 +17,84 @@ place that sees both the socket and the HTTP/1.1 parser's state.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import resource
+from collections import Counter
+from collections.abc import Callable
 
 import h11
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.events import Closed, RawData
+from hypercorn.events import Closed, Event, RawData
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import run as hypercorn_run
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 
+from ..domain.budget_subjects import budget_subject
 from ..domain.errors import ApiError
+
+log = logging.getLogger("connectapi.http")
 
 # A client has this long to send a request's head and body, from its first byte.
 REQUEST_READ_LIMIT = 10.0
+# Each send of an answer to a client that does not read is given up after this.
+SEND_LIMIT = 30.0
+STOPPING_SEND_LIMIT = 1.0
 MAX_CONNECTIONS = 1000
-# The answer to a connection past the cap, before it is closed: the contract's envelope.
+# File descriptors kept for everything but client connections: the pool, webhook and SMTP
+# sockets, the embedded server's pipes, log files.
+RESERVED_FILES = 200
+# After our last answer on a connection, what the client still sends is read (and dropped)
+# this long, up to LINGER_BYTES, before the socket is closed: closing on unread bytes makes
+# the kernel reset the connection, and the client may lose the answer (and its Retry-After).
+LINGER_SECONDS = 1.0
+LINGER_BYTES = 65536
 _FULL = ApiError("SERVICE_UNAVAILABLE", "too many connections; retry later", retry_after_seconds=1)
 
 
 class ServingConfig(HypercornConfig):
     max_connections: int = MAX_CONNECTIONS
     request_read_limit: float = REQUEST_READ_LIMIT
+    send_limit: float = SEND_LIMIT
 
     def __init__(self) -> None:
         super().__init__()
         self.open_connections = 0
+        self.open_by_client: Counter[str] = Counter()
+        # A trusted proxy carries many clients' connections: it is not held to one client's cap.
+        self.is_proxy: Callable[[str], bool] = lambda peer: False
+        self.stopping = False
+        self._sending: set[trio.CancelScope] = set()
+
+    @property
+    def max_per_client(self) -> int:
+        return max(10, self.max_connections // 10)
+
+    def stop(self) -> None:
+        """From now on each send has a second left: a client that does not read cannot hold
+        the stop up."""
+        self.stopping = True
+        for sending in self._sending:
+            sending.deadline = min(sending.deadline, trio.current_time() + STOPPING_SEND_LIMIT)
+
+
+def connection_cap(wanted: int) -> int:
+    """Raise the soft limit on open files to the hard one, and keep the cap under it with
+    room for everything else (a cap near the usual 1024 would leave a flood of connections
+    to starve the database pool and the webhook sockets)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    room = soft - RESERVED_FILES if soft != resource.RLIM_INFINITY else wanted
+    if wanted > room:
+        log.warning("CONNECTAPI_MAX_CONNECTIONS %d is more than the open-file limit allows; using %d",
+                    wanted, max(room, 10))
+    return min(wanted, max(room, 10))
 
 
 class GuardedConnection(TCPServer):
@@ -51,48 +106,108 @@ class GuardedConnection(TCPServer):
         if not isinstance(config, ServingConfig):
             await super().run()
             return
-        if config.open_connections >= config.max_connections:
+        client = self._client_subject(config)
+        if config.open_connections >= config.max_connections or (
+                client is not None and config.open_by_client[client] >= config.max_per_client):
             await self._refuse_full()
             return
         config.open_connections += 1
+        if client is not None:
+            config.open_by_client[client] += 1
         try:
             await super().run()
         finally:
             config.open_connections -= 1
+            if client is not None:
+                config.open_by_client[client] -= 1
+                if not config.open_by_client[client]:
+                    del config.open_by_client[client]
+
+    def _client_subject(self, config: ServingConfig) -> str | None:
+        """Whose connection this is, for the per-client cap (None: a trusted proxy's)."""
+        try:
+            peer = str(self.stream.socket.getpeername()[0])
+        except (AttributeError, OSError, IndexError):
+            return None
+        return None if config.is_proxy(peer) else budget_subject(peer)
 
     async def _refuse_full(self) -> None:
         body = json.dumps({"statuscode": _FULL.status, "message": _FULL.message, "data": _FULL.data()}).encode()
         head = (f"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
                 f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n").encode()
-        # Answer, stop sending, then read what the client had sent for up to a second before
-        # closing: closing on unread bytes makes the kernel reset the connection, and the
-        # client would see a reset instead of the 503.
         with trio.move_on_after(1):
             try:
                 await self.stream.send_all(head + body)
-                await self.stream.send_eof()
-                while await self.stream.receive_some(MAX_RECV):
-                    pass
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
-        await self.stream.aclose()
+        await self._lingering_close()
+
+    async def protocol_send(self, event: Event) -> None:
+        config = self.config
+        if not isinstance(config, ServingConfig) or not isinstance(event, RawData):
+            await super().protocol_send(event)
+            return
+        limit = STOPPING_SEND_LIMIT if config.stopping else config.send_limit
+        async with self.send_lock:
+            # Shielded as hypercorn's own send is (the app's cancellation must not cut an
+            # answer in half), but bounded.
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as sending:
+                config._sending.add(sending)
+                try:
+                    await self.stream.send_all(event.data)
+                    return
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+                finally:
+                    config._sending.discard(sending)
+        # The client went away, or does not read: the connection is over. The read loop may
+        # be parked until this answer is out (a pipelined request behind it): ended too.
+        if sending.cancelled_caught:
+            await self.stream.aclose()
+        self._given_up = True
+        await self.protocol.handle(Closed())
+        reading = getattr(self, "_reading_scope", None)
+        if reading is not None:
+            reading.cancel()
+        await self.idle_task.stop()
+
+    async def _idle_timeout(self) -> None:
+        # A connection given up on is not kept for its keep-alive time (the protocol restarts
+        # this timer when the aborted answer ends).
+        if not getattr(self, "_given_up", False):
+            await super()._idle_timeout()
 
     async def _read_data(self) -> None:
-        if not isinstance(self.config, ServingConfig):
+        config = self.config
+        if not isinstance(config, ServingConfig):
             await super()._read_data()
             return
+        self._reading = trio.Event()
+        try:
+            with trio.CancelScope() as self._reading_scope:
+                await self._read_until_done(config)
+        finally:
+            self._reading.set()
+
+    async def _read_until_done(self, config: ServingConfig) -> None:
         deadline = math.inf
         while True:
+            if not isinstance(self.protocol.protocol, H11Protocol):
+                # An h2c upgrade or an HTTP/2 preface: we serve HTTP/1.1 only (one connection
+                # would otherwise carry a hundred streams past the cap, and none of the limits
+                # here would hold).
+                await self.stream.aclose()
+                break
             if self._client_owes_bytes():
                 if deadline == math.inf:
-                    deadline = trio.current_time() + self.config.request_read_limit
+                    deadline = trio.current_time() + config.request_read_limit
             else:
                 deadline = math.inf
             try:
                 with trio.fail_at(deadline):
                     data = await self.stream.receive_some(MAX_RECV)
             except trio.TooSlowError:
-                await self._close()
+                await self.stream.aclose()  # no lingering for a client this slow
                 break
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 break
@@ -104,12 +219,35 @@ class GuardedConnection(TCPServer):
         # timer next looks (up to 5 s later).
         await self.idle_task.stop()
 
+    async def _close(self) -> None:
+        if isinstance(self.config, ServingConfig):
+            await self._lingering_close()
+        else:
+            await super()._close()
+
+    async def _lingering_close(self) -> None:
+        reading = getattr(self, "_reading", None)
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + LINGER_SECONDS):
+            try:
+                await self.stream.send_eof()
+                if reading is not None and not reading.is_set():
+                    # The read loop is still reading (and dropping) what comes: let it.
+                    await reading.wait()
+                else:
+                    read = 0
+                    while read < LINGER_BYTES:
+                        data = await self.stream.receive_some(MAX_RECV)
+                        if not data:
+                            break
+                        read += len(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError, AttributeError):
+                pass
+        await self.stream.aclose()
+
     def _client_owes_bytes(self) -> bool:
-        """Whether a request has begun and not yet fully arrived (HTTP/1.1; other protocols,
-        which we do not offer, are given the limit on every read)."""
-        protocol = getattr(getattr(self, "protocol", None), "protocol", None)
-        if not isinstance(protocol, H11Protocol):
-            return True
+        """Whether a request has begun and not yet fully arrived."""
+        protocol = self.protocol.protocol
+        assert isinstance(protocol, H11Protocol)
         connection = protocol.connection
         state = connection.their_state
         if state is h11.IDLE:

@@ -39,6 +39,12 @@ class ShieldedSends:
         self._stopping = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            # We serve no WebSocket: refused (hypercorn answers 403) before the app, whose
+            # error handlers expect an HTTP request (an upgrade was a 500 and a traceback).
+            await receive()
+            await send({"type": "websocket.close", "code": 1008})
+            return
         async def shielded(message: Message) -> None:
             limit = STOPPING_SEND_LIMIT if self._stopping else SEND_LIMIT
             with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as sending:
@@ -57,13 +63,17 @@ class ShieldedSends:
 
 
 def hypercorn_config(bind: str, *, max_connections: int = MAX_CONNECTIONS,
-                     request_read_limit: float = REQUEST_READ_LIMIT) -> ServingConfig:
+                     request_read_limit: float = REQUEST_READ_LIMIT, send_limit: float = SEND_LIMIT,
+                     is_proxy: Callable[[str], bool] | None = None) -> ServingConfig:
     config = ServingConfig()
     config.bind = [bind]
     config.accesslog = None
     config.graceful_timeout = HTTP_GRACE
     config.max_connections = max_connections
     config.request_read_limit = request_read_limit
+    config.send_limit = send_limit
+    if is_proxy is not None:
+        config.is_proxy = is_proxy
     return config
 
 
@@ -76,6 +86,7 @@ async def serve_http(app: Any, config: ServingConfig, stop: trio.Event,
     async def stopped() -> None:
         await stop.wait()
         shielded.stop()
+        config.stop()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(stopped)

@@ -19,6 +19,7 @@ from connectapi.storage.database import Database
 from .conftest import ADMIN_TOKEN
 
 READ_LIMIT = 2.0
+SEND_LIMIT = 1.0
 CAP = 4
 API = "/api/v1/connect-api/v1"
 
@@ -27,7 +28,21 @@ API = "/api/v1/connect-api/v1"
 async def address(db: Database) -> AsyncIterator[tuple[str, int]]:
     settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent"})
     async with open_front(settings, db, SystemClock(), ADMIN_TOKEN) as ctx:
-        config = hypercorn_config("127.0.0.1:0", max_connections=CAP, request_read_limit=READ_LIMIT)
+        config = hypercorn_config("127.0.0.1:0", max_connections=CAP, request_read_limit=READ_LIMIT,
+                                  send_limit=SEND_LIMIT)
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(serve_http, create_app(ctx), config, ctx.stopping)
+            host, port = binds[0].removeprefix("http://").split(":")
+            yield host, int(port)
+            ctx.stopping.set()
+
+
+@pytest.fixture
+async def wide_address(db: Database) -> AsyncIterator[tuple[str, int]]:
+    """A cap of 50 connections in all: 10 per client."""
+    settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent"})
+    async with open_front(settings, db, SystemClock(), ADMIN_TOKEN) as ctx:
+        config = hypercorn_config("127.0.0.1:0", max_connections=50)
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(serve_http, create_app(ctx), config, ctx.stopping)
             host, port = binds[0].removeprefix("http://").split(":")
@@ -116,3 +131,70 @@ async def test_past_the_connection_cap_a_connection_is_answered_503_and_closed(a
                 if (await read_all(again, within=3)).startswith(b"HTTP/1.1 200"):
                     break
             await trio.sleep(0.05)
+
+
+async def test_clients_that_never_read_their_answers_lose_their_connections(address: tuple[str, int]) -> None:
+    """Each send of an answer is bounded: a client that asks and never reads used to hold
+    its connection (and the stop) for ever, so a few of them held the whole cap."""
+    pipelined = b"GET /api/v1/connect-api/openapi.json HTTP/1.1\r\nHost: test\r\n\r\n" * 200  # about 20 MB of answers
+    stuck = [await trio.open_tcp_stream(*address) for _ in range(CAP)]
+    try:
+        for stream in stuck:
+            await stream.send_all(pipelined)
+        with trio.fail_after(4):  # within SEND_LIMIT, well before the 5 s keep-alive could free them
+            while True:
+                fresh = await trio.open_tcp_stream(*address)
+                async with fresh:
+                    await fresh.send_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+                    if (await read_all(fresh, within=3)).startswith(b"HTTP/1.1 200"):
+                        break
+                await trio.sleep(0.2)
+    finally:
+        for stream in stuck:
+            await stream.aclose()
+
+
+async def test_a_websocket_upgrade_is_refused_without_a_fault(address: tuple[str, int],
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    stream = await trio.open_tcp_stream(*address)
+    async with stream:
+        await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                              b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        answer = b""
+        with trio.fail_after(3):
+            while b"\r\n\r\n" not in answer:
+                data = await stream.receive_some()
+                if not data:
+                    break
+                answer += data
+    assert answer.startswith(b"HTTP/1.1 403"), answer
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
+async def test_http2_is_not_spoken(address: tuple[str, int]) -> None:
+    """An h2c upgrade or the HTTP/2 preface ends the connection: one HTTP/2 connection would
+    carry a hundred streams past the caps."""
+    stream = await trio.open_tcp_stream(*address)
+    async with stream:
+        await stream.send_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        answer = await read_all(stream, within=3)
+    assert b"HTTP/1.1 200" not in answer and len(answer) < 200, answer
+
+
+async def test_one_client_cannot_take_every_connection(wide_address: tuple[str, int]) -> None:
+    held = [await trio.open_tcp_stream(*wide_address, local_address="127.0.0.1") for _ in range(10)]
+    try:
+        for stream in held:
+            await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            with trio.fail_after(3):
+                assert (await stream.receive_some()).startswith(b"HTTP/1.1 200")
+        extra = await trio.open_tcp_stream(*wide_address, local_address="127.0.0.1")
+        async with extra:
+            assert (await read_all(extra, within=3)).startswith(b"HTTP/1.1 503")
+        other = await trio.open_tcp_stream(*wide_address, local_address="127.0.0.2")  # another client
+        async with other:
+            await other.send_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+            assert (await read_all(other, within=3)).startswith(b"HTTP/1.1 200")
+    finally:
+        for stream in held:
+            await stream.aclose()
