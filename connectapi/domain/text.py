@@ -3,16 +3,22 @@ safe for an e-mail header or a log line.
 
 Refused in what we store (400 VALIDATION): C0 and C1 controls and DEL (a CR/LF in a
 property name broke the owner's e-mail headers), the line and paragraph separators U+2028
-and U+2029, and the bidirectional controls (embeddings, overrides, isolates and marks),
-which make a name or a reference display as something it is not. Multi-line text (notes,
-a cancellation reason) may also hold tab, line feed and carriage return.
+and U+2029, the bidirectional embeddings, overrides and isolates (which make a name or a
+reference display as something it is not), and the invisible format characters (zero
+width space, word joiner and invisible operators, the deprecated format controls, the
+byte order mark, interlinear annotation), which make look-alike references. Kept: the
+directional marks (LRM, RLM, ALM: ordinary in mixed-direction names, and they reorder
+nothing), ZWJ and ZWNJ (emoji sequences, Persian and Indic names), tag characters
+(subdivision flags). Multi-line text (notes, a cancellation reason) may also hold tab,
+line feed and carriage return.
 """
 
 from __future__ import annotations
 
 import re
 
-_ALWAYS_REFUSED = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_ALWAYS_REFUSED = ("\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                   "\u200b\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb")
 # For pydantic's `pattern` (its regex engine takes these characters as they are).
 LINE_PATTERN = f"^[^\t\n\r{_ALWAYS_REFUSED}]*$"
 TEXT_PATTERN = f"^[^{_ALWAYS_REFUSED}]*$"

@@ -98,16 +98,18 @@ async def admit(needs_key: bool) -> Arrival:
     return Arrival(address, entry.global_deferred)
 
 
-async def refuse_auth(arrival: Arrival, code: str, message: str) -> NoReturn:
-    """A 401 that also counts against the address's `ip-auth` budget; or, for a request
-    past the open share of `global`, that budget's 429."""
+async def refuse_auth(arrival: Arrival, code: str, message: str, details: dict[str, Any] | None = None) -> NoReturn:
+    """A refusal of who the caller is (401, or 403 for an allowlist) that also counts
+    against the address's `ip-auth` budget; or, for a request past the open share of
+    `global`, that budget's 429 (still counted on `ip-auth`: a flood past the share is
+    held to its lookups per address)."""
     ctx = context()
+    await ctx.front_door.tell(AuthFailed(arrival.address))
     if arrival.global_deferred:
         refusal = await ctx.front_door.ask(ChargeGlobal(key_good=False), ctx.ask_timeout)
         if refusal is not None:
             raise refusal
-    await ctx.front_door.tell(AuthFailed(arrival.address))
-    raise ApiError(code, message)
+    raise ApiError(code, message, details)
 
 
 async def authenticated(arrival: Arrival) -> None:
@@ -139,12 +141,13 @@ async def run_gates() -> None:
 
     found = await _authenticate(ctx, arrival)
     key, prop = found.key, found.property
-    await authenticated(arrival)
-
     if key.allowlist and not Allowlist(key.allowlist).allows(address):
+        # Not a good caller yet: a key used from outside its allowlist gets none of the part
+        # of `global` kept for good keys.
         await api_keys.record_allowlist_refusal(ctx.db, key.id, prop.id, address, ctx.clock.now())
-        await ctx.front_door.tell(AuthFailed(address))
-        raise ApiError("IP_NOT_ALLOWED", "this key is not allowed from this address", {"address": address})
+        await refuse_auth(arrival, "IP_NOT_ALLOWED", "this key is not allowed from this address",
+                          {"address": address})
+    await authenticated(arrival)
 
     if prop.status != "active":
         raise ApiError("PROPERTY_UNAVAILABLE", "the property is not available")

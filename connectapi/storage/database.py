@@ -145,7 +145,12 @@ class Database:
         """
         try:
             await self._pool.release(conn)
-        except Exception as exc:  # noqa: BLE001 - asyncpg has dropped it already
+        except Exception as exc:
+            if not isinstance(translated(exc), StorageUnavailable) and not conn.is_closed():
+                # Not the server or the network (a bug in a reset hook, a connection released
+                # twice): said loudly, with its traceback, though the work's answer stands.
+                log.error("releasing a connection failed: %s", type(exc).__name__, exc_info=exc)
+                return
             log.warning("a connection could not be reset on release and was dropped: %s: %s",
                         type(exc).__name__, exc)
 

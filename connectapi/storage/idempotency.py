@@ -57,8 +57,8 @@ async def claim(
         )
         if inserted is None:
             # Another request claimed it between our read and insert (the insert waited for
-            # it to commit): say what it holds, read again. A twin of this request is in
-            # flight or done, never "another body".
+            # it to commit): read again and answer from its row, so a twin of this request
+            # hears "in flight" or gets the replay, and only another body hears "reused".
             row = await held(conn)
             if row is None:  # released already: in flight as far as this request knows
                 return Stored(True, True, None, None)

@@ -79,6 +79,8 @@ async def is_migrated(db: Database) -> bool:
         exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
         if not exists:
             return False
-        return bool(await conn.fetchval("SELECT max(version) FROM schema_migrations") == latest)
+        # A newer schema is ready too: a newer version migrated while this one still runs
+        # beside it (a rolling upgrade); migrations only add, so this one still works.
+        return bool(await conn.fetchval("SELECT max(version) FROM schema_migrations") >= latest)
 
     return await db.run(work)

@@ -50,3 +50,30 @@ async def test_an_ipv6_client_is_counted_by_its_slash_64(api: Harness) -> None:
         assert (await api.call("GET", f"{API}/property", key=WRONG_KEY, address=f"2001:db8:7:1::{host}")).status == 401
     limited(await api.call("GET", f"{API}/property", key=key, address="2001:db8:7:1:ffff::9"), "ip-auth")
     assert (await api.call("GET", f"{API}/property", key=key, address="2001:db8:7:2::1")).status == 200
+
+
+async def flood_the_open_share(api: Harness) -> None:
+    for i in range(16):
+        answer = await api.call("GET", f"{API}/nowhere", address=f"192.0.2.{i + 1}")
+        assert answer.status == 404, answer.body
+
+
+async def test_past_the_open_share_wrong_keys_still_count_against_ip_auth(api: Harness) -> None:
+    """Each lookup of a wrong key past the share is an ip-auth failure: an address is held to
+    its few lookups a minute, as before the share."""
+    await flood_the_open_share(api)
+    for _ in range(3):
+        limited(await api.call("GET", f"{API}/property", key=WRONG_KEY, address="203.0.113.9"), "global")
+    limited(await api.call("GET", f"{API}/property", key=WRONG_KEY, address="203.0.113.9"), "ip-auth")
+
+
+async def test_a_key_used_outside_its_allowlist_gets_none_of_the_kept_part(api: Harness) -> None:
+    prop = await api.create_property()
+    fenced = await api.create_key(prop["id"], allowlist=["198.51.100.99"])
+    await flood_the_open_share(api)
+    for host in range(3):  # a stolen key from elsewhere: refused, and not charged as a good key
+        limited(await api.call("GET", f"{API}/property", key=fenced["key"], address=f"203.0.113.{host + 20}"),
+                "global")
+    for _ in range(4):  # the kept part is whole for the key's rightful user
+        assert (await api.call("GET", f"{API}/property", key=fenced["key"], address="198.51.100.99")).status == 200
+    limited(await api.call("GET", f"{API}/property", key=fenced["key"], address="198.51.100.99"), "global")

@@ -341,7 +341,7 @@ async def test_booking_dates_and_ids_out_of_reach_are_refused_with_the_body(api:
 
 # --- characters that break headers or disguise text, in what we store
 
-HOSTILE_CHARACTERS = ("\r\n", "\n", "\x85", "\u2028", "\u2029", "\x1b", "\x7f", "\u202e", "\u2066", "\u200f")
+HOSTILE_CHARACTERS = ("\r\n", "\n", "\x85", "\u2028", "\u2029", "\x1b", "\x7f", "\u202e", "\u2066", "\ufeff", "\u200b")
 
 
 async def test_names_and_references_with_controls_or_bidi_overrides_are_refused(api: Harness) -> None:

@@ -31,6 +31,10 @@ async def test_migrate_applies_once(empty_dsn: str) -> None:
         assert applied == [m.version for m in bundled_migrations()]
         assert await is_migrated(db)
         assert await migrate(db) == []
+        # A newer version migrated while this one still runs (a rolling upgrade): still ready.
+        await db.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, 'from a newer version')",
+                         bundled_migrations()[-1].version + 1)
+        assert await is_migrated(db)
 
 
 async def test_concurrent_migrations_serialise_on_the_advisory_lock(empty_dsn: str) -> None:

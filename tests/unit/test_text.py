@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from connectapi.domain.text import LINE_PATTERN, TEXT_PATTERN, one_line
 
 HOSTILE = ["\r\nBcc: x@example.com", "\n", "\x85", "\u2028", "\u2029", "\x00", "\x1b[31m", "\x7f", "\x9b",
-           "\u202e", "\u2066", "\u200f", "\u061c"]
+           "\u202e", "\u2066", "\ufeff", "\u200b", "\u2060", "\u206f", "\ufffb"]
 
 
 @pytest.mark.parametrize("bad", HOSTILE)
@@ -22,7 +22,8 @@ def test_text_keeps_line_breaks_and_tabs_but_not_the_rest() -> None:
 
 
 def test_ordinary_names_in_any_script_pass() -> None:
-    for name in ("Casa Azul", "Hôtel Élysée", "ホテル", "فندق", "Zimmer 7 – Meerblick", "👍"):
+    for name in ("Casa Azul", "Hôtel Élysée", "ホテル", "فندق", "Zimmer 7 – Meerblick", "👍", "👩\u200d💻",
+                 "می\u200cخواهم", "\u05e9\u05dc\u05d5\u05dd\u200f 7", "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"):
         assert re.fullmatch(LINE_PATTERN, name) is not None
 
 
@@ -37,8 +38,9 @@ def test_one_line_keeps_what_it_can() -> None:
 
 
 REFUSED_CHARACTERS = st.sampled_from([chr(c) for c in (*range(0, 9), 11, 12, *range(14, 32), *range(0x7F, 0xA0))]
-                                     + ["\u2028", "\u2029", "\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)),
-                                        *map(chr, range(0x2066, 0x206A))])
+                                     + ["\u2028", "\u2029", "\u200b", "\ufeff", *map(chr, range(0x202A, 0x202F)),
+                                        *map(chr, range(0x2060, 0x2065)), *map(chr, range(0x2066, 0x2070)),
+                                        *map(chr, range(0xFFF9, 0xFFFC))])
 
 
 @given(st.text(max_size=20), REFUSED_CHARACTERS, st.text(max_size=20))
