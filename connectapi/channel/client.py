@@ -38,6 +38,10 @@ FEED_MAX_PAGES = 20  # a round reads at most 2000 revisions; the rest are read b
 RETRY_AFTER_MAX = 3600.0  # a Retry-After longer than this is read as this
 MESSAGE_MAX = 300  # characters of an error message
 WARNING_MAX = 300  # characters of one warning
+# An answer's body is read up to this, then refused: the largest we ask for (a 500-day grid
+# of a big property, a page of 100 revisions) is a few MiB; an endless or huge one must not
+# take the service's memory.
+ANSWER_BYTES_MAX = 32 * 1024 * 1024
 REVISION_MAX_DEPTH = 32  # a revision nests about four deep (rooms, days); deeper is not one
 
 log = logging.getLogger("connectapi.channel")
@@ -152,7 +156,18 @@ class ChannelManagerClient:
         """The answer of a 2xx; anything else raised as a ChannelManagerError."""
         call = f"{method} {self._say(path, 80)}"
         try:
-            response = await self._http.request(method, path, json=json_body, params=params)
+            async with self._http.stream(method, path, json=json_body, params=params) as streamed:
+                content = bytearray()
+                async for chunk in streamed.aiter_bytes():
+                    content += chunk
+                    if len(content) > ANSWER_BYTES_MAX:
+                        raise MalformedAnswer(self._say(f"{call}: an answer over {ANSWER_BYTES_MAX} bytes"),
+                                              streamed.status_code)
+            # Read already (and decoded): the headers that described the wire go.
+            headers = [(name, value) for name, value in streamed.headers.raw
+                       if name.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")]
+            response = httpx.Response(streamed.status_code, headers=headers, content=bytes(content),
+                                      request=streamed.request)
         except httpx.TimeoutException:
             raise Unavailable(self._say(f"{call}: no answer in time")) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:

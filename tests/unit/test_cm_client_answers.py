@@ -464,3 +464,32 @@ def test_the_key_is_never_in_a_message_or_a_log_line(name: str, status: int, val
 def test_the_admin_route_takes_the_sandbox_fault_modes() -> None:
     assert set(get_args(SandboxFaultsIn.model_fields["mode"].annotation)) == set(FAULT_MODES)
     assert {"malformed", "reset"} <= set(FAULT_MODES)
+
+
+async def test_an_answer_past_the_size_bound_is_refused_not_read_whole() -> None:
+    from connectapi.channel.client import ANSWER_BYTES_MAX, MalformedAnswer
+
+    sent = {"bytes": 0}
+
+    async def endless() -> Any:
+        chunk = b" " * 65536
+        while True:  # a body that never ends: only the bound stops the read
+            sent["bytes"] += len(chunk)
+            yield chunk
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=endless(), headers={"content-type": "application/json"})
+
+    with trio.fail_after(20):  # before the bound, the read went on until memory ran out
+        error = await failure("read_availability", answer)
+    assert isinstance(error, MalformedAnswer) and f"over {ANSWER_BYTES_MAX} bytes" in str(error)
+    assert sent["bytes"] <= ANSWER_BYTES_MAX + 2 * 65536
+
+
+async def test_a_compressed_answer_is_read_as_sent() -> None:
+    import gzip
+
+    payload = body({"data": {"id": "cm-prop-1", "type": "property"}})
+    found = await call("create_property", answering(201, gzip.compress(payload),
+                                                    headers={"content-encoding": "gzip"}))
+    assert found == "cm-prop-1"
