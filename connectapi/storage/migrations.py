@@ -81,6 +81,6 @@ async def is_migrated(db: Database) -> bool:
             return False
         # A newer schema is ready too: a newer version migrated while this one still runs
         # beside it (a rolling upgrade); migrations only add, so this one still works.
-        return bool(await conn.fetchval("SELECT max(version) FROM schema_migrations") >= latest)
+        return bool(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations") >= latest)
 
     return await db.run(work)
