@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import random
+import socket
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,6 +42,9 @@ ATTEMPT_SECONDS = 10.0
 TIMEOUT_SECONDS = ATTEMPT_SECONDS  # each step of httpx's own, inside the attempt's
 ANSWER_BYTES_MAX = 64 * 1024  # of an answer's body read, at most; nothing in it counts
 ATTEMPTS_AT_ONCE = 256  # endpoints attempted at once, at most (sockets are finite)
+# An endpoint's sending lease outlasts its attempt and the recording of it; if the process
+# dies meanwhile, another one sends the delivery again once it runs out.
+SENDING_LEASE = timedelta(seconds=60)
 Resolver = Callable[[str, int], Awaitable[list[Address]]]
 
 
@@ -129,8 +135,10 @@ class WebhookSender(RoundsActor):
         self._attempts: trio.Nursery | None = None
         self._nudge: Callable[[], None] = lambda: None
         self._busy: set[int] = set()  # endpoints with an attempt under way
-        self._ended: set[int] = set()  # endpoints whose attempt ended while a round read the record
         self._again = False  # an attempt ended since the last round began
+        # Whose lease on an endpoint is this process's (each incarnation its own: a lease
+        # left by a crashed one runs out like a dead process's).
+        self._holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
     def on_serving(self, nursery: trio.Nursery, nudge: Callable[[], None]) -> None:
         self._attempts, self._nudge = nursery, nudge
@@ -153,21 +161,18 @@ class WebhookSender(RoundsActor):
         """Start an attempt at the next due delivery of each endpoint that has none under
         way; answers how many were started."""
         assert self._attempts is not None, "started by the engine, which calls on_serving first"
-        self._ended.clear()
-        due = await webhooks.due(self._db, self._clock.now())
-        started = 0
+        room = ATTEMPTS_AT_ONCE - len(self._busy)
+        if room <= 0:
+            return 0
+        now = self._clock.now()
+        # Each endpoint returned is leased to this process: every one is attempted. (A read
+        # from before another attempt of ours was recorded cannot return its endpoint: the
+        # lease was ours until that record.)
+        due = await webhooks.due(self._db, now, self._holder, now + SENDING_LEASE, sorted(self._busy), room)
         for item in due:
-            endpoint_id = item.endpoint.id
-            # An endpoint whose attempt ended while we read may have been read before that
-            # attempt was recorded: the next round, at once, reads it again.
-            if endpoint_id in self._busy or endpoint_id in self._ended:
-                continue
-            if len(self._busy) >= ATTEMPTS_AT_ONCE:
-                break
-            self._busy.add(endpoint_id)
+            self._busy.add(item.endpoint.id)
             self._attempts.start_soon(self._deliver, item)
-            started += 1
-        return started
+        return len(due)
 
     async def _deliver(self, item: webhooks.Due) -> None:
         try:
@@ -181,7 +186,6 @@ class WebhookSender(RoundsActor):
                         item.event_id, item.endpoint.id, exc)
         finally:
             self._busy.discard(item.endpoint.id)
-            self._ended.add(item.endpoint.id)
             self._again = True
             self._nudge()
 
@@ -232,7 +236,7 @@ class WebhookSender(RoundsActor):
         if attempt.error is None:
             assert attempt.status is not None
             await webhooks.delivered(self._db, item.delivery_id, item.endpoint.id, attempt.status,
-                                     self._elapsed(attempt.started), attempt.at)
+                                     self._elapsed(attempt.started), attempt.at, self._holder)
             return
         await self._failed(item, attempt.status, attempt.error, attempt.retry_after, attempt.at, attempt.started)
 
@@ -246,7 +250,7 @@ class WebhookSender(RoundsActor):
                  error)
         WEBHOOK_FAILURES.inc()
         await webhooks.failed(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), error,
-                              now + (wait or timedelta(0)), now)
+                              now + (wait or timedelta(0)), now, self._holder)
         if wait is None:
             await self._pause(endpoint, now)
 

@@ -128,18 +128,33 @@ async def record_event_now(db: Database, property_id: int, event: Event, endpoin
     return await db.transaction(work)
 
 
-async def due(db: Database, now: datetime) -> list[Due]:
-    """For each active endpoint, its oldest pending delivery, when that one is due: an
-    endpoint gets its events in order, so a delivery waiting on a retry holds the rest."""
+async def due(db: Database, now: datetime, holder: str, lease_until: datetime,
+              busy: Sequence[int] = (), limit: int = 1000) -> list[Due]:
+    """For each active endpoint, its oldest pending delivery, when that one is due, taking
+    the endpoint's sending lease for `holder` until `lease_until`: an endpoint gets its
+    events in order (a delivery waiting on a retry holds the rest) and from one process at
+    a time. Endpoints another process holds, or this one has `busy`, are left alone; at
+    most `limit` are taken."""
     rows = await db.fetch(
-        f"""SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body,
+        f"""WITH sendable AS (
+                SELECT e.id FROM webhook_endpoints e
+                WHERE e.status = 'active' AND (e.sending_until IS NULL OR e.sending_until <= $1)
+                      AND NOT e.id = ANY($4::bigint[])
+                      AND (SELECT d.next_attempt_at FROM webhook_deliveries d
+                           WHERE d.endpoint_id = e.id AND d.status = 'pending'
+                           ORDER BY d.event_seq, d.id LIMIT 1) <= $1
+                ORDER BY e.id LIMIT $5
+                FOR UPDATE OF e SKIP LOCKED),
+            taken AS (
+                UPDATE webhook_endpoints e SET sending_by = $2, sending_until = $3
+                FROM sendable WHERE e.id = sendable.id RETURNING e.*)
+            SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body,
                    {', '.join('e.' + n.strip() + ' AS e_' + n.strip() for n in _ENDPOINT.split(','))}
-            FROM webhook_endpoints e
+            FROM taken e
             CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                 ORDER BY d.event_seq, d.id LIMIT 1) d
-            JOIN webhook_events ev ON ev.id = d.event_id
-            WHERE e.status = 'active' AND d.next_attempt_at <= $1""",
-        now)
+            JOIN webhook_events ev ON ev.id = d.event_id""",
+        now, holder, lease_until, list(busy), limit)
     return [Due(r["delivery_id"], r["attempts"], r["first_attempt_at"], r["event_id"], r["body"], _endpoint(r, "e_"))
             for r in rows]
 
@@ -147,10 +162,11 @@ async def due(db: Database, now: datetime) -> list[Due]:
 async def next_due_at(db: Database, busy: Sequence[int] = ()) -> datetime | None:
     """When the next delivery `due` would take falls due: of each active endpoint only its
     oldest pending one counts (a newer one, due but held behind a retry, is not sendable;
-    counting it made the sender look again at once, in a loop, until the retry came), and
-    none of the `busy` endpoints (an attempt under way: its end is the sender's cue)."""
+    counting it made the sender look again at once, in a loop, until the retry came), not
+    before another process's lease on the endpoint runs out, and none of the `busy`
+    endpoints (an attempt under way: its end is the sender's cue)."""
     value: datetime | None = await db.fetchval(
-        """SELECT min(d.next_attempt_at) FROM webhook_endpoints e
+        """SELECT min(greatest(d.next_attempt_at, e.sending_until)) FROM webhook_endpoints e
            CROSS JOIN LATERAL (SELECT next_attempt_at FROM webhook_deliveries d
                                WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                ORDER BY d.event_seq, d.id LIMIT 1) d
@@ -159,7 +175,7 @@ async def next_due_at(db: Database, busy: Sequence[int] = ()) -> datetime | None
 
 
 async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: int, duration_ms: int,
-                    at: datetime) -> None:
+                    at: datetime, holder: str | None = None) -> None:
     async def work(conn: asyncpg.Connection) -> None:
         await conn.execute(
             """UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, response_status = $2,
@@ -167,12 +183,13 @@ async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: in
                       first_attempt_at = COALESCE(first_attempt_at, $4)
                WHERE id = $1""", delivery_id, status, duration_ms, at)
         await conn.execute("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1", endpoint_id)
+        await _give_back(conn, endpoint_id, holder)
 
     await db.transaction(work)
 
 
 async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int | None, duration_ms: int,
-                 error: str, next_attempt_at: datetime, at: datetime) -> None:
+                 error: str, next_attempt_at: datetime, at: datetime, holder: str | None = None) -> None:
     async def work(conn: asyncpg.Connection) -> None:
         await conn.execute(
             """UPDATE webhook_deliveries SET attempts = attempts + 1, response_status = $2, duration_ms = $3,
@@ -180,8 +197,16 @@ async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int |
                WHERE id = $1""", delivery_id, status, duration_ms, error[:500], next_attempt_at, at)
         await conn.execute("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1",
                            endpoint_id, at)
+        await _give_back(conn, endpoint_id, holder)
 
     await db.transaction(work)
+
+
+async def _give_back(conn: asyncpg.Connection, endpoint_id: int, holder: str | None) -> None:
+    """The attempt is recorded: the endpoint's next delivery may go from any process."""
+    if holder is not None:
+        await conn.execute("""UPDATE webhook_endpoints SET sending_by = NULL, sending_until = NULL
+                              WHERE id = $1 AND sending_by = $2""", endpoint_id, holder)
 
 
 async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> list[Delivery]:

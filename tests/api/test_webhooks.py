@@ -197,9 +197,10 @@ async def test_the_queue_survives_a_restart(db: Any, receiver: Receiver) -> None
         async def failed_once() -> bool:
             return len(receiver.received) == 1
         await eventually(failed_once)
-    # a new service on the same record: the pending delivery is still owed
+    # a new service on the same record: the pending delivery is still owed, and sent once the
+    # first one's sending lease has run out (the first stopped before recording its attempt)
     async with open_harness(db, env) as second:
-        second.advance(10)
+        second.advance(61)
 
         async def delivered() -> bool:
             return len(receiver.received) == 2
