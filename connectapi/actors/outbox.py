@@ -24,7 +24,10 @@ from ..storage.database import Database, StorageUnavailable
 from ..storage.records import Notification
 
 log = logging.getLogger("connectapi.outbox")
-BATCH = 50
+# E-mails claimed at a time, and for how long: past the slowest a batch can take (each
+# SMTP step has a 30 s timeout), so no other process sends them meanwhile.
+BATCH = 10
+CLAIM = timedelta(minutes=30)
 RETRY_BASE = timedelta(minutes=1)
 RETRY_MAX = timedelta(hours=1)
 
@@ -93,7 +96,8 @@ class OutboxSender(RoundsActor):
         """Send every due e-mail; answers how many went out."""
         sent = 0
         while True:
-            due = await notifications.due(self._db, self._clock.now(), BATCH)
+            now = self._clock.now()
+            due = await notifications.due(self._db, now, BATCH, now + CLAIM)
             if not due:
                 return sent
             for note in due:

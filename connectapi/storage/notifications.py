@@ -25,14 +25,22 @@ async def enqueue(conn: asyncpg.Connection, property_id: int, booking_id: int | 
         property_id, booking_id, kind, to_address, subject, body, at)
 
 
-async def due(db: Database, now: datetime, limit: int) -> list[Notification]:
-    """Unsent e-mails whose next attempt is due, oldest first."""
+async def due(db: Database, now: datetime, limit: int, claim_until: datetime) -> list[Notification]:
+    """Unsent e-mails whose next attempt is due, oldest first, claimed for this sender until
+    `claim_until`: their next attempt is moved there, so no other process takes them
+    meanwhile (FOR UPDATE SKIP LOCKED: none waits on another). Sending records the outcome
+    (`mark_sent`, or `mark_failed` with the retry's time); a sender that dies leaves the
+    claim to run out, and the e-mail goes again."""
     rows = await db.fetch(
-        f"""SELECT {_COLUMNS} FROM notifications
-            WHERE sent_at IS NULL AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
-            ORDER BY created_at, id LIMIT $2""",
-        now, limit)
-    return [_of(r) for r in rows]
+        f"""UPDATE notifications n SET next_attempt_at = $3
+            FROM (SELECT id FROM notifications
+                  WHERE sent_at IS NULL AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
+                  ORDER BY created_at, id LIMIT $2
+                  FOR UPDATE SKIP LOCKED) picked
+            WHERE n.id = picked.id
+            RETURNING {', '.join('n.' + c.strip() for c in _COLUMNS.split(','))}""",
+        now, limit, claim_until)
+    return sorted((_of(r) for r in rows), key=lambda note: (note.created_at, note.id))
 
 
 async def mark_sent(db: Database, notification_id: int, at: datetime) -> None:
