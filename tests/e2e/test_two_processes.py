@@ -55,3 +55,56 @@ async def test_two_processes_on_one_record_never_overbook(fresh_dsn: str, tmp_pa
         for one in served:
             one.proc.terminate()
             one.proc.wait(30)
+
+
+async def test_a_key_changed_in_one_process_is_changed_in_the_other_within_a_second(
+        fresh_dsn: str, tmp_path: Path) -> None:
+    """Each process caches keys; a change made through one reaches the other's cache by the
+    record's notification, within a second: re-scoped, rotated, revoked."""
+    env = {"DATABASE_URL": fresh_dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1"}
+    served = [Served(tmp_path / name, free_port(), env) for name in ("a", "b")]
+    try:
+        for one in served:
+            await trio.to_thread.run_sync(one.wait_for, "listening on")
+        admin = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(timeout=30) as http:
+            example = json.loads((Path(__file__).parents[2] / "docs/examples/property.json").read_text())
+            prop = (await http.post(f"{served[0].url}/api/v1/admin/properties", json=example,
+                                    headers=admin)).json()["data"]
+            made = (await http.post(f"{served[0].url}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
+                                    json={"label": "pms", "scopes": ["ari:read", "bookings:read"]})).json()["data"]
+
+            async def on_b(key: str) -> int:
+                answer = await http.get(f"{served[1].url}{API}/availability", headers={"Authorization": f"Bearer {key}"})
+                return answer.status_code
+
+            assert await on_b(made["key"]) == 200  # now in b's cache
+
+            async def within_a_second(key: str, status: int) -> None:
+                give_up = trio.current_time() + 1.0
+                while (found := await on_b(key)) != status:
+                    assert trio.current_time() < give_up, (found, status)
+                    await trio.sleep(0.05)
+
+            # re-scoped through a: b refuses the scope it no longer has
+            changed = await http.patch(f"{served[0].url}/api/v1/admin/keys/{made['id']}", headers=admin,
+                                       json={"scopes": ["bookings:read"]})
+            assert changed.status_code == 200, changed.text
+            await within_a_second(made["key"], 403)
+            # rotated through a: b refuses the old secret and takes the new one
+            rotated = (await http.post(f"{served[0].url}/api/v1/admin/keys/{made['id']}/rotate",
+                                       headers=admin)).json()["data"]
+            await within_a_second(made["key"], 401)
+            new_key = rotated["key"]
+            changed = await http.patch(f"{served[0].url}/api/v1/admin/keys/{rotated['id']}", headers=admin,
+                                       json={"scopes": ["ari:read"]})
+            assert changed.status_code == 200, changed.text
+            await within_a_second(new_key, 200)
+            # revoked through a: b refuses it
+            assert (await http.post(f"{served[0].url}/api/v1/admin/keys/{rotated['id']}/revoke",
+                                    headers=admin)).status_code == 200
+            await within_a_second(new_key, 401)
+    finally:
+        for one in served:
+            one.proc.terminate()
+            one.proc.wait(30)
