@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     sandbox.add_argument("--per-property", type=int, default=10,
                          help="availability and restrictions calls a minute per property (default 10)")
     sandbox.add_argument("--reads", type=int, default=10, help="reads a minute for the account (default 10)")
+    sandbox.add_argument("--call-ms", type=int, default=0,
+                         help="how long each push takes to answer, in ms (default 0); pushes for one property "
+                              "that overlap in it are counted as overlappingCalls")
     sandbox.add_argument("--notify-url", default=None,
                          help="POST a booking notification here on every revision, with the secret in "
                               "CONNECTAPI_CM_NOTIFY_SECRET (the service's /api/v1/channel-manager/notify)")
@@ -65,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             print("connectapi: set CONNECTAPI_CM_KEY to the key the sandbox should accept", file=sys.stderr)
             return 2
         run_standalone(args.host, args.port, key, Limits(args.per_property, args.per_property, args.reads),
-                       args.notify_url, os.environ.get("CONNECTAPI_CM_NOTIFY_SECRET"))
+                       args.notify_url, os.environ.get("CONNECTAPI_CM_NOTIFY_SECRET"), args.call_ms / 1000)
         return 0
     if args.command == "migrate":
         from .service import run_migrate

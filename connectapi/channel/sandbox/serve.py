@@ -57,10 +57,10 @@ def notifier(url: str, secret: str, client: httpx.AsyncClient) -> Callable[[dict
 
 
 def run_standalone(host: str, port: int, api_key: str, limits: Limits, notify_url: str | None = None,
-                   notify_secret: str | None = None) -> None:
+                   notify_secret: str | None = None, call_seconds: float = 0.0) -> None:
     async def main() -> None:
         stop = trio.Event()
-        state = SandboxState(limits)
+        state = SandboxState(limits, call_seconds)
         async with trio.open_nursery() as nursery, httpx.AsyncClient(timeout=10) as client:
             if notify_url and notify_secret:
                 state.bookings.listeners.append(notifier(notify_url, notify_secret, client))

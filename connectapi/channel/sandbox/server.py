@@ -146,6 +146,14 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         refused = await gate([(kind, pid) for pid in properties])
         if refused:
             return refused
+        if any(state.open_pushes[pid] for pid in properties):
+            state.stats.overlapping_calls += 1
+        state.open_pushes.update(properties)
+        try:
+            if state.call_seconds:
+                await trio.sleep(state.call_seconds)
+        finally:
+            state.open_pushes.subtract(properties)
         if kind == "availability":
             state.stats.availability_calls += 1
             warnings = state.apply_availability([v for v in values if isinstance(v, dict)])

@@ -10,6 +10,7 @@ dropped connection).
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
@@ -44,11 +45,14 @@ class Stats:
     cells: int = 0
     throttled: int = 0
     failed: int = 0
+    # Pushes that arrived while another push for one of the same properties was still open:
+    # 0 when one process at a time pushes a property.
+    overlapping_calls: int = 0
 
     def view(self) -> dict[str, int]:
         return {"availabilityCalls": self.availability_calls, "restrictionCalls": self.restriction_calls,
                 "readCalls": self.read_calls, "values": self.values, "cells": self.cells,
-                "throttled": self.throttled, "failed": self.failed}
+                "throttled": self.throttled, "failed": self.failed, "overlappingCalls": self.overlapping_calls}
 
 
 @dataclass
@@ -82,8 +86,12 @@ class Property:
 
 
 class SandboxState:
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, call_seconds: float = 0.0) -> None:
         self.limits = limits or Limits()
+        # How long a push takes to answer (a real channel manager is not instant): the
+        # window in which another push for the same property counts as overlapping.
+        self.call_seconds = call_seconds
+        self.open_pushes: Counter[str] = Counter()
         self.stats = Stats()
         self.faults = Faults()
         self.properties: dict[str, Property] = {}
