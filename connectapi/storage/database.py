@@ -70,9 +70,13 @@ def translated(exc: BaseException) -> StorageError | None:
         if state.startswith(_UNREACHABLE_STATES):
             return StorageUnavailable(f"{type(exc).__name__}: {exc}")
         return RecordRefused(f"{type(exc).__name__}: {exc}", state or None)
-    if isinstance(exc, (asyncpg.exceptions._base.DataError, asyncpg.exceptions._base.InternalClientError)):
+    if isinstance(exc, asyncpg.exceptions._base.DataError):
         # A value the driver cannot send (an InterfaceError too): our bug, not the server away.
         return RecordRefused(f"{type(exc).__name__}: {exc}", getattr(exc, "sqlstate", None))
+    if isinstance(exc, asyncpg.exceptions._base.InternalClientError):
+        # The driver lost track of its connection (a protocol error, a connection handed on
+        # mid-error): that connection is dropped, and the work may be tried again.
+        return StorageUnavailable(f"{type(exc).__name__}: {exc}")
     if isinstance(exc, (OSError, asyncpg.InterfaceError)):
         # OSError covers a query past its command timeout too (TimeoutError is one).
         return StorageUnavailable(str(exc) or type(exc).__name__)
@@ -82,6 +86,24 @@ def translated(exc: BaseException) -> StorageError | None:
 def _abandoned(exc: BaseException) -> bool:
     """Cancelled (the request went away, a deadline passed) or past the command timeout."""
     return isinstance(exc, (asyncio.CancelledError, TimeoutError))
+
+
+def _to_drop(exc: BaseException) -> bool:
+    """Whether the connection must be dropped, not rolled back or handed on: the work was
+    abandoned, or the server or the network went away under it. A connection whose server
+    sent a FATAL error is not closed yet when the error is raised (the close comes a moment
+    later) and sits mid-error: a ROLLBACK on it, or the next request it was handed to, met
+    "another operation is in progress" (a 500, seen with the record SIGKILLed under load)."""
+    return _abandoned(exc) or (isinstance(exc, Exception) and isinstance(translated(exc), StorageUnavailable))
+
+
+def _closed(conn: asyncpg.Connection) -> bool:
+    """Whether the connection is gone: a pooled one whose server closed it has already been
+    detached by the pool, and then answers only with an InterfaceError."""
+    try:
+        return conn.is_closed()
+    except asyncpg.InterfaceError:
+        return True
 
 
 def _ours(exc: Exception) -> Exception:
@@ -118,13 +140,13 @@ class Database:
             try:
                 result = await work(conn)
             except BaseException as exc:
-                if not _abandoned(exc) and not conn.is_closed():
+                if not _to_drop(exc) and not _closed(conn):
                     await transaction.rollback()
                 raise
             await transaction.commit()
             return result
         except BaseException as exc:
-            if _abandoned(exc) and not conn.is_closed():
+            if _to_drop(exc) and not _closed(conn):
                 # Drop the connection instead of waiting on the server: it rolls back what was
                 # open, and the pool makes a new one.
                 conn.terminate()
@@ -146,7 +168,7 @@ class Database:
         try:
             await self._pool.release(conn)
         except Exception as exc:
-            if not isinstance(translated(exc), StorageUnavailable) and not conn.is_closed():
+            if not isinstance(translated(exc), StorageUnavailable):
                 # Not the server or the network (a bug in a reset hook, a connection released
                 # twice): said loudly, with its traceback, though the work's answer stands.
                 log.error("releasing a connection failed: %s", type(exc).__name__, exc_info=exc)

@@ -102,3 +102,35 @@ async def test_a_connection_that_fails_its_reset_never_replaces_the_works_own_an
         assert caught.value.sqlstate == "22012"
         monkeypatch.undo()
         assert await db.fetchval("SELECT 1") == 1  # the pool made new connections
+
+
+async def test_a_connection_whose_server_ended_it_mid_statement_is_not_handed_on(fresh_dsn: str) -> None:
+    """The server ends a session (FATAL 57P01) under a running statement, as a dying or
+    restarting server does to every session: the request gets StorageUnavailable, and the
+    connection, still mid-error when the error is raised, is dropped. Handed on, the next
+    request on it met "another operation is in progress" (a 500)."""
+    from connectapi.storage.database import Tx
+
+    async with open_database(fresh_dsn, min_size=1, max_size=1) as db, \
+            open_database(fresh_dsn, min_size=1, max_size=1) as killer:
+        for in_transaction in (False, True, False, True):
+            pid = await db.fetchval("SELECT pg_backend_pid()")
+
+            async def sleeper(tx: Tx) -> object:
+                return await tx.fetchval("SELECT pg_sleep(5)")
+
+            async def kill() -> None:
+                while not await killer.fetchval(
+                        "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND query LIKE 'SELECT pg_sleep%'", pid):
+                    await trio.sleep(0.01)
+                await killer.fetchval("SELECT pg_terminate_backend($1)", pid)
+
+            caught: list[BaseException] = []
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kill)
+                try:
+                    await (db.transaction(sleeper) if in_transaction else db.run(sleeper))
+                except StorageUnavailable as exc:
+                    caught.append(exc)
+            assert len(caught) == 1
+            assert await db.fetchval("SELECT 41 + 1") == 42  # the one pooled connection is a new one
