@@ -101,7 +101,7 @@ def _closed(conn: asyncpg.Connection) -> bool:
     """Whether the connection is gone: a pooled one whose server closed it has already been
     detached by the pool, and then answers only with an InterfaceError."""
     try:
-        return conn.is_closed()
+        return bool(conn.is_closed())
     except asyncpg.InterfaceError:
         return True
 
