@@ -148,6 +148,13 @@ async def test_an_answer_we_cannot_read_is_a_failed_push_backed_off(api: Harness
     api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = mode, 1  # type: ignore[assignment]
     await set_night(api, key, room, date(2026, 11, 23), 5)
     await eventually(lambda: has_failures(api, prop["id"], 1), "the push failed")
+
+    async def backing_off() -> bool:
+        # the failure is counted as it happens; its outcome reaches the record a moment later
+        inventory = (await api.call("GET", f"{API}/sync", key=key)).data["inventory"]
+        return bool(inventory == {"state": "BACKING_OFF", "dirtyCells": 1})
+
+    await eventually(backing_off, "the property backing off")
     sync = await api.call("GET", f"{API}/sync", key=key)
     assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1}
     assert said in sync.data["projector"]["lastError"] and sync.data["projector"]["lastOutcome"] == "failed"
