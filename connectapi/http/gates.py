@@ -1,7 +1,7 @@
 """The Connect API's gates, in the contract's order, before any route runs.
 
-ip and global (front door) -> body size -> ip-auth -> key -> allowlist -> property
-status -> product -> scope -> key and property budgets (property actor).
+ip and global -> body size -> ip-auth -> key -> allowlist -> property status -> product
+-> scope -> key and property budgets. Budgets are counted in the record (BudgetKeeper).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from typing import Any, Literal, NoReturn
 
 from quart import current_app, g, request
 
-from ..actors.messages.front_door import Admit, AuthFailed, ChargeGlobal
-from ..actors.messages.property_budgets import AdmitRequest, Admitted
 from ..domain import api_keys as keyfmt
 from ..domain.addresses import Allowlist
 from ..domain.budgets import RequestKind
@@ -82,7 +80,7 @@ def client_address() -> str:
 @dataclass(frozen=True, slots=True)
 class Arrival:
     address: str
-    # `global` waits for the key (its open share is spent): see FrontDoor.
+    # `global` waits for the key (its open share is spent): see BudgetKeeper.admit.
     global_deferred: bool = False
 
 
@@ -91,7 +89,7 @@ async def admit(needs_key: bool) -> Arrival:
     `ip-auth` one); answers the client's address."""
     ctx = context()
     address = client_address()
-    entry = await ctx.front_door.ask(Admit(address, needs_key=needs_key), ctx.ask_timeout)
+    entry = await ctx.budgets_kept.admit(address, needs_key)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:
         raise entry.refusal
@@ -104,9 +102,9 @@ async def refuse_auth(arrival: Arrival, code: str, message: str, details: dict[s
     `global`, that budget's 429 (still counted on `ip-auth`: a flood past the share is
     held to its lookups per address)."""
     ctx = context()
-    await ctx.front_door.tell(AuthFailed(arrival.address))
+    await ctx.budgets_kept.auth_failed(arrival.address)
     if arrival.global_deferred:
-        refusal = await ctx.front_door.ask(ChargeGlobal(key_good=False), ctx.ask_timeout)
+        refusal = await ctx.budgets_kept.charge_global(key_good=False)
         if refusal is not None:
             raise refusal
     raise ApiError(code, message, details)
@@ -116,7 +114,7 @@ async def authenticated(arrival: Arrival) -> None:
     """The caller proved who it is: a request that waited for it is charged to `global` now."""
     if arrival.global_deferred:
         ctx = context()
-        refusal = await ctx.front_door.ask(ChargeGlobal(key_good=True), ctx.ask_timeout)
+        refusal = await ctx.budgets_kept.charge_global(key_good=True)
         if refusal is not None:
             raise refusal
 
@@ -162,9 +160,7 @@ async def run_gates() -> None:
             {"needed": route.scope, "held": list(key.scopes)},
         )
 
-    admitted: Admitted = await ctx.properties.ask(
-        prop.id, AdmitRequest(key.id, route.kind, prop.bookings_per_day), ctx.ask_timeout
-    )
+    admitted = await ctx.budgets_kept.admit_request(key.id, prop.id, route.kind)
     g.ratelimit = admitted.policies
     if admitted.refusal is not None:
         raise admitted.refusal
