@@ -103,7 +103,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as root:
                 counters = CallCounters()
                 channel: Mailbox[ChannelMessage] = await root.spawn(
-                    "channel-manager", lambda: ChannelManagerActor(client, clock, counters=counters),
+                    "channel-manager", lambda: ChannelManagerActor(client, db, clock, counters=counters),
                     mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
                                                 "and grid reads wait")
                 async with open_supervisor(PROPERTY_POLICY, shutdown_deadline=shutdown_deadline) as property_supervisor:

@@ -1,20 +1,26 @@
 """The one actor that calls the channel manager: pacing, Retry-After, backoff, fairness.
 
-Every call is a message in its mailbox. Per property and kind (availability,
-restrictions) there is a lane: one call in flight at a time, paced against that
-property's write budget at the channel manager, so that in steady state it never has to
-answer 429: a push the budget does not allow yet is answered "deferred until T" at once,
-and the pusher asks again then (with the cells dirty meanwhile, so it sends the newest).
-Reads share the account-wide read budget in a lane of their own, deferred alike; catalog
-calls and the booking feed have a lane each. A 429 pauses the property for its
-Retry-After (a minute when absent); a 5xx, a timeout or an answer we cannot read backs it
-off exponentially with jitter.
+Every call is a message in its mailbox. Per property there is a lane: one call in flight
+at a time for the property (availability and restrictions alike: the channel manager
+sees one call of ours for a property at a time), paced against that property's write
+budgets at the channel manager, so that in steady state it never has to answer 429: a
+push the budget does not allow yet is answered "deferred until T" at once, and the pusher
+asks again then (with the cells dirty meanwhile, so it sends the newest). Reads share the
+account-wide read budget in a lane of their own, deferred alike; catalog calls and the
+booking feed have a lane each. A 429 pauses the property for its Retry-After (a minute
+when absent); a 5xx, a timeout or an answer we cannot read backs it off exponentially
+with jitter.
+
+The budgets are counted in the record (storage.budgets, subjects `cm-reads`,
+`cm-availability:<property>`, `cm-restrictions:<property>`), one statement per call, so
+every process and machine on the record paces against the same counts: N processes send
+what one would, not N times it.
 
 Fairness comes from the lanes: a property flooding its own lane waits on its own budget
 and never holds another property's call (one call served at a time for the whole
 mailbox would put every property behind whichever call is in flight).
 
-The pacing windows and pauses live in the actor: a restart forgets them, and the channel
+Pauses after a failure live in the actor: a restart forgets them, and the channel
 manager's own 429 (honoured like any other) is then the worst that happens.
 """
 
@@ -23,13 +29,15 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..channel.client import ChannelManagerClient, ChannelManagerError, Rejected, Throttled
-from ..domain.sliding_window import SlidingWindow
+from ..domain.budget_charges import Charge, Verdict
 from ..engine import Actor, Clock
 from ..metrics import CM_CALLS
+from ..storage import budgets
+from ..storage.database import Database, StorageUnavailable
 from .messages.channel_manager import (AckRevision, Acked, ChannelMessage, Created, CreateProperty, CreateRatePlan,
                                        CreateRoomType, FeedRead, GridRead, PropertyPushState, Push, PushOutcome,
                                        PushStateOf, ReadFeed, ReadGrid)
@@ -55,30 +63,32 @@ class ChannelBudgets:
 
 @dataclass
 class _PropertyState:
-    windows: dict[str, SlidingWindow] = field(default_factory=dict)
     paused_until: float = 0.0
     failures: int = 0
 
 
 class ChannelManagerActor(Actor[ChannelMessage]):
+    # The record away: the asker hears it (and waits for the record), the actor goes on.
+    replied_errors = (StorageUnavailable,)
     THROTTLE_PAUSE = 60.0  # when a 429 names no Retry-After (the channel manager's own advice)
     BACKOFF_BASE = 2.0
     BACKOFF_MAX = 300.0
 
-    def __init__(self, client: ChannelManagerClient, clock: Clock, budgets: ChannelBudgets | None = None,
-                 jitter: Callable[[], float] = random.random, counters: CallCounters | None = None) -> None:
+    def __init__(self, client: ChannelManagerClient, db: Database, clock: Clock,
+                 budgets: ChannelBudgets | None = None, jitter: Callable[[], float] = random.random,
+                 counters: CallCounters | None = None) -> None:
         self._client = client
+        self._db = db
         self._clock = clock
         self._budgets = budgets or ChannelBudgets()
         self._jitter = jitter
         self._properties: dict[int, _PropertyState] = {}
-        self._reads = SlidingWindow(self._budgets.reads_per_minute, PACING_WINDOW)
         self.counters = counters or CallCounters()
 
     def lane_of(self, message: ChannelMessage) -> Hashable | None:
         match message:
-            case Push(property_id, kind):
-                return ("push", property_id, kind)
+            case Push(property_id):
+                return ("push", property_id)
             case ReadGrid():
                 return "reads"
             case CreateProperty() | CreateRoomType() | CreateRatePlan():
@@ -115,17 +125,26 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             state = self._properties[property_id] = _PropertyState()
         return state
 
+    async def _charge(self, name: str, whose: str, limit: int) -> float | None:
+        """Count one call against the budget every process shares; None when it fits, else
+        the seconds until it would."""
+        counted = await budgets.charge(self._db, self._clock.shared_time(),
+                                       [Charge(name, whose, 0, limit, PACING_WINDOW, 1, 1)])
+        if counted[0].verdict is Verdict.REFUSED:
+            return counted[0].wait if counted[0].wait is not None else PACING_WINDOW
+        return None
+
     async def _push(self, message: Push) -> PushOutcome:
         state = self._state(message.property_id)
         kind = message.kind
-        budgets = self._budgets
-        limit = budgets.availability_per_minute if kind == "availability" else budgets.restrictions_per_minute
-        window = state.windows.setdefault(kind, SlidingWindow(limit, PACING_WINDOW))
         now = self._clock.monotonic()
-        wait = self._wait(state, window, now)
-        if wait > 0:
-            return PushOutcome(False, retry_at=now + wait, deferred=True)
-        window.charge(now)
+        if state.paused_until > now:
+            return PushOutcome(False, retry_at=state.paused_until, deferred=True)
+        limit = (self._budgets.availability_per_minute if kind == "availability"
+                 else self._budgets.restrictions_per_minute)
+        wait = await self._charge(f"cm-{kind}", str(message.property_id), limit)
+        if wait is not None:
+            return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
         self.counters.calls += 1
         try:
             if kind == "availability":
@@ -140,11 +159,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         return PushOutcome(True, tuple(warnings))
 
     async def _read(self, message: ReadGrid) -> GridRead:
-        now = self._clock.monotonic()
-        wait = self._wait(None, self._reads, now)
-        if wait > 0:
-            return GridRead(None, retry_at=now + wait)
-        self._reads.charge(now)
+        wait = await self._charge("cm-reads", "", self._budgets.reads_per_minute)
+        if wait is not None:
+            return GridRead(None, retry_at=self._clock.monotonic() + wait)
         self.counters.calls += 1
         CM_CALLS.labels(f"read-{message.kind}", "made").inc()
         try:
@@ -181,11 +198,6 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         except ChannelManagerError as exc:
             return Acked(False, error=str(exc))
         return Acked(True)
-
-    def _wait(self, state: _PropertyState | None, window: SlidingWindow, now: float) -> float:
-        """Seconds before a call is allowed: the property's pause, then the budget's window."""
-        paused_until = state.paused_until if state is not None else 0.0
-        return max(paused_until - now, window.wait_for(now) or 0.0)
 
     def _failed(self, state: _PropertyState, exc: ChannelManagerError) -> PushOutcome:
         now = self._clock.monotonic()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import date, timedelta
 from typing import Any
 
@@ -9,9 +12,16 @@ import pytest
 import trio
 import trio.testing
 
-from connectapi.actors.channel_manager import PACING_WINDOW
+from connectapi.actors.channel_manager import PACING_WINDOW, ChannelManagerActor
+from connectapi.actors.messages.channel_manager import ChannelMessage, GridRead, Push, PushOutcome, ReadGrid
+from connectapi.channel.client import open_channel_manager
+from connectapi.channel.sandbox.serve import serve_sandbox
+from connectapi.channel.sandbox.state import SandboxState
+from connectapi.engine import FakeClock, Mailbox, SystemClock, open_supervisor
 from connectapi.storage import pushes
+from connectapi.storage.database import Database
 
+from .conftest import START
 from .harness import API, Harness, eventually
 from .test_pipeline import settled
 
@@ -123,9 +133,10 @@ async def test_an_hour_of_outage_is_caught_up_coalesced_without_a_burst(api: Har
     assert 10 <= sandbox.stats.failed <= 60  # it kept trying, backing off up to 5 minutes apart
     calls_before = sandbox.stats.availability_calls
     sandbox.faults.mode, sandbox.faults.remaining = "ok", 0  # back
-    for _ in range(6):  # past the longest backoff
-        api.advance(60)
-        await let_run(20)
+    # Past the longest backoff in one jump: a jump while the call is on its way (real time)
+    # would time it out on the client after the sandbox took it, and it would go again.
+    await let_run(20)
+    api.advance(6 * 60)
     await settled(api, prop["id"])
     assert sandbox.stats.availability_calls - calls_before == 1  # everything in one coalesced call
     assert sandbox.stats.throttled == 0
@@ -162,3 +173,53 @@ async def test_an_answer_we_cannot_read_is_a_failed_push_backed_off(api: Harness
     await settled(api, prop["id"])
     assert sandbox_value(api, prop, date(2026, 11, 23)) == 5
     assert (await api.call("GET", f"{API}/sync", key=key)).data["projector"]["lastError"] is None
+
+
+@asynccontextmanager
+async def two_processes_channel_actors(db: Database) -> AsyncIterator[tuple[SandboxState, str, str,
+                                                                          list[Mailbox[ChannelMessage]]]]:
+    """A sandbox channel manager (one property, one room type) and two channel-manager
+    actors on one record, each with its own client, as two processes would have."""
+    state, key = SandboxState(), "shared-pacing-key"
+    cm_property = state.create_property("Casa Azul", "EUR")
+    cm_room = state.create_room_type(cm_property, "Double", 8)
+    clock = FakeClock(START)
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(serve_sandbox, state, key, SystemClock(), "127.0.0.1", 0, stop)
+        async with open_channel_manager(url, key) as one, open_channel_manager(url, key) as other, \
+                open_supervisor(shutdown_grace=0) as supervisor:
+            actors: list[Mailbox[ChannelMessage]] = []
+            for n, client in enumerate((one, other)):
+                actors.append(await supervisor.spawn(
+                    f"channel-manager-{n}", functools.partial(ChannelManagerActor, client, db, clock)))
+            yield state, cm_property, cm_room, actors
+        stop.set()
+
+
+async def test_two_processes_share_a_property_budget_and_the_read_budget(db: Database) -> None:
+    """Two channel-manager actors on one record (two processes), each asked for a push of
+    the same property and a read every second for three minutes: together they stay
+    within the channel manager's budgets (it answers no 429) and use them."""
+    mock_clock = trio.lowlevel.current_clock()
+    assert isinstance(mock_clock, trio.testing.MockClock)
+    async with two_processes_channel_actors(db) as (sandbox, cm_property, cm_room, actors):
+        value = {"property_id": cm_property, "room_type_id": cm_room, "date_from": "2026-12-01",
+                 "date_to": "2026-12-01", "availability": 1}
+        sent = deferred = reads = 0
+        for second in range(180):
+            for actor in actors:
+                pushed: PushOutcome = await actor.ask(Push(7, "availability", [{**value, "availability": second}]), 30)
+                assert pushed.ok or pushed.deferred, pushed
+                sent += pushed.ok
+                deferred += pushed.deferred
+                read: GridRead = await actor.ask(ReadGrid("availability", cm_property, date(2026, 12, 1),
+                                                          date(2026, 12, 1)), 30)
+                reads += read.grid is not None
+            mock_clock.jump(1)
+    assert sandbox.stats.throttled == 0
+    # Ten a minute for both together: 3 minutes are at most 30 of each (our window is a
+    # little longer than the channel manager's), and the budget is used, not left idle.
+    assert 27 <= sent == sandbox.stats.availability_calls <= 30
+    assert 27 <= reads == sandbox.stats.read_calls <= 30
+    assert deferred == 2 * 180 - sent

@@ -247,7 +247,7 @@ async def running_intake(db: Database, sandbox: Sandbox, at: datetime, **limits:
     clock = FakeClock(at)
     async with open_supervisor(shutdown_grace=0) as supervisor:
         channel: Mailbox[ChannelMessage] = await supervisor.spawn(
-            "channel-manager", lambda: ChannelManagerActor(sandbox.client, clock))
+            "channel-manager", lambda: ChannelManagerActor(sandbox.client, db, clock))
         writers: Registry[int, WriterMessage] = Registry(
             supervisor, lambda pid: PropertyWriter(pid, db), name="writer", idle_after=300, ask_timeout=10)
         await supervisor.spawn("booking-intake", lambda: BookingIntake(
