@@ -21,6 +21,7 @@ from .actors.messages.property_writer import WriterMessage
 from .actors.messages.reconciler import ReconcilerMessage
 from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
 from .actors.property_writer import PropertyWriter
+from .actors.push_leases import PushLeaseKeeper, PushLeases
 from .actors.push_scheduler import PushScheduler, PushSweeper
 from .actors.pushers import AriProjector, InventoryDrain
 from .actors.reconciler import Reconciler
@@ -38,7 +39,7 @@ from .http.budget_keeper import BudgetCounter, BudgetKeeper, RecordCounter
 from .http.context import FrontContext
 from .http.connections import connection_cap
 from .http.serving import hypercorn_config, serve_http
-from .storage.database import Database, open_database
+from .storage.database import Database, StorageError, open_database
 from .storage.embedded import EmbeddedPostgres, dsn_for_database, ensure_database
 from .storage.key_directory import KeyDirectory
 from .storage.migrations import migrate
@@ -54,6 +55,8 @@ PROPERTY_POLICY = RestartPolicy()
 # Idle budget counters are forgotten this often: a scan from many addresses leaves a row
 # per address for at most a window and this long.
 BUDGET_PRUNE_EVERY = 60.0
+# At a stop, the push leases are given back within this (or left to run out).
+LEASES_GIVE_BACK_GRACE = 2.0
 
 
 @asynccontextmanager
@@ -67,8 +70,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
 
     Supervision runs in four levels, stopped inside out, each with its grace: the
     services (sender, outbox, intake, reconciler, sweep) first, then the property actors
-    (writers, pushers), then the channel manager, and last the
-    watchers (key listener, janitor, record watchdog), which have nothing to finish.
+    (writers, pushers; then their push leases are given back), then the channel manager
+    and the push-lease keeper, and last the watchers (key listener, janitor, record watchdog), which have nothing to finish.
     """
     grace = settings.shutdown_grace_seconds
     stop_by: list[float] = []
@@ -106,7 +109,16 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                     "channel-manager", lambda: ChannelManagerActor(client, db, clock, counters=counters),
                     mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
                                                 "and grid reads wait")
-                async with open_supervisor(PROPERTY_POLICY, shutdown_deadline=shutdown_deadline) as property_supervisor:
+
+                async def wake_pushers(property_id: int, availability: bool, rates_or_restrictions: bool) -> None:
+                    await scheduler.wake(property_id, availability, rates_or_restrictions)
+
+                leases = PushLeases(db, clock, wake_pushers)
+                await root.spawn("push-lease-keeper", lambda: PushLeaseKeeper(leases), mailbox_size=1,
+                                 degraded="push leases are renewed only before each call: a property waiting out "
+                                          "a pause or its budget may pass to another process")
+                async with _leases_given_back(leases), \
+                        open_supervisor(PROPERTY_POLICY, shutdown_deadline=shutdown_deadline) as property_supervisor:
                     def registry(name: str, factory: Any, degraded: str, mailbox_size: int = 256) -> Registry[int, Any]:
                         return Registry(property_supervisor, factory, name=name, idle_after=settings.actor_idle_seconds,
                                         ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size,
@@ -117,10 +129,10 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         "the property's writes and bookings answer 503; its OTA revisions wait")
                     # One queued wake is as good as many: a mailbox of one.
                     drains: Registry[int, Wake] = registry(
-                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock),
+                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock, leases),
                         "the property's availability stays dirty in the record, not pushed", 1)
                     projectors: Registry[int, Wake] = registry(
-                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock),
+                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock, leases),
                         "the property's rates and restrictions stay dirty in the record, not pushed", 1)
                     scheduler = PushScheduler(drains, projectors, settings.push_paused)
                     async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as services:
@@ -188,6 +200,21 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         stopping.set()  # in case the block ended otherwise than by a signal
         stop_sandbox.set()
         background.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _leases_given_back(leases: PushLeases) -> AsyncIterator[None]:
+    """Once the pushers have stopped, this process's push leases are given back: another
+    process takes the properties over at its next look, not when the leases run out."""
+    try:
+        yield
+    finally:
+        with trio.move_on_after(LEASES_GIVE_BACK_GRACE) as scope:
+            scope.shield = True
+            try:
+                await leases.give_back_all()
+            except StorageError as exc:
+                log.warning("push leases not given back (they run out): %s", exc)
 
 
 def mail_transport(settings: Settings) -> Transport:

@@ -14,25 +14,31 @@ with jitter.
 The budgets are counted in the record (storage.budgets, subjects `cm-reads`,
 `cm-availability:<property>`, `cm-restrictions:<property>`), one statement per call, so
 every process and machine on the record paces against the same counts: N processes send
-what one would, not N times it.
+what one would, not N times it. A push also carries its sender's push lease (actors.
+push_leases): it starts only with PUSH_CALL_MAX seconds of lease left and is cut short
+before the lease runs out.
 
 Fairness comes from the lanes: a property flooding its own lane waits on its own budget
 and never holds another property's call (one call served at a time for the whole
 mailbox would put every property behind whichever call is in flight).
 
-Pauses after a failure live in the actor: a restart forgets them, and the channel
-manager's own 429 (honoured like any other) is then the worst that happens.
+Pauses after a failure live in the actor (and with them the property's lease stays in
+this process: actors.push_leases); a restart forgets them, and the channel manager's own
+429 (honoured like any other) is then the worst that happens.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from ..channel.client import ChannelManagerClient, ChannelManagerError, Rejected, Throttled
+import trio
+
+from ..channel.client import DEFAULT_TIMEOUT, ChannelManagerClient, ChannelManagerError, Rejected, Throttled, Unavailable
 from ..domain.budget_charges import Charge, Verdict
 from ..engine import Actor, Clock
 from ..metrics import CM_CALLS
@@ -50,6 +56,9 @@ log = logging.getLogger("connectapi.channel")
 PACING_WINDOW = 60.0 + 2.0
 # An ask is answered at once or after one call (bounded by the client's timeout).
 CALL_ASK_TIMEOUT = 30.0
+# A push under a lease starts only with this much of it left: the client gives up on a
+# call that does not answer in DEFAULT_TIMEOUT.
+PUSH_CALL_MAX = DEFAULT_TIMEOUT + 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +149,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         now = self._clock.monotonic()
         if state.paused_until > now:
             return PushOutcome(False, retry_at=state.paused_until, deferred=True)
+        if message.deadline is not None and message.deadline - now < PUSH_CALL_MAX:
+            # The sender's lease would run out before the call could: it renews and asks again.
+            return PushOutcome(False, retry_at=now, deferred=True)
         limit = (self._budgets.availability_per_minute if kind == "availability"
                  else self._budgets.restrictions_per_minute)
         wait = await self._charge(f"cm-{kind}", str(message.property_id), limit)
@@ -147,10 +159,14 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
         self.counters.calls += 1
         try:
-            if kind == "availability":
-                warnings = await self._client.push_availability(message.values)
-            else:
-                warnings = await self._client.push_restrictions(message.values)
+            with trio.move_on_after(math.inf if message.deadline is None
+                                    else message.deadline - self._clock.monotonic()) as lease_ends:
+                if kind == "availability":
+                    warnings = await self._client.push_availability(message.values)
+                else:
+                    warnings = await self._client.push_restrictions(message.values)
+            if lease_ends.cancelled_caught:
+                raise Unavailable("the call was cut short: the push lease was running out")
         except ChannelManagerError as exc:
             CM_CALLS.labels(kind, "throttled" if isinstance(exc, Throttled) else "failed").inc()
             return self._failed(state, exc)

@@ -5,6 +5,11 @@ manager already holds, coalesces the rest into one call, sends it through the
 ChannelManagerActor, then marks exactly the versions it read as pushed. A failure leaves
 the cells dirty and the round is tried again when the property's pause ends; with the
 record away, when it is back (tried every few seconds).
+
+One process at a time pushes a property: rounds run under the property's push lease
+(actors.push_leases), which both pushers of this process share. A pusher that finds it
+held by another process leaves the cells to that process and looks again when its lease
+would run out (the holder died: the pusher takes the property over).
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ from ..storage.database import Database, StorageUnavailable
 from ..storage.pushes import DirtyCell
 from .channel_manager import CALL_ASK_TIMEOUT
 from .messages.channel_manager import ChannelMessage, Kind, Push, PushOutcome
+from .push_leases import CALL_NEEDS, LOOK_AGAIN_AFTER, PushLeases
 
 log = logging.getLogger("connectapi.channel")
 MAX_CELLS_PER_PUSH = 50_000  # a year of 20 room types is 7,320: this bounds a body, not a workload
 RETRY_UNMAPPED = 60.0
 RETRY_CHANNEL_ACTOR = 5.0  # the channel-manager actor restarting: its restart backoff is shorter
 OUTAGE_WAIT_MAX = 5.0  # the record away: look again this often at most
+# A call is asked to be over this long before the lease runs out.
+LEASE_MARGIN = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +44,10 @@ class Round:
     sent_cells: int
     dropped_cells: int
     outcome: PushOutcome | None  # None when nothing needed sending
+    lost: bool = False  # the lease went to another process before the call: nothing was sent
+
+
+LOST = Round(0, 0, None, lost=True)
 
 
 class _Pusher(Actor[Wake]):
@@ -44,19 +56,27 @@ class _Pusher(Actor[Wake]):
 
     kind = ""
 
-    def __init__(self, property_id: int, db: Database, cm: Mailbox[ChannelMessage], clock: Clock) -> None:
+    def __init__(self, property_id: int, db: Database, cm: Mailbox[ChannelMessage], clock: Clock,
+                 leases: PushLeases) -> None:
         self.property_id = property_id
         self._db = db
         self._cm = cm
         self._clock = clock
+        self._leases = leases
 
     _retry_at: float | None = None  # monotonic; a failed round is tried again then
+    _watching = False  # the retry is a look at a lease another process holds
     _outage: float = 0.0
+
+    async def on_start(self) -> None:
+        # A crashed incarnation's part in the lease is no work of this one's.
+        self._leases.forget(self.property_id, self.kind)
 
     async def handle(self, message: Wake) -> None:
         # While a retry is pending its timer runs the next round; once its time has come, a
-        # wake may run it (queued wakes are served before a due timer).
-        if self._retry_at is None or self._retry_at <= self._clock.monotonic():
+        # wake may run it (queued wakes are served before a due timer). A wake while another
+        # process holds the lease looks at it again: it may have been given back since.
+        if self._retry_at is None or self._watching or self._retry_at <= self._clock.monotonic():
             self._retry_at = None
             await self._rounds()
 
@@ -71,11 +91,22 @@ class _Pusher(Actor[Wake]):
         return self._retry_at is None
 
     async def _rounds(self) -> None:
-        """Push until nothing is dirty; after a failure, leave the cells dirty and set the
-        time to try again (waiting between messages, so a shutdown never waits on it)."""
+        """Push until nothing is dirty, under the property's lease, then give it back; after
+        a failure, leave the cells dirty, keep the lease and set the time to try again
+        (waiting between messages, so a shutdown never waits on it). With the lease held by
+        another process, set the time to look at it again."""
+        self._watching = False
         while True:
             try:
+                elsewhere = await self._leases.take(self.property_id, self.kind)
+                if elsewhere is not None:
+                    self._retry_at = self._clock.monotonic() + elsewhere + LOOK_AGAIN_AFTER
+                    self._watching = True
+                    return
                 done = await self.push_round()
+                if done is None:  # nothing dirty left
+                    await self._leases.leave(self.property_id, self.kind)
+                    return
             except StorageUnavailable as exc:
                 # The cells stay dirty in the record; push them once it answers again.
                 if not self._outage:
@@ -84,8 +115,8 @@ class _Pusher(Actor[Wake]):
                 self._retry_at = self._clock.monotonic() + self._outage
                 return
             self._outage = 0.0
-            if done is None:
-                return  # nothing dirty left
+            if done.lost:
+                continue  # taken over: the next take says by whom, and until when
             if done.outcome is not None and not done.outcome.ok:
                 self._retry_at = max(done.outcome.retry_at or 0.0, self._clock.monotonic())
                 return
@@ -93,9 +124,14 @@ class _Pusher(Actor[Wake]):
     async def push_round(self) -> Round | None:
         raise NotImplementedError
 
-    async def _send(self, kind: Kind, values: list[dict[str, Any]]) -> PushOutcome:
+    async def _send(self, kind: Kind, values: list[dict[str, Any]]) -> PushOutcome | None:
+        """The call, under the lease; None when the lease went to another process (nothing sent)."""
+        lease_until = await self._leases.ensure(self.property_id, CALL_NEEDS)
+        if lease_until is None:
+            return None
         try:
-            outcome = await self._cm.ask(Push(self.property_id, kind, values), CALL_ASK_TIMEOUT)
+            outcome = await self._cm.ask(Push(self.property_id, kind, values, lease_until - LEASE_MARGIN),
+                                         CALL_ASK_TIMEOUT)
         except ActorError as exc:
             outcome = PushOutcome(False, error=f"the channel-manager actor could not take the call ({exc})",
                                   retry_at=self._clock.monotonic() + RETRY_CHANNEL_ACTOR)
@@ -152,6 +188,8 @@ class InventoryDrain(_Pusher):
                 for v in coalesce(entity, cells, weekday_masks=False)
             ]
             outcome = await self._send("availability", values)
+            if outcome is None:
+                return LOST
             if not outcome.ok:
                 return Round(0, 0, outcome)
         await pushes.mark_availability_pushed(self._db, dirty)
@@ -190,6 +228,8 @@ class AriProjector(_Pusher):
                 for v in coalesce(plan, cells, weekday_masks=True)
             ]
             outcome = await self._send("restrictions", values)
+            if outcome is None:
+                return LOST
             if not outcome.ok:
                 return Round(0, 0, outcome)
         await pushes.mark_rates_pushed(self._db, rates)

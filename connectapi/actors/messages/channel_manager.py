@@ -22,7 +22,8 @@ Failure = Literal["throttled", "unavailable", "rejected"]
 class PushOutcome:
     """`ok`; or a failure (`error` says what came back) with the property paused until
     `retry_at`; or `deferred`: not sent, the property's budget at the channel manager is
-    spent until `retry_at` (pacing, not a failure: the asker waits and asks again)."""
+    spent until `retry_at`, or the sender's lease is too short for a call (pacing, not a
+    failure: the asker waits and asks again)."""
 
     ok: bool
     warnings: tuple[str, ...] = ()
@@ -33,11 +34,16 @@ class PushOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Push(Ask[PushOutcome]):
-    """Send one call of the property's, when its lane, its pause and its budget allow."""
+    """Send one call of the property's, when its lane, its pause and its budget allow.
+
+    `deadline` (monotonic): when the sender's push lease on the property runs out; the
+    call is not started without enough time before it, and is cut short at it (None: the
+    sender holds no lease, e.g. the sandbox's seeding of a new property)."""
 
     property_id: int
     kind: Kind
     values: list[dict[str, Any]]
+    deadline: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
