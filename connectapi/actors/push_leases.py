@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import trio
 
 from ..engine import Clock, NextRound, RoundsActor
-from ..storage import push_leases, pushes
+from ..storage import push_leases
 from ..storage.database import Database, StorageUnavailable
 
 log = logging.getLogger("connectapi.channel")
@@ -137,12 +137,9 @@ class PushLeases:
             if held.kinds:
                 return
             del self._held[property_id]
-            await push_leases.give_back(self._db, property_id, self.holder)
-        dirty = await pushes.dirty_counts(self._db, property_id)
-        availability = dirty["availability"] > 0
-        rates_or_restrictions = dirty["rates"] + dirty["restrictions"] > 0
-        if availability or rates_or_restrictions:
-            await self._wake(property_id, availability, rates_or_restrictions)
+            dirty = await push_leases.give_back(self._db, property_id, self.holder)
+        if dirty.availability or dirty.rates_or_restrictions:
+            await self._wake(property_id, dirty.availability, dirty.rates_or_restrictions)
 
     def forget(self, property_id: int, kind: str) -> None:
         """A pusher starting afresh (after a crash) has no work under the lease: drop its

@@ -64,11 +64,27 @@ async def renew(db: Database, holder: str, property_ids: Sequence[int], now: flo
     return sorted(r["property_id"] for r in rows)
 
 
-async def give_back(db: Database, property_id: int, holder: str) -> bool:
-    """End `holder`'s lease on the property at once; False when it no longer held it."""
-    status: str = await db.execute("DELETE FROM push_leases WHERE property_id = $1 AND holder = $2",
-                                   property_id, holder)
-    return status.split()[-1] != "0"
+@dataclass(frozen=True, slots=True)
+class DirtyAfter:
+    """What a give-back found dirty, in the same statement: a write accepted meanwhile by a
+    process whose pusher found the lease held here."""
+
+    availability: bool
+    rates_or_restrictions: bool
+
+
+async def give_back(db: Database, property_id: int, holder: str) -> DirtyAfter:
+    """End `holder`'s lease on the property at once (a no-op if it no longer held it), and
+    say whether cells are dirty. One statement: its snapshot is taken after any take that
+    found the lease still held, so it sees every write committed before such a take."""
+    row = await db.fetchrow(
+        """WITH gone AS (DELETE FROM push_leases WHERE property_id = $1 AND holder = $2)
+           SELECT EXISTS (SELECT 1 FROM availability_cells WHERE property_id = $1 AND version > pushed_version) AS a,
+                  EXISTS (SELECT 1 FROM rate_cells WHERE property_id = $1 AND version > pushed_version)
+                  OR EXISTS (SELECT 1 FROM restriction_cells WHERE property_id = $1 AND version > pushed_version) AS r""",
+        property_id, holder)
+    assert row is not None
+    return DirtyAfter(row["a"], row["r"])
 
 
 async def give_back_all(db: Database, holder: str) -> int:
