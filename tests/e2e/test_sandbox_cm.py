@@ -132,6 +132,24 @@ async def test_write_budget_per_property_and_read_budget_per_account(mock_clock:
     assert s.state.stats.throttled == 2
 
 
+async def test_the_grid_control_route_answers_outside_the_read_budget(mock_clock: trio.testing.MockClock,
+                                                                       sandbox: Sandbox) -> None:
+    s = sandbox
+    await s.client.push_availability([{"property_id": s.property_id, "room_type_id": s.room_type_id,
+                                       "date_from": "2026-12-01", "date_to": "2026-12-02", "availability": 3}])
+    for _ in range(10):
+        await s.client.read_availability(s.property_id, date(2026, 12, 1), date(2026, 12, 1))
+    filters = {"filter[property_id]": s.property_id, "filter[date][gte]": "2026-12-01",
+               "filter[date][lte]": "2026-12-02"}
+    async with httpx.AsyncClient(base_url=s.url, headers={"user-api-key": KEY}) as http:
+        assert (await http.get("/api/v1/availability", params=filters)).status_code == 429  # reads spent
+        held = await http.get("/_sandbox/grid", params=filters)
+        assert held.json()["data"] == {"availability": {s.room_type_id: {"2026-12-01": 3, "2026-12-02": 3}},
+                                       "restrictions": {}}
+        assert (await http.get("/_sandbox/grid", params=filters, headers={"user-api-key": "wrong"})).status_code == 401
+        assert (await http.get("/_sandbox/grid")).status_code == 422
+
+
 async def test_faults(mock_clock: trio.testing.MockClock, sandbox: Sandbox) -> None:
     s = sandbox
     value = {"property_id": s.property_id, "room_type_id": s.room_type_id, "date_from": "2026-12-01",

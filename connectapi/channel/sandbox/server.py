@@ -4,7 +4,7 @@ Channex-style routes (auth: `user-api-key`): POST /api/v1/properties, /room_type
 /rate_plans; POST and GET /api/v1/availability and /api/v1/restrictions; the booking
 revision feed (paged: `pagination[page]`, `pagination[limit]`, `meta.total`), one
 revision, and its acknowledgement. Control routes (same key): GET /_sandbox/stats,
-POST /_sandbox/faults.
+POST /_sandbox/faults, GET /_sandbox/grid (what a property holds, outside the read budget).
 Order for every Channex-style call: key, armed fault, budget, work.
 
 Faults: `429` and `500` answer so; `timeout` holds the call for an hour; `malformed`
@@ -237,6 +237,23 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         if not authorised():
             return _error(401, "unauthorized", "Unauthorized")
         return _json({"stats": state.stats.view()})
+
+    @app.get("/_sandbox/grid")
+    async def grid() -> Response:
+        """A property's availability and restrictions, as the reads answer them but outside the
+        account's read budget: for tests and benches comparing the grid with the record
+        while the service spends that budget."""
+        if not authorised():
+            return _error(401, "unauthorized", "Unauthorized")
+        args = request.args
+        try:
+            pid = args["filter[property_id]"]
+            first = date.fromisoformat(args["filter[date][gte]"])
+            last = date.fromisoformat(args["filter[date][lte]"])
+            return _json({"data": {"availability": state.read_availability(pid, first, last),
+                                   "restrictions": state.read_restrictions(pid, first, last)}})
+        except (KeyError, ValueError):
+            return _error(422, "validation_error", "filter[property_id] and a date range are required")
 
     @app.post("/_sandbox/faults")
     async def faults() -> Response:
