@@ -1,12 +1,15 @@
-"""The booking intake runs in one process at a time: its lease in the record."""
+"""The booking intake runs in one process at a time: its lease in the record; and should
+two rounds ever overlap, a revision is still settled once."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import trio
 
-from connectapi.storage import round_leases
+from connectapi.actors.ota_writer import refuse_revision
+from connectapi.storage import ota, round_leases
 from connectapi.storage.database import open_database
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -59,3 +62,23 @@ async def test_a_dead_holders_lease_runs_out_and_another_takes_it_over(fresh_dsn
         assert await round_leases.give_back(db, NAME, "a") is False
         assert not (await round_leases.take(db, NAME, "a", NOW + LEASE, NOW + 2 * LEASE)).taken
         assert await round_leases.give_back(db, NAME, "b") is True  # a asked, b runs one more
+
+
+async def test_a_revision_another_round_settled_is_neither_refused_nor_told_again(fresh_dsn: str) -> None:
+    """Rounds overlapping (a holder stalled past its lease): one applied the revision, the
+    other's apply failed and it falls back on refusing it."""
+    async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
+        property_id = await db.fetchval(
+            "INSERT INTO properties (name, timezone, currency, channel_manager, pms, owner_email) "
+            "VALUES ('Casa Azul', 'Europe/Lisbon', 'EUR', true, false, 'owner@example.com') RETURNING id")
+        assert await ota.store_revision(db, "rev-1", "BOO-1-1", property_id, "bk-1", NOW, {"id": "rev-1"}, NOW)
+        [item] = await ota.received(db)
+
+        async def settled_elsewhere(conn: Any) -> None:
+            await ota.settle(conn, item.seq, "applied", None, None, NOW)
+
+        await db.transaction(settled_elsewhere)
+        refused = await refuse_revision(db, item, "could not be applied (Injected)", NOW)
+        assert refused.state == "already settled" and refused.mails == 0
+        assert await db.fetchval("SELECT state FROM ota_revisions WHERE seq = $1", item.seq) == "applied"
+        assert await db.fetchval("SELECT count(*) FROM notifications") == 0
