@@ -37,9 +37,9 @@ from connectapi.storage.embedded import EmbeddedPostgres, ensure_database
 
 from .load import Run, load
 from .process import bench_server
+from .results_dir import results_dir
 
 ROOT = Path(__file__).parents[1]
-RESULT = Path(__file__).parent / "results" / "scale.json"
 API_PATH = "/api/v1/connect-api/v1/property"
 TARGET_RATIO = 0.60
 TOKEN = "bench-scale-operator-token-of-32-plus-chars"
@@ -314,8 +314,7 @@ def main() -> int:
           f"most in a window {exact['most_in_a_window']}, fewest {exact['fewest_in_a_window']} "
           f"({exact['admitted']} admitted, {exact['refused']} refused, {exact['other']} other)")
 
-    RESULT.parent.mkdir(exist_ok=True)
-    RESULT.write_text(json.dumps({"front": front, "workers": workers, "exactness": exact, "cores": os.cpu_count(),
+    (results_dir() / "scale.json").write_text(json.dumps({"front": front, "workers": workers, "exactness": exact, "cores": os.cpu_count(),
                                   "connections": args.connections}, indent=2))
     return 0
 
