@@ -166,7 +166,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             clock=clock,
                             budgets=settings.budgets,
                             proxies=TrustedProxies(settings.trusted_proxies),
-                            budgets_kept=BudgetKeeper(settings.budgets, budget_counter or RecordCounter(db), clock),
+                            budgets_kept=BudgetKeeper(settings.budgets, budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock),
                             writers=writers,
                             pushes=scheduler,
                             reconciler=reconciler,

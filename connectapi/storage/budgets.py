@@ -24,6 +24,8 @@ async def charge_many(db: Database, now: float | None,
     `now`: seconds since the epoch; None takes the database server's clock, the one clock
     every process and machine shares. Tests give their fake clock's time.
     """
+    for charges in requests:
+        check_stages(charges)
     items = [(n, c) for n, charges in enumerate(requests) for c in charges]
     rows = await db.fetch(
         "SELECT * FROM connectapi_charge_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -42,6 +44,14 @@ async def charge_many(db: Database, now: float | None,
         answers[n].append(Counted(_VERDICTS[row["verdict"]],
                                   WindowState(c.limit, c.window, row["used"], row["reset_after"]), row["wait"]))
     return answers
+
+
+def check_stages(charges: Sequence[Charge]) -> None:
+    """A subject at most once in a stage: the statement checks a stage against the count
+    before it, so a subject twice would be checked twice against the same count."""
+    staged = [(c.stage, c.subject) for c in charges]
+    if len(set(staged)) != len(staged):
+        raise ValueError(f"a subject twice in one stage: {staged}")
 
 
 async def prune(db: Database, now: float | None, limit: int = 500) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import trio
 
 from connectapi.domain.budget_charges import Charge, Counted, Verdict
@@ -127,3 +128,40 @@ async def test_a_process_sends_concurrent_asks_together_and_each_is_counted_once
             nursery.cancel_scope.cancel()
         final = await budgets.charge(db, START, [Charge("requests", "w", 1, 100, 60.0, 0, 0)])
         assert final[0].state.used == 1
+
+
+async def test_when_the_record_cannot_be_reached_every_waiting_ask_hears_it_at_once() -> None:
+    """Asks queued behind a statement that finds the record away are answered with it, not
+    each after its own timeouts (the record here: a port nobody listens on)."""
+    import socket
+
+    import trio_asyncio
+
+    from connectapi.http.budget_keeper import RecordCounter
+    from connectapi.storage.database import StorageUnavailable, open_database
+
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    async with trio_asyncio.open_loop(), open_database(f"postgresql://nobody@127.0.0.1:{port}/none", min_size=0,
+                                                       max_size=2, command_timeout=None) as db:
+        counter = RecordCounter(db)
+        heard: list[str] = []
+
+        async def ask() -> None:
+            try:
+                await counter.charge(START, [Charge("requests", "k", 1, 10, 60.0, 1, 1)])
+            except StorageUnavailable:
+                heard.append("unavailable")
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(200):
+                nursery.start_soon(ask)
+        assert heard == ["unavailable"] * 200
+        assert counter.statements <= 2  # one attempt, and the asks behind it heard its answer
+
+
+def test_a_subject_twice_in_one_stage_is_refused_before_any_statement() -> None:
+    with pytest.raises(ValueError):
+        budgets.check_stages([Charge("requests", "k", 1, 1, 60.0, 1, 1), Charge("requests", "k", 1, 1, 60.0, 1, 1)])
+    budgets.check_stages([Charge("requests", "k", 1, 1, 60.0, 1, 1), Charge("requests", "k", 2, 1, 60.0, 1, 0)])

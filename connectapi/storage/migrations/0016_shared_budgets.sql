@@ -32,22 +32,28 @@ CREATE UNLOGGED TABLE budget_events (
 -- Per item: `need` must fit (used + need <= limit; NULL: not checked, always charged),
 -- `charge` is what is counted. `fallback`, when not NULL, is a smaller need: an item that
 -- misses `need` but meets `fallback` is left uncharged and reported 'deferred' (the
--- share of `global` kept for good keys: docs/decisions.md, "The global budget").
+-- share of `global` kept for good keys: docs/decisions.md, "The global budget"); its
+-- refusal's wait is until `fallback` fits. A subject appears at most once in a stage.
+-- A subject that is only checked (nothing to count) gets no row if it has none.
 --
 -- Answers one row per item: its verdict ('charged', 'deferred', 'refused' or 'unchecked'),
 -- what its window counts after its request, the seconds until its oldest counted event
 -- leaves (0 when empty), and for a refusal the seconds until `need` would fit.
 --
--- Rows are locked in subject order, so two calls never wait on each other in a circle.
+-- Rows are locked in subject order, so two calls never wait on each other in a circle;
+-- the call's instant is read once they are held (never before an event already counted).
 CREATE FUNCTION connectapi_charge_budgets(
     p_now double precision,  -- NULL: this server's clock, one clock for every process
     p_requests integer[], p_subjects text[], p_stages integer[], p_limits integer[],
     p_windows double precision[], p_needs integer[], p_charges integer[], p_fallbacks integer[]
 ) RETURNS TABLE (verdict text, used bigint, reset_after double precision, wait double precision)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET lock_timeout = '5s'  -- a hot row held that long means the record is in trouble: 503, retry
+AS $$
 #variable_conflict use_column
 DECLARE
-    v_now double precision := coalesce(p_now, extract(epoch FROM clock_timestamp()));
+    v_now double precision;
+    v_latest double precision := '-infinity';
     n integer := coalesce(array_length(p_subjects, 1), 0);
     m integer;
     -- Per distinct subject, in subject order: its count, oldest event, what this call adds.
@@ -56,6 +62,8 @@ DECLARE
     s_first double precision[];
     s_trimmed boolean[];
     s_add bigint[];
+    s_window double precision[];
+    s_counts boolean[];  -- some item of the call may count on it (else it is only checked)
     v_of integer[] := array_fill(0, ARRAY[n]);  -- each item's subject
     v_verdicts text[] := array_fill('unchecked'::text, ARRAY[n]);
     v_waits double precision[] := array_fill(NULL::double precision, ARRAY[n]);
@@ -63,6 +71,7 @@ DECLARE
     v_resets double precision[] := array_fill(0::double precision, ARRAY[n]);
     v_count bigint;
     v_first double precision;
+    v_last double precision;
     v_freed bigint;
     v_request integer;
     v_request_start integer;
@@ -84,33 +93,53 @@ BEGIN
     s_first := array_fill(NULL::double precision, ARRAY[m]);
     s_trimmed := array_fill(false, ARRAY[m]);
     s_add := array_fill(0::bigint, ARRAY[m]);
+    s_window := array_fill(0::double precision, ARRAY[m]);
+    s_counts := array_fill(false, ARRAY[m]);
     FOR i IN 1..n LOOP
-        v_of[i] := array_position(s_names, p_subjects[i]);
+        k := array_position(s_names, p_subjects[i]);
+        v_of[i] := k;
+        s_window[k] := p_windows[i];
+        IF p_charges[i] > 0 THEN
+            s_counts[k] := true;
+        END IF;
     END LOOP;
 
-    -- Lock every subject's row (made where new), in subject order, and trim what left its window.
+    -- Lock every subject's row, in subject order: made where new if the call may count on it.
     FOR k IN 1..m LOOP
-        i := array_position(v_of, k);
-        SELECT w.used, w.first_at INTO v_count, v_first FROM budget_windows w WHERE w.subject = s_names[k] FOR UPDATE;
-        IF NOT FOUND THEN
+        LOOP
+            SELECT w.used, w.first_at, w.last_at INTO v_count, v_first, v_last
+            FROM budget_windows w WHERE w.subject = s_names[k] FOR UPDATE;
+            EXIT WHEN FOUND;
+            IF NOT s_counts[k] THEN
+                v_count := 0;  -- nothing counted, nothing to lock: a check only
+                v_first := NULL;
+                EXIT;
+            END IF;
             INSERT INTO budget_windows (subject, used, window_seconds, first_at, last_at)
-            VALUES (s_names[k], 0, p_windows[i], NULL, v_now) ON CONFLICT (subject) DO NOTHING;
-            SELECT w.used, w.first_at INTO v_count, v_first FROM budget_windows w WHERE w.subject = s_names[k]
-            FOR UPDATE;
-        END IF;
-        IF v_first IS NOT NULL AND v_first <= v_now - p_windows[i] THEN
+            VALUES (s_names[k], 0, s_window[k], NULL, '-infinity') ON CONFLICT (subject) DO NOTHING;
+        END LOOP;
+        s_used[k] := v_count;
+        s_first[k] := v_first;
+        v_latest := greatest(v_latest, v_last);
+    END LOOP;
+
+    -- Now, with the rows held: never before an event already counted on them.
+    v_now := coalesce(p_now, greatest(extract(epoch FROM clock_timestamp()), v_latest));
+
+    -- Trim what left each window.
+    FOR k IN 1..m LOOP
+        IF s_first[k] IS NOT NULL AND s_first[k] <= v_now - s_window[k] THEN
             WITH gone AS (
                 DELETE FROM budget_events e
-                WHERE e.subject = s_names[k] AND e.at <= v_now - p_windows[i]
+                WHERE e.subject = s_names[k] AND e.at <= v_now - s_window[k]
                 RETURNING e.amount
             )
             SELECT coalesce(sum(amount), 0) INTO v_freed FROM gone;
-            v_count := v_count - v_freed;
+            s_used[k] := s_used[k] - v_freed;
             SELECT min(e.at) INTO v_first FROM budget_events e WHERE e.subject = s_names[k];
+            s_first[k] := v_first;
             s_trimmed[k] := true;
         END IF;
-        s_used[k] := v_count;
-        s_first[k] := v_first;
     END LOOP;
 
     -- Each request in turn; within it, stage by stage, a stage charged only when all of it fits.
@@ -133,16 +162,17 @@ BEGIN
                 ELSE
                     v_verdicts[i] := 'refused';
                     v_refused := true;
-                    IF p_needs[i] > p_limits[i] THEN
+                    IF coalesce(p_fallbacks[i], p_needs[i]) > p_limits[i] THEN
                         v_waits[i] := p_windows[i];  -- never fits: a whole window is the honest figure
                     ELSE
-                        -- Events this call adds are the newest (at v_now): they leave last.
-                        v_must_free := s_used[k] + p_needs[i] - p_limits[i];
+                        -- Until the smallest need that lets the request on fits. Events this
+                        -- call adds are the newest (at v_now): they leave last.
+                        v_must_free := s_used[k] + coalesce(p_fallbacks[i], p_needs[i]) - p_limits[i];
                         SELECT x.at + p_windows[i] - v_now INTO v_wait
                         FROM (SELECT e.at, sum(e.amount) OVER (ORDER BY e.at) AS freed
                               FROM budget_events e WHERE e.subject = s_names[k]) x
                         WHERE x.freed >= v_must_free ORDER BY x.at LIMIT 1;
-                        v_waits[i] := coalesce(v_wait, p_windows[i]);
+                        v_waits[i] := least(greatest(coalesce(v_wait, p_windows[i]), 0), p_windows[i]);
                     END IF;
                 END IF;
                 i := i + 1;
@@ -163,7 +193,7 @@ BEGIN
         FOR j IN v_request_start..i - 1 LOOP
             k := v_of[j];
             v_used[j] := s_used[k];
-            v_resets[j] := coalesce(s_first[k] + p_windows[j] - v_now, 0);
+            v_resets[j] := least(greatest(coalesce(s_first[k] + p_windows[j] - v_now, 0), 0), p_windows[j]);
         END LOOP;
     END LOOP;
 
@@ -174,7 +204,7 @@ BEGIN
             ON CONFLICT (subject, at) DO UPDATE SET amount = e.amount + excluded.amount;
             UPDATE budget_windows w SET used = s_used[k], first_at = s_first[k], last_at = greatest(w.last_at, v_now)
             WHERE w.subject = s_names[k];
-        ELSIF s_trimmed[k] THEN
+        ELSIF s_trimmed[k] THEN  -- only a row that exists has events to trim
             UPDATE budget_windows w SET used = s_used[k], first_at = s_first[k] WHERE w.subject = s_names[k];
         END IF;
     END LOOP;
