@@ -57,6 +57,12 @@ class ServingConfig(HypercornConfig):
     max_connections: int = MAX_CONNECTIONS
     request_read_limit: float = REQUEST_READ_LIMIT
     send_limit: float = SEND_LIMIT
+    # Once stopping, a keep-alive connection waiting for its next request is kept this long
+    # more (0: closed at once, hypercorn's way). For a worker sharing its listening socket
+    # with others: a client sending its next request just then is answered (with
+    # `Connection: close`) instead of meeting a closed connection, and reconnects to one of
+    # the others.
+    idle_drain: float = 0.0
 
     def __init__(self) -> None:
         super().__init__()
@@ -174,8 +180,20 @@ class GuardedConnection(TCPServer):
     async def _idle_timeout(self) -> None:
         # A connection given up on is not kept for its keep-alive time (the protocol restarts
         # this timer when the aborted answer ends).
-        if not getattr(self, "_given_up", False):
+        if getattr(self, "_given_up", False):
+            return
+        config = self.config
+        if not isinstance(config, ServingConfig) or not config.idle_drain:
             await super()._idle_timeout()
+            return
+        with trio.move_on_after(config.keep_alive_timeout):
+            await self.context.terminated.wait()
+        if self.context.terminated.is_set():
+            # A request arriving meanwhile cancels this task (the connection is no longer
+            # idle); it is answered with `Connection: close`, and the connection ends after it.
+            await trio.sleep(config.idle_drain)
+        with trio.CancelScope(shield=True):
+            await self._initiate_server_close()
 
     async def _read_data(self) -> None:
         config = self.config
