@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the service")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port to listen on (default 8080)")
-    serve.add_argument("--workers", default="1",
+    serve.add_argument("--workers", default="1", metavar="N|auto",
                        help="worker processes sharing the port: a number, or auto for one per core (default 1: "
                             "a single process, no supervisor)")
     # A worker of `serve --workers N`, started by its parent: the listening socket it shares
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
 
     workers = 1
     if args.command == "serve":
+        from .config import available_cores
         from .domain.worker_pool import parse_worker_count
-        from .workers import available_cores
 
         try:
             workers = parse_worker_count(args.workers, available_cores())

@@ -55,14 +55,6 @@ READY_WITHIN = 120.0
 STOP_WITHIN = 30.0
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its affinity), for `--workers auto`."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def run_workers(settings: Settings, count: int) -> int:
     """Serve with `count` worker processes until SIGINT or SIGTERM; the exit status (1 when
     a worker ended before it ever served, at start)."""
