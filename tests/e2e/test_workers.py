@@ -33,7 +33,7 @@ class Log:
         self.served = served
         self.lines: list[str] = []
 
-    async def wait_for(self, text: str, within: float = 60) -> dict[str, Any]:
+    async def wait_for(self, text: str, within: float = 90) -> dict[str, Any]:
         """The first line from now on that holds `text`, as a record (or {"line": …})."""
 
         def wait() -> str:
@@ -156,7 +156,7 @@ async def test_a_worker_killed_is_started_again_and_none_outlives_the_parent(fre
                 assert answer.status_code == 200
             ended = await log.wait_for("killed by SIGKILL")
             assert ended["worker"] == victim and ended["level"] == "ERROR", ended
-            again = await log.wait_for("restarted in slot", within=20)
+            again = await log.wait_for("restarted in slot", within=30)
             took = time.monotonic() - killed_at
             new = again["worker"]
             assert new not in (victim, other) and running(new) and running(other) and not running(victim)
@@ -172,7 +172,7 @@ async def test_a_worker_killed_is_started_again_and_none_outlives_the_parent(fre
     finally:
         if served.proc.poll() is None:
             served.proc.kill()
-    assert took < 10, took
+    assert took < 15, took  # 0.5 s of backoff, then a start (2 to 4 s on a busy 2-core machine)
     assert left == [], f"workers {left} outlived their parent by {gone:.1f} s"
     print(f"a worker was back {took:.1f} s after its SIGKILL; orphans gone {gone:.1f} s after their parent")
 
