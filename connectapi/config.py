@@ -75,7 +75,8 @@ class Settings:
             except ValueError as exc:
                 raise ConfigError(f"CONNECTAPI_TRUSTED_PROXIES: {exc}") from None
         try:
-            budgets = Budgets.from_overrides(env.get("CONNECTAPI_BUDGETS"))
+            window = env.get("CONNECTAPI_TEST_BUDGET_WINDOW_SECONDS")  # tests over real processes only
+            budgets = Budgets.from_overrides(env.get("CONNECTAPI_BUDGETS"), float(window) if window else None)
         except ValueError as exc:
             raise ConfigError(f"CONNECTAPI_BUDGETS: {exc}") from None
         settings = cls(

@@ -16,15 +16,11 @@ import trio_asyncio
 
 from .actors.booking_intake import BookingIntake, Round
 from .actors.channel_manager import CallCounters, ChannelManagerActor
-from .actors.front_door import FrontDoor
-from .actors.janitors import IdempotencyJanitor, KeyListener
+from .actors.janitors import BudgetJanitor, IdempotencyJanitor, KeyListener
 from .actors.messages.channel_manager import ChannelMessage
-from .actors.messages.front_door import FrontDoorMessage
-from .actors.messages.property_budgets import PropertyMessage
 from .actors.messages.property_writer import WriterMessage
 from .actors.messages.reconciler import ReconcilerMessage
 from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
-from .actors.property_actor import PropertyActor
 from .actors.property_writer import PropertyWriter
 from .actors.push_scheduler import PushScheduler, PushSweeper
 from .actors.pushers import AriProjector, InventoryDrain
@@ -39,6 +35,7 @@ from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, SystemClock, Wake, open_supervisor
 from .http.app import create_app
+from .http.budget_keeper import BudgetCounter, BudgetKeeper, RecordCounter
 from .http.context import FrontContext
 from .http.connections import connection_cap
 from .http.serving import hypercorn_config, serve_http
@@ -55,19 +52,23 @@ EMBEDDED_DATABASE = "connectapi"
 # whole part of the service, and a crash loop there is worth minutes of retrying.
 SERVICE_POLICY = RestartPolicy(initial_backoff=1.0, max_backoff=30.0, max_crashes=5, crash_window=300.0)
 PROPERTY_POLICY = RestartPolicy()
+# Idle budget counters are forgotten this often: a scan from many addresses leaves a row
+# per address for at most a window and this long.
+BUDGET_PRUNE_EVERY = 60.0
 
 
 @asynccontextmanager
 async def open_front(settings: Settings, db: Database, clock: Clock, admin_token: str,
                      resolver: Resolver = resolve, embedded: EmbeddedPostgres | None = None,
-                     ) -> AsyncIterator[FrontContext]:
+                     budget_counter: BudgetCounter | None = None) -> AsyncIterator[FrontContext]:
     """The actors the front talks to, for the life of the block. `resolver` answers the
     addresses of a webhook endpoint's host (tests give their own); `embedded` is the
-    embedded server to watch and start again if it dies.
+    embedded server to watch and start again if it dies; `budget_counter` replaces the
+    record's counts (only `bench.scale` does, to compare them with counts in memory).
 
     Supervision runs in four levels, stopped inside out, each with its grace: the
     services (sender, outbox, intake, reconciler, sweep) first, then the property actors
-    (budgets, writers, pushers), then the channel manager and the front door, and last the
+    (writers, pushers), then the channel manager, and last the
     watchers (key listener, janitor, record watchdog), which have nothing to finish.
     """
     grace = settings.shutdown_grace_seconds
@@ -87,6 +88,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                              degraded="API keys are read from the record on every request, uncached")
         await watchers.spawn("idempotency-janitor", lambda: IdempotencyJanitor(db, clock, settings.janitor_every_seconds),
                              mailbox_size=1, degraded="idempotency keys older than 7 days are not purged")
+        await watchers.spawn("budget-janitor", lambda: BudgetJanitor(db, clock, BUDGET_PRUNE_EVERY),
+                             mailbox_size=1, degraded="idle budget counters are not forgotten: the record grows")
         if embedded is not None:
             await watchers.spawn("record-watchdog", lambda: RecordWatchdog(embedded, settings.watchdog_seconds),
                                  mailbox_size=1, degraded="a dead embedded PostgreSQL is not started again")
@@ -104,18 +107,12 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                     "channel-manager", lambda: ChannelManagerActor(client, clock, counters=counters),
                     mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
                                                 "and grid reads wait")
-                front_door: Mailbox[FrontDoorMessage] = await root.spawn(
-                    "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024,
-                    degraded="every Connect API request answers 503")
                 async with open_supervisor(PROPERTY_POLICY, shutdown_deadline=shutdown_deadline) as property_supervisor:
                     def registry(name: str, factory: Any, degraded: str, mailbox_size: int = 256) -> Registry[int, Any]:
                         return Registry(property_supervisor, factory, name=name, idle_after=settings.actor_idle_seconds,
                                         ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size,
                                         degraded=degraded)
 
-                    budgets: Registry[int, PropertyMessage] = registry(
-                        "property", lambda pid: PropertyActor(pid, settings.budgets, clock),
-                        "the property's requests answer 503")
                     writers: Registry[int, WriterMessage] = registry(
                         "writer", lambda pid: PropertyWriter(pid, db),
                         "the property's writes and bookings answer 503; its OTA revisions wait")
@@ -170,8 +167,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             clock=clock,
                             budgets=settings.budgets,
                             proxies=TrustedProxies(settings.trusted_proxies),
-                            front_door=front_door,
-                            properties=budgets,
+                            budgets_kept=BudgetKeeper(settings.budgets, budget_counter or RecordCounter(db), clock),
                             writers=writers,
                             pushes=scheduler,
                             reconciler=reconciler,

@@ -68,13 +68,19 @@ class Budgets:
     limits: Mapping[str, tuple[int, float]]
 
     @classmethod
-    def from_overrides(cls, text: str | None) -> Budgets:
+    def from_overrides(cls, text: str | None, minute: float | None = None) -> Budgets:
         """`requests=1000,global=100000` -> the defaults with those two replaced.
+
+        `minute` replaces the 60-second window of the minute budgets: for tests over real
+        processes only, which have no mock clock to move (the contract's window is 60 s).
 
         Raises ValueError for an unknown name or a value that is not a non-negative integer,
         so a typo in configuration stops the service instead of silently doing nothing.
         """
-        limits = dict(DEFAULT_LIMITS)
+        if minute is not None and not minute > 0:
+            raise ValueError("a window must be positive")
+        limits = {name: (size, minute if minute is not None and window == MINUTE else window)
+                  for name, (size, window) in DEFAULT_LIMITS.items()}
         for item in (text or "").split(","):
             item = item.strip()
             if not item:
