@@ -77,16 +77,22 @@ async def steady(url: str, path: str, headers: dict[str, str], stop: trio.Event,
     if fresh_connections:
         headers = {**headers, "Connection": "close"}
     async with httpx.AsyncClient(base_url=url, timeout=10, limits=httpx.Limits(max_connections=1)) as http:
+        last_answer, closed = time.monotonic(), True
         while not stop.is_set():
             try:
                 answer = await http.get(path, headers=headers)
             except httpx.HTTPError as exc:
-                tally.failures.append(f"GET {path}: {exc!r}")
+                how = "on a new connection" if closed else \
+                    f"on a kept-alive connection idle {time.monotonic() - last_answer:.3f} s"
+                tally.failures.append(f"GET {path} {how}: {exc!r}")
+                last_answer, closed = time.monotonic(), True
                 continue
+            last_answer = time.monotonic()
+            closed = fresh_connections or answer.headers.get("connection", "").lower() == "close"
             tally.statuses[answer.status_code] += 1
             if answer.status_code != 200:
                 tally.failures.append(f"GET {path}: {answer.status_code} {answer.text[:200]}")
-            if not fresh_connections and answer.headers.get("connection", "").lower() == "close":
+            if not fresh_connections and closed:
                 tally.told_to_close += 1
             # A pause, so a kept-alive connection is idle for part of each cycle (as a real
             # client's is), and the load leaves the workers' starts some of the cores.
