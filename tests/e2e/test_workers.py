@@ -219,7 +219,7 @@ async def test_the_parent_owns_the_embedded_record_and_sigterm_stops_everything(
     finally:
         if served.proc.poll() is None:
             served.proc.kill()
-    assert code == 0 and took < 10, (code, took)
+    assert code == 0 and took < 15, (code, took)  # as a single process (test_graceful_stop): 1 to 3 s here, 9 s once at load 8
     assert not any(running(pid) for pid in workers)
     assert not running(pg), "a clean stop stops the embedded server"
     restarts = [r for r in log.records() if "starting it again" in r.get("message", "")]
