@@ -2,8 +2,8 @@
 idle ones are reclaimed.
 
 The service starts with `--properties` properties and a key each in its record; each is
-touched once (a GET /property and a one-night availability write: a property actor and a
-writer come up). Reports the
+touched once (a GET /property and a one-night availability write: the property's writer
+and pushers come up; its budgets are counted in the record, not in an actor). Reports the
 server process's resident memory before and after, per property, and the live actors
 (from /metrics) right after and once `--idle` seconds of quiet have passed: they must
 have stopped and their memory must not keep growing.
@@ -24,6 +24,7 @@ import httpx
 import psutil
 import trio
 
+from .results_dir import results_dir
 from .pipeline import ADMIN_TOKEN, API
 from .process import bench_server
 
@@ -67,8 +68,7 @@ def run(properties: int, idle: float, check_idle: bool = True) -> dict[str, Any]
         actors_after = live_actors(base)
         actors_idle: dict[str, int] = {}
         if check_idle:
-            # Quiet: a property actor stops once idle and once its one-minute budget windows are
-            # empty, so about a minute after the last touch; looked at every few seconds.
+            # Quiet: a writer stops once idle; looked at every few seconds.
             deadline = time.perf_counter() + 60 + idle * 1.5 + 30
             while True:
                 actors_idle = live_actors(base)
@@ -89,7 +89,7 @@ def run(properties: int, idle: float, check_idle: bool = True) -> dict[str, Any]
 
 
 def _all_stopped(live: dict[str, int]) -> bool:
-    return live.get("property", 1) == 0 and live.get("writer", 1) == 0
+    return live.get("writer", 1) == 0
 
 
 def main() -> int:
@@ -106,7 +106,7 @@ def main() -> int:
              f"touch (idle timeout {result['idle_seconds']:.0f} s) " if result["reclaimed"] is not None
              else "(reclaim not checked) ")
           + f"(RSS {result['rss_after_idle_mib']:.0f} MiB)")
-    out = Path(__file__).parent / "results"
+    out = results_dir()
     out.mkdir(exist_ok=True)
     (out / "actors.json").write_text(json.dumps(result, indent=2))
     return 0 if result["reclaimed"] is not False else 1

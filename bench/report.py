@@ -46,6 +46,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              ("--seconds", "600"), ("--seconds", "10", "--keys", "2", "--over-rate", "1200"), background=True),
     Scenario("actors", "1000 properties touched once", "actors", "actors.json",
              ("--properties", "1000", "--idle", "3"), ("--properties", "20", "--no-idle-check")),
+    Scenario("scale", "scaled out on one record: shared budgets, exactness", "scale", "scale.json",
+             ("--seconds", "4", "--rounds", "2"),
+             ("--seconds", "1", "--rounds", "1", "--windows", "2", "--workers", "2")),
 )
 
 
@@ -115,6 +118,25 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                              f"{s['over_budget_429_without_retry_after']} without Retry-After"))
         found.append(_target("soak", "server memory growth, 2nd to last quarter", f"{s['memory_growth']:+.1%}", "",
                              "<= +10%", s["memory_flat"]))
+    if (c := figures.get("scale")) is not None:
+        front, exact = c["front"], c["exactness"]
+        found.append(_target("scale", "GET /property, budgets shared in the record / in memory",
+                             round(front["ratio"], 2), "ratio", ">= 0.60", front["ratio"] >= 0.60,
+                             f"shared {front['record']['rps']:.0f} req/s "
+                             f"({front['record']['server_cpu_ms_per_request']:.2f} CPU-ms/req), in memory "
+                             f"{front['memory']['rps']:.0f} req/s "
+                             f"({front['memory']['server_cpu_ms_per_request']:.2f} CPU-ms/req)"))
+        found.append(_target("scale", f"`requests` admitted in any window, 3 processes at 3x the budget",
+                             f"{exact['fewest_in_a_window']} to {exact['most_in_a_window']}", f"of {exact['budget']}",
+                             f"{exact['budget'] - 1} to {exact['budget']}",
+                             exact["most_in_a_window"] <= exact["budget"]
+                             and exact["fewest_in_a_window"] >= exact["budget"] - 1,
+                             f"{exact['admitted']} admitted, {exact['refused']} refused, {exact['other']} other"))
+        for row in c.get("workers", []):
+            found.append(_target("scale", f"{row['route']}, serve --workers {row['workers']}", round(row["rps"]),
+                                 "req/s", "reported", None,
+                                 f"{row['cpu_ms_per_request']:.2f} CPU-ms/req (workers, parent, record), "
+                                 f"p50 {row['p50_ms']:.1f} ms, {row['errors']} errors"))
     return found
 
 

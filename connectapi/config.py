@@ -75,7 +75,8 @@ class Settings:
             except ValueError as exc:
                 raise ConfigError(f"CONNECTAPI_TRUSTED_PROXIES: {exc}") from None
         try:
-            budgets = Budgets.from_overrides(env.get("CONNECTAPI_BUDGETS"))
+            window = env.get("CONNECTAPI_TEST_BUDGET_WINDOW_SECONDS")  # tests over real processes only
+            budgets = Budgets.from_overrides(env.get("CONNECTAPI_BUDGETS"), float(window) if window else None)
         except ValueError as exc:
             raise ConfigError(f"CONNECTAPI_BUDGETS: {exc}") from None
         settings = cls(
@@ -125,6 +126,14 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 9 and int(text) > 0):
         raise ConfigError(f"{name} must be a positive whole number, not {text[:20]!r}")
     return int(text)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity), for `serve --workers auto`."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def resolve_admin_token(settings: Settings) -> tuple[str, bool]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
+import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,15 +16,11 @@ import trio_asyncio
 
 from .actors.booking_intake import BookingIntake, Round
 from .actors.channel_manager import CallCounters, ChannelManagerActor
-from .actors.front_door import FrontDoor
-from .actors.janitors import IdempotencyJanitor, KeyListener
+from .actors.janitors import BudgetJanitor, IdempotencyJanitor, KeyListener
 from .actors.messages.channel_manager import ChannelMessage
-from .actors.messages.front_door import FrontDoorMessage
-from .actors.messages.property_budgets import PropertyMessage
 from .actors.messages.property_writer import WriterMessage
 from .actors.messages.reconciler import ReconcilerMessage
 from .actors.outbox import LoggingTransport, OutboxSender, SmtpTransport, Transport
-from .actors.property_actor import PropertyActor
 from .actors.property_writer import PropertyWriter
 from .actors.push_scheduler import PushScheduler, PushSweeper
 from .actors.pushers import AriProjector, InventoryDrain
@@ -38,6 +35,7 @@ from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, SystemClock, Wake, open_supervisor
 from .http.app import create_app
+from .http.budget_keeper import BudgetCounter, BudgetKeeper, RecordCounter
 from .http.context import FrontContext
 from .http.connections import connection_cap
 from .http.serving import hypercorn_config, serve_http
@@ -54,19 +52,23 @@ EMBEDDED_DATABASE = "connectapi"
 # whole part of the service, and a crash loop there is worth minutes of retrying.
 SERVICE_POLICY = RestartPolicy(initial_backoff=1.0, max_backoff=30.0, max_crashes=5, crash_window=300.0)
 PROPERTY_POLICY = RestartPolicy()
+# Idle budget counters are forgotten this often: a scan from many addresses leaves a row
+# per address for at most a window and this long.
+BUDGET_PRUNE_EVERY = 60.0
 
 
 @asynccontextmanager
 async def open_front(settings: Settings, db: Database, clock: Clock, admin_token: str,
                      resolver: Resolver = resolve, embedded: EmbeddedPostgres | None = None,
-                     ) -> AsyncIterator[FrontContext]:
+                     budget_counter: BudgetCounter | None = None) -> AsyncIterator[FrontContext]:
     """The actors the front talks to, for the life of the block. `resolver` answers the
     addresses of a webhook endpoint's host (tests give their own); `embedded` is the
-    embedded server to watch and start again if it dies.
+    embedded server to watch and start again if it dies; `budget_counter` replaces the
+    record's counts (only `bench.scale` does, to compare them with counts in memory).
 
     Supervision runs in four levels, stopped inside out, each with its grace: the
     services (sender, outbox, intake, reconciler, sweep) first, then the property actors
-    (budgets, writers, pushers), then the channel manager and the front door, and last the
+    (writers, pushers), then the channel manager, and last the
     watchers (key listener, janitor, record watchdog), which have nothing to finish.
     """
     grace = settings.shutdown_grace_seconds
@@ -86,6 +88,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                              degraded="API keys are read from the record on every request, uncached")
         await watchers.spawn("idempotency-janitor", lambda: IdempotencyJanitor(db, clock, settings.janitor_every_seconds),
                              mailbox_size=1, degraded="idempotency keys older than 7 days are not purged")
+        await watchers.spawn("budget-janitor", lambda: BudgetJanitor(db, clock, BUDGET_PRUNE_EVERY),
+                             mailbox_size=1, degraded="idle budget counters are not forgotten: the record grows")
         if embedded is not None:
             await watchers.spawn("record-watchdog", lambda: RecordWatchdog(embedded, settings.watchdog_seconds),
                                  mailbox_size=1, degraded="a dead embedded PostgreSQL is not started again")
@@ -103,18 +107,12 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                     "channel-manager", lambda: ChannelManagerActor(client, clock, counters=counters),
                     mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
                                                 "and grid reads wait")
-                front_door: Mailbox[FrontDoorMessage] = await root.spawn(
-                    "front-door", lambda: FrontDoor(settings.budgets, clock), mailbox_size=1024,
-                    degraded="every Connect API request answers 503")
                 async with open_supervisor(PROPERTY_POLICY, shutdown_deadline=shutdown_deadline) as property_supervisor:
                     def registry(name: str, factory: Any, degraded: str, mailbox_size: int = 256) -> Registry[int, Any]:
                         return Registry(property_supervisor, factory, name=name, idle_after=settings.actor_idle_seconds,
                                         ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size,
                                         degraded=degraded)
 
-                    budgets: Registry[int, PropertyMessage] = registry(
-                        "property", lambda pid: PropertyActor(pid, settings.budgets, clock),
-                        "the property's requests answer 503")
                     writers: Registry[int, WriterMessage] = registry(
                         "writer", lambda pid: PropertyWriter(pid, db),
                         "the property's writes and bookings answer 503; its OTA revisions wait")
@@ -169,8 +167,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             clock=clock,
                             budgets=settings.budgets,
                             proxies=TrustedProxies(settings.trusted_proxies),
-                            front_door=front_door,
-                            properties=budgets,
+                            budgets_kept=BudgetKeeper(settings.budgets, budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock),
                             writers=writers,
                             pushes=scheduler,
                             reconciler=reconciler,
@@ -242,20 +239,84 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
             applied = await migrate(db)
             if applied:
                 log.info("applied migrations %s", applied)
-            async with open_front(settings, db, SystemClock(), token, embedded=embedded) as ctx:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_wait_for_signal, ctx.stopping)
-                    binds = await nursery.start(serve_http, create_app(ctx),
-                                                hypercorn_config(
-                                                    f"{settings.host}:{settings.port}",
-                                                    max_connections=connection_cap(settings.max_connections),
-                                                    is_proxy=ctx.proxies.is_proxy),
-                                                ctx.stopping)
-                    _announce(binds, settings, token, generated)
-                    await ctx.stopping.wait()
-                    log.info("stopping: finishing the requests in flight")
-                log.info("stopping: the actors finish their work or leave it in the record")
+
+            async def serving(binds: list[str]) -> None:
+                announce(binds, settings, token, generated)
+
+            await _run_front(settings, db, token, embedded, f"{settings.host}:{settings.port}", serving)
         log.info("stopped")
+
+
+# A worker stopping keeps an idle keep-alive connection this long for a request already on
+# its way (http/connections.py); its successor answers the client's next connection.
+WORKER_IDLE_DRAIN = 1.0
+WORKER_READY = b"ready\n"
+
+
+def run_worker(settings: Settings, listen_fd: int, parent_fd: int, apply_migrations: bool) -> None:
+    """One of `serve --workers N`'s processes (connectapi/workers.py): the record is the
+    parent's (migrated, in DATABASE_URL; an embedded server is the parent's to watch), and
+    so are the listening socket (`listen_fd`) and the operator token (in the environment).
+    `parent_fd` is this worker's end of a socket pair with the parent: it says `ready` there
+    once it serves, and stops when the parent's end closes (the parent is gone).
+    `apply_migrations`: the first worker of a reload applies what an upgrade brought."""
+    assert settings.database_url is not None and settings.admin_token is not None, "set by the parent"
+    parent = socket.socket(fileno=parent_fd)
+    trio.run(_serve_worker, settings, settings.database_url, settings.admin_token, listen_fd, parent,
+             apply_migrations)
+
+
+async def _serve_worker(settings: Settings, dsn: str, token: str, listen_fd: int, parent: socket.socket,
+                        apply_migrations: bool) -> None:
+    channel = trio.socket.from_stdlib_socket(parent)
+    async with trio_asyncio.open_loop():
+        async with open_database(dsn) as db:
+            if apply_migrations:
+                applied = await migrate(db)
+                if applied:
+                    log.info("applied migrations %s", applied)
+
+            async def serving(binds: list[str]) -> None:
+                try:
+                    await channel.send(WORKER_READY)
+                except OSError as exc:  # the parent is gone: _wait_for_parent stops this worker
+                    log.error("could not tell the parent this worker is ready: %s", exc)
+
+            await _run_front(settings, db, token, None, f"fd://{listen_fd}", serving, idle_drain=WORKER_IDLE_DRAIN,
+                             parent=channel)
+        log.info("stopped")
+
+
+async def _run_front(settings: Settings, db: Database, token: str, embedded: EmbeddedPostgres | None, bind: str,
+                     serving: Callable[[list[str]], Awaitable[None]], *, idle_drain: float = 0.0,
+                     parent: trio.socket.SocketType | None = None) -> None:
+    """The actors and hypercorn on `bind`, until SIGINT or SIGTERM (or the parent's end of
+    `parent` closes); `serving` hears the binds once requests are answered."""
+    async with open_front(settings, db, SystemClock(), token, embedded=embedded) as ctx:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait_for_stop, ctx.stopping, parent)
+            binds = await nursery.start(serve_http, create_app(ctx),
+                                        hypercorn_config(
+                                            bind,
+                                            max_connections=connection_cap(settings.max_connections),
+                                            is_proxy=ctx.proxies.is_proxy,
+                                            idle_drain=idle_drain),
+                                        ctx.stopping)
+            await serving(binds)
+            await ctx.stopping.wait()
+            log.info("stopping: finishing the requests in flight")
+        log.info("stopping: the actors finish their work or leave it in the record")
+
+
+async def _wait_for_stop(stop: trio.Event, parent: trio.socket.SocketType | None) -> None:
+    """Set `stop` on SIGINT or SIGTERM, or once the parent's end of `parent` is closed;
+    returns when `stop` is set, whoever set it."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_wait_for_signal, stop)
+        if parent is not None:
+            nursery.start_soon(_wait_for_parent, parent, stop)
+        await stop.wait()
+        nursery.cancel_scope.cancel()
 
 
 async def _wait_for_signal(stop: trio.Event) -> None:
@@ -265,7 +326,18 @@ async def _wait_for_signal(stop: trio.Event) -> None:
             return
 
 
-def _announce(binds: list[str], settings: Settings, token: str, generated: bool) -> None:
+async def _wait_for_parent(parent: trio.socket.SocketType, stop: trio.Event) -> None:
+    """The parent never writes: its end closes when it exits, however it exits."""
+    try:
+        while await parent.recv(64):
+            pass
+    except OSError:
+        pass
+    log.error("the parent process is gone: stopping")
+    stop.set()
+
+
+def announce(binds: list[str], settings: Settings, token: str, generated: bool) -> None:
     url = binds[0] if binds else f"http://{settings.host}:{settings.port}"
     print(f"connectapi listening on {url}", file=sys.stderr)
     print(f"  Connect API: {url}/api/v1/connect-api/v1   admin: {url}/api/v1/admin", file=sys.stderr)

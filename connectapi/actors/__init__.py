@@ -1,1 +1,1 @@
-"""Supervised actors: the front door, one PropertyActor per property, and (later) the pushers."""
+"""Supervised actors: the channel manager, each property's writer and pushers, and the rounds that send, pull and tidy."""

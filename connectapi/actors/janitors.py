@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from ..domain import idempotency as idem
 from ..engine import Clock, NextRound, RoundsActor
-from ..storage import api_keys, idempotency
+from ..storage import api_keys, budgets, idempotency
 from ..storage.database import Database, StorageUnavailable
 from ..storage.key_directory import KeyDirectory
 
@@ -37,6 +37,33 @@ class IdempotencyJanitor(RoundsActor):
         refusals = await api_keys.purge_allowlist_refusals(self._db, self._clock.now() - ALLOWLIST_REFUSALS_KEPT)
         if refusals:
             log.info("purged %d allowlist refusals older than %s", refusals, ALLOWLIST_REFUSALS_KEPT)
+        return NextRound()
+
+
+class BudgetJanitor(RoundsActor):
+    """Budget subjects with nothing left in their window are forgotten, a batch at a time
+    (each its own short statement that skips rows a request holds), every `every`. The
+    windows of active subjects are trimmed by the requests that charge them."""
+
+    name = "budget-janitor"
+    waits_out = (StorageUnavailable,)
+    BATCH = 500
+    MOST_BATCHES = 200  # a round's bound; what is left waits for the next round
+
+    def __init__(self, db: Database, clock: Clock, every: float) -> None:
+        self._db = db
+        self._clock = clock
+        self.interval = every
+
+    async def round(self) -> NextRound:
+        total = 0
+        for _ in range(self.MOST_BATCHES):
+            pruned = await budgets.prune(self._db, self._clock.shared_time(), self.BATCH)
+            total += pruned
+            if pruned < self.BATCH:
+                break
+        if total:
+            log.debug("forgot %d idle budget subjects", total)
         return NextRound()
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 MINUTE = 60.0
+MOST = 2**31 - 1  # the record counts limits as 32-bit integers
 DAY = 24 * 3600.0
 
 
@@ -68,13 +69,19 @@ class Budgets:
     limits: Mapping[str, tuple[int, float]]
 
     @classmethod
-    def from_overrides(cls, text: str | None) -> Budgets:
+    def from_overrides(cls, text: str | None, minute: float | None = None) -> Budgets:
         """`requests=1000,global=100000` -> the defaults with those two replaced.
+
+        `minute` replaces the 60-second window of the minute budgets: for tests over real
+        processes only, which have no mock clock to move (the contract's window is 60 s).
 
         Raises ValueError for an unknown name or a value that is not a non-negative integer,
         so a typo in configuration stops the service instead of silently doing nothing.
         """
-        limits = dict(DEFAULT_LIMITS)
+        if minute is not None and not minute > 0:
+            raise ValueError("a window must be positive")
+        limits = {name: (size, minute if minute is not None and window == MINUTE else window)
+                  for name, (size, window) in DEFAULT_LIMITS.items()}
         for item in (text or "").split(","):
             item = item.strip()
             if not item:
@@ -89,6 +96,8 @@ class Budgets:
                 raise ValueError(f"budget {name} needs an integer, got {value!r}") from None
             if size < 0:
                 raise ValueError(f"budget {name} cannot be negative")
+            if size > MOST:
+                raise ValueError(f"budget {name} cannot be above {MOST}")
             limits[name] = (size, limits[name][1])
         return cls(limits)
 

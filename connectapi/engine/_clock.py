@@ -26,6 +26,12 @@ class Clock(Protocol):
         """The calendar date now in `zone`."""
         ...
 
+    def shared_time(self) -> float | None:
+        """Seconds since the epoch for counts shared by every process (the budgets), or
+        None for the database server's own clock: the one clock every process and
+        machine reads alike. Fake clocks give theirs, so tests drive shared windows."""
+        ...
+
 
 class SystemClock:
     def now(self) -> datetime:
@@ -36,6 +42,9 @@ class SystemClock:
 
     def today(self, zone: ZoneInfo) -> date:
         return self.now().astimezone(zone).date()
+
+    def shared_time(self) -> float | None:
+        return None
 
 
 class FakeClock:
@@ -58,3 +67,6 @@ class FakeClock:
 
     def today(self, zone: ZoneInfo) -> date:
         return self.now().astimezone(zone).date()
+
+    def shared_time(self) -> float | None:
+        return self.now().timestamp()

@@ -28,7 +28,7 @@ def down_view(down: Down) -> dict[str, Any]:
 async def list_actors() -> Response:
     ctx = context()
     return ok({"down": [down_view(d) for d in sorted(ctx.down(), key=lambda d: d.name)],
-               "live": {"property": len(ctx.properties), "writer": len(ctx.writers)}})
+               "live": {"writer": len(ctx.writers)}})
 
 
 @blueprint.post("/actors/<name>/revive")

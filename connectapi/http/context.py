@@ -8,8 +8,6 @@ import trio
 
 from ..actors.channel_manager import CallCounters
 from ..actors.messages.channel_manager import ChannelMessage
-from ..actors.messages.front_door import FrontDoorMessage
-from ..actors.messages.property_budgets import PropertyMessage
 from ..actors.messages.property_writer import WriterMessage
 from ..actors.messages.reconciler import ReconcilerMessage
 from ..actors.push_scheduler import PushScheduler
@@ -19,6 +17,7 @@ from ..domain.budgets import Budgets
 from ..engine import Clock, Down, Mailbox, Registry, Supervisor, Wake
 from ..storage.database import Database
 from ..storage.key_directory import KeyDirectory
+from .budget_keeper import BudgetKeeper
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +27,7 @@ class FrontContext:
     clock: Clock
     budgets: Budgets
     proxies: TrustedProxies
-    front_door: Mailbox[FrontDoorMessage]
-    properties: Registry[int, PropertyMessage]
+    budgets_kept: BudgetKeeper
     writers: Registry[int, WriterMessage]
     pushes: PushScheduler
     reconciler: Mailbox[ReconcilerMessage]

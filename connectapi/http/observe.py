@@ -69,7 +69,6 @@ async def metrics() -> Response:
     await check_admin_token()
     ctx = context()
     db = ctx.db
-    LIVE_ACTORS.labels("property").set(len(ctx.properties))
     LIVE_ACTORS.labels("writer").set(len(ctx.writers))
     for resource, count in (await dirty_totals(db)).items():
         DIRTY_CELLS.labels(resource).set(count)

@@ -56,17 +56,18 @@ async def eventually(check: Callable[[], Any], what: str = "the condition", seco
         await trio.sleep(0)
 
 
-async def after_janitor_rounds(api: "Harness", check: Callable[[], Any], what: str = "the janitor's work") -> None:
-    """`eventually(check)`, moving the clock an hour on every twentieth look: a janitor round
-    still at the record (real time) when the clock jumped has its next one an hour after it
-    ends."""
+async def after_janitor_rounds(api: "Harness", check: Callable[[], Any], what: str = "the janitor's work",
+                               every: float = 3600.0) -> None:
+    """`eventually(check)`, moving the clock by the janitor's interval (`every`) on every
+    twentieth look: a janitor round still at the record (real time) when the clock jumped
+    has its next one an interval after it ends."""
     looks = 0
 
     async def looked() -> Any:
         nonlocal looks
         looks += 1
         if looks % 20 == 0:
-            api.advance(3600)
+            api.advance(every)
         held = check()
         return await held if inspect.isawaitable(held) else held
 

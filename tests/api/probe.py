@@ -9,7 +9,6 @@ from connectapi.domain.budgets import RequestKind
 from connectapi.domain.validation import parse_model
 from connectapi.http.body import raw_body
 from connectapi.http.envelope import ok
-from connectapi.actors.messages.property_budgets import ChargeBooking
 from connectapi.http.gates import caller, context, rule
 
 probe = Blueprint("probe", __name__)
@@ -44,7 +43,7 @@ async def bookings_read() -> Response:
 async def bookings_create() -> Response:
     # As POST /bookings charges them once past its repeat check.
     ctx, who = context(), caller()
-    await ctx.properties.ask(who.property.id, ChargeBooking(who.key.id, who.property.bookings_per_day))
+    await ctx.budgets_kept.charge_booking(who.key.id, who.property.id, who.property.bookings_per_day)
     return ok({}, 201)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import http_sf
 import pytest
-import trio.testing
 
-from connectapi.actors.messages.property_budgets import ChargeCells
 from connectapi.domain.errors import ApiError
+from connectapi.service import BUDGET_PRUNE_EVERY
+from connectapi.storage import budgets as stored_budgets
 
-from .harness import API, Answer, Harness
+from .harness import API, Answer, Harness, after_janitor_rounds
 
 SMALL = "requests=3,writes=2,property=5,property-writes=3,bookings=2,property-bookings=3,property-bookings-day=4,cells=100,ip=50,global=80"
 
@@ -142,14 +142,14 @@ async def test_owner_raises_the_daily_bookings_budget(api: Harness) -> None:
 
 async def test_cells_budget_is_charged_by_amount(api: Harness) -> None:
     prop, _ = await api.keyed_property()
-    await api.ctx.properties.ask(prop["id"], ChargeCells(60))  # admitted: it raises no 429
-    await api.ctx.properties.ask(prop["id"], ChargeCells(40))  # admitted: it raises no 429
+    await api.ctx.budgets_kept.charge_cells(prop["id"], 60)  # admitted: it raises no 429
+    await api.ctx.budgets_kept.charge_cells(prop["id"], 40)  # admitted: it raises no 429
     api.advance(30)
     with pytest.raises(ApiError) as info:
-        await api.ctx.properties.ask(prop["id"], ChargeCells(1))
+        await api.ctx.budgets_kept.charge_cells(prop["id"], 1)
     assert (info.value.code, info.value.scope, info.value.retry_after_seconds) == ("RATE_LIMITED", "cells", 30)
     api.advance(30)
-    await api.ctx.properties.ask(prop["id"], ChargeCells(100))  # admitted: it raises no 429
+    await api.ctx.budgets_kept.charge_cells(prop["id"], 100)  # admitted: it raises no 429
 
 
 async def test_ip_budget_counts_before_the_key_is_read(api: Harness) -> None:
@@ -185,23 +185,52 @@ async def test_ip_auth_refusals_are_not_themselves_401s(api: Harness) -> None:
     assert (await api.call("GET", f"{API}/property", key=key)).status == 200
 
 
-async def test_property_actor_stops_when_idle_but_not_while_it_holds_a_day_window(api: Harness) -> None:
+async def test_idle_budget_subjects_are_forgotten_but_not_while_a_day_window_counts(api: Harness) -> None:
     prop, key = await api.keyed_property(["bookings:write"])
     assert (await api.call("GET", f"{API}/property", key=key)).status == 200
-    assert prop["id"] in api.ctx.properties
-    api.advance(299)
-    await trio.testing.wait_all_tasks_blocked()
-    assert prop["id"] in api.ctx.properties
-    api.advance(1)  # idle for the configured 300 s, its minute windows long empty
-    await trio.testing.wait_all_tasks_blocked()
-    assert prop["id"] not in api.ctx.properties
+    counted = await subjects(api)
+    assert {"global", f"property:{prop['id']}"} <= counted and any(s.startswith("requests:") for s in counted)
+    api.advance(59)
+    assert await stored_budgets.prune(api.ctx.db, api.ctx.clock.shared_time()) == 0  # still counting
+    api.advance(1)  # the minute windows are empty now
+
+    async def forgotten() -> bool:
+        return not await subjects(api)
+
+    await after_janitor_rounds(api, forgotten, "idle subjects forgotten", every=BUDGET_PRUNE_EVERY)
 
     for _ in range(3):
         assert (await api.call("POST", f"{API}/probe/bookings", key=key)).status in (201, 429)
+    day = f"property-bookings-day:{prop['id']}"
+
+    async def only_the_day_is_left() -> bool:
+        return await subjects(api) == {day}
+
+    # An hour on, a day window still counts bookings: forgetting it would let the day's bookings again.
     api.advance(3600)
-    await trio.testing.wait_all_tasks_blocked()
-    # a day window still counts bookings: stopping now would forget them
-    assert prop["id"] in api.ctx.properties
+    await after_janitor_rounds(api, only_the_day_is_left, "only the day window left", every=BUDGET_PRUNE_EVERY)
     api.advance(24 * 3600)
-    await trio.testing.wait_all_tasks_blocked()
-    assert prop["id"] not in api.ctx.properties
+    await after_janitor_rounds(api, forgotten, "the day window forgotten", every=BUDGET_PRUNE_EVERY)
+
+
+async def subjects(api: Harness) -> set[str]:
+    rows = await api.ctx.db.fetch("SELECT subject FROM budget_windows")
+    return {row["subject"] for row in rows}
+
+
+async def test_an_address_refused_by_ip_is_answered_without_the_record_until_its_wait_is_over(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    for _ in range(50):  # ip=50: the address's whole budget, at t=0
+        await api.call("GET", f"{API}/nowhere", address="192.0.2.30")
+    api.advance(20)
+    counter = api.ctx.budgets_kept._counter
+    assert limited(await api.call("GET", f"{API}/property", key=key, address="192.0.2.30"), "ip") == 40
+    sent = counter.statements  # type: ignore[attr-defined]
+    api.advance(10)
+    answer = await api.call("GET", f"{API}/property", key=key, address="192.0.2.30")
+    assert limited(answer, "ip") == 30  # the hold counts down as the record's window would
+    assert policies(answer)[1][0][1]["r"] == 0
+    assert counter.statements == sent  # type: ignore[attr-defined]  # answered here
+    api.advance(30)  # the 50 events of t=0 leave: the record decides again, and admits
+    assert (await api.call("GET", f"{API}/property", key=key, address="192.0.2.30")).status == 200
+    assert counter.statements > sent  # type: ignore[attr-defined]

@@ -13,11 +13,9 @@ import trio.testing
 
 from connectapi.actors.booking_intake import BookingIntake
 from connectapi.actors.channel_manager import ChannelManagerActor
-from connectapi.actors.front_door import FrontDoor
 from connectapi.actors.janitors import IdempotencyJanitor, KeyListener
 from connectapi.actors.messages.channel_manager import PushStateOf
 from connectapi.actors.outbox import OutboxSender
-from connectapi.actors.property_actor import PropertyActor
 from connectapi.actors.property_writer import PropertyWriter
 from connectapi.actors.push_scheduler import PushSweeper
 from connectapi.actors.pushers import AriProjector, InventoryDrain
@@ -174,14 +172,11 @@ def the_sync_route_asks(message: Any) -> bool:
 
 
 @pytest.mark.parametrize(("name_of", "kind", "cls", "only", "provoke", "stays_up", "backoff"), [
-    (lambda w: "front-door", "front-door", FrontDoor, any_message, provoke_by_request, "admin", SINGLETON),
-    (lambda w: f"property[{w.prop['id']}]", "property", PropertyActor, any_message, provoke_by_request,
-     "next door", PER_PROPERTY),
     (lambda w: f"writer[{w.prop['id']}]", "writer", PropertyWriter, any_message, provoke_by_request,
      "next door", PER_PROPERTY),
     (lambda w: "channel-manager", "channel-manager", ChannelManagerActor, the_sync_route_asks, provoke_by_sync,
      "next door", SINGLETON),
-], ids=["front-door", "property", "writer", "channel-manager"])
+], ids=["writer", "channel-manager"])
 async def test_an_actor_that_crashes_on_a_message_answers_it_then_restarts(
         api: Harness, monkeypatch: pytest.MonkeyPatch, name_of: Callable[[World], str], kind: str, cls: type,
         only: Callable[[Any], bool], provoke: Callable[[World], Awaitable[Any]], stays_up: str,

@@ -44,6 +44,9 @@ class SteppedClock:
     def today(self, zone: ZoneInfo) -> date:
         return self.at.astimezone(zone).date()
 
+    def shared_time(self) -> float | None:
+        return self.at.timestamp()
+
 
 def free_port() -> int:
     with socket.socket() as sock:

@@ -8,7 +8,6 @@ from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
 
-from ...actors.messages.property_budgets import ChargeCells
 from ...actors.messages.property_writer import ApplyWrite, IdempotencyClaim, Refused, WriteAccepted, WriteOutcome
 from ...domain import dates
 from ...domain import idempotency as idem
@@ -119,7 +118,7 @@ async def _write(resource: Resource) -> Response:
     payload = parse_json(await raw_body())
     plan = plan_write(resource, payload, ctx.clock.today(ZoneInfo(who.property.timezone)))
     # Cells are charged before anything is read or written: the idempotency record too.
-    await ctx.properties.ask(pid, ChargeCells(plan.requested_cells), ctx.ask_timeout)
+    await ctx.budgets_kept.charge_cells(pid, plan.requested_cells)
 
     async def run(claim: IdempotencyClaim | None) -> WriteOutcome:
         done = await ctx.writers.ask(pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from quart import Blueprint, Response, request
 
 from ...actors.booking_views import booking_view
-from ...actors.messages.property_budgets import ChargeBooking
 from ...actors.messages.property_writer import (BookingDone, BookingOutcome, CancelBooking, CreateBooking,
                                                 IdempotencyClaim, Refused)
 from ...domain import idempotency as idem
@@ -48,7 +47,7 @@ async def create_booking() -> Response:
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
         try:
-            await ctx.properties.ask(pid, ChargeBooking(who.key.id, who.property.bookings_per_day), ctx.ask_timeout)
+            await ctx.budgets_kept.charge_booking(who.key.id, pid, who.property.bookings_per_day)
         except AskTimeout:
             # Nothing was written yet: not a fate unknown, so the claim is released.
             raise ActorUnavailable(f"property[{pid}] did not answer in time") from None
