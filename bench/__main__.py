@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -35,9 +36,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a few seconds per scenario")
     parser.add_argument("--only", action="append", help="run only these scenarios (repeat)")
     parser.add_argument("--report-dir", type=Path, default=HERE, help="where REPORT.md and plots/ go")
+    parser.add_argument("--results-dir", type=Path, default=HERE / "results",
+                        help="where the scenarios' figures and latest.json go (committed beside the report)")
     args = parser.parse_args()
-    results_dir = HERE / "results"
-    results_dir.mkdir(exist_ok=True)
+    results_dir = args.results_dir.resolve()
+    results_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
     running: list[tuple[Scenario, subprocess.Popen[bytes]]] = []
@@ -48,7 +51,8 @@ def main() -> int:
               flush=True)
         (results_dir / scenario.result).unlink(missing_ok=True)
         running.append((scenario, subprocess.Popen([sys.executable, "-m", f"bench.{scenario.module}", *argv],
-                                                   cwd=HERE.parent)))
+                                                   cwd=HERE.parent,
+                                                   env={**os.environ, "BENCH_RESULTS_DIR": str(results_dir)})))
         if not beside:
             _wait_all(running)
     _wait_all(running)

@@ -24,6 +24,7 @@ import httpx
 import psutil
 import trio
 
+from .results_dir import results_dir
 from .pipeline import ADMIN_TOKEN, API
 from .process import bench_server
 
@@ -105,7 +106,7 @@ def main() -> int:
              f"touch (idle timeout {result['idle_seconds']:.0f} s) " if result["reclaimed"] is not None
              else "(reclaim not checked) ")
           + f"(RSS {result['rss_after_idle_mib']:.0f} MiB)")
-    out = Path(__file__).parent / "results"
+    out = results_dir()
     out.mkdir(exist_ok=True)
     (out / "actors.json").write_text(json.dumps(result, indent=2))
     return 0 if result["reclaimed"] is not False else 1

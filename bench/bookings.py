@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import trio
 
+from .results_dir import results_dir
 from .pipeline import ADMIN_TOKEN, API
 from .stats import percentile, thin
 from .process import bench_server
@@ -134,7 +135,7 @@ def main() -> int:
               f"(target >= {PER_SECOND:.0f}/s: {'met' if met else 'missed'})")
     print(f"oversell check: {over['requests']} requests for {over['rooms_left']} rooms left: {over['sold']} sold, "
           f"{over['refused_409']} refused, {over['available_after']} left after; overbooked: {over['overbooked']}")
-    out = Path(__file__).parent / "results"
+    out = results_dir()
     out.mkdir(exist_ok=True)
     (out / "bookings.json").write_text(json.dumps(result, indent=2))
     return 1 if over["overbooked"] else 0

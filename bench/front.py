@@ -19,6 +19,7 @@ from pathlib import Path
 
 import trio
 
+from .results_dir import results_dir
 from . import ari_write
 from .load import Run, load
 from .process import bench_server
@@ -83,7 +84,7 @@ def main() -> int:
     print(f"route p50 {'meets' if p50_ok else 'MISSES'} the {WRITE_P50_MS:.0f} ms target; route / raw = "
           f"{writes['ratio']:.2f} ({'meets' if ratio_ok else 'MISSES'} the {WRITE_RATIO:.0f}x target)")
 
-    out = Path(__file__).parent / "results"
+    out = results_dir()
     out.mkdir(exist_ok=True)
     (out / "front.json").write_text(json.dumps({
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bare": bare, "api": api, "ratio": ratio,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
@@ -47,9 +48,24 @@ async def _read_response(stream: trio.SocketStream, buffer: bytearray) -> int:
     return status
 
 
-async def load(port: int, path: str, headers: dict[str, str], connections: int, seconds: float) -> Run:
-    request = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-               + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
+async def load(port: int, path: str, headers: dict[str, str], connections: int, seconds: float,
+               method: str = "GET", body_for: Callable[[int], bytes] | None = None,
+               good: tuple[int, ...] = (200,)) -> Run:
+    """`connections` keep-alive connections asking as fast as answered for `seconds`.
+    `body_for(n)` gives the n-th request's body (a JSON document), for PUT and POST."""
+    head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items()))
+    plain = (head + "\r\n").encode()
+    sent = 0
+
+    def request() -> bytes:
+        nonlocal sent
+        if body_for is None:
+            return plain
+        sent += 1
+        body = body_for(sent)
+        return (head + f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
     latencies: list[float] = []
     counts = {"ok": 0, "errors": 0}
     deadline = time.perf_counter() + seconds
@@ -60,10 +76,10 @@ async def load(port: int, path: str, headers: dict[str, str], connections: int, 
         async with stream:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                await stream.send_all(request)
+                await stream.send_all(request())
                 status = await _read_response(stream, buffer)
                 latencies.append(time.perf_counter() - started)
-                counts["ok" if status == 200 else "errors"] += 1
+                counts["ok" if status in good else "errors"] += 1
 
     began = time.perf_counter()
     async with trio.open_nursery() as nursery:

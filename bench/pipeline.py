@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import trio
 
+from .results_dir import results_dir
 from .process import bench_server
 from .stats import percentile, thin
 
@@ -275,7 +276,7 @@ def main() -> int:
           f"{result['steady_throttled']} 429s (target 0)")
     print(f"sandbox grid equals the record for all {result['properties_checked']} properties: "
           f"{result['grid_equals_record']} (differing: {differing[:10]}); phases {phases} s")
-    out = Path(__file__).parent / "results"
+    out = results_dir()
     out.mkdir(exist_ok=True)
     (out / "pipeline.json").write_text(json.dumps(result, indent=2))
     return 0 if result["grid_equals_record"] and result["throttled"] == 0 else 1

@@ -47,7 +47,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("actors", "1000 properties touched once", "actors", "actors.json",
              ("--properties", "1000", "--idle", "3"), ("--properties", "20", "--no-idle-check")),
     Scenario("scale", "scaled out on one record: shared budgets, exactness", "scale", "scale.json",
-             ("--seconds", "4", "--rounds", "2"), ("--seconds", "1", "--rounds", "1", "--windows", "2")),
+             ("--seconds", "4", "--rounds", "2"),
+             ("--seconds", "1", "--rounds", "1", "--windows", "2", "--workers", "2")),
 )
 
 
@@ -131,6 +132,11 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                              exact["most_in_a_window"] <= exact["budget"]
                              and exact["fewest_in_a_window"] >= exact["budget"] - 1,
                              f"{exact['admitted']} admitted, {exact['refused']} refused, {exact['other']} other"))
+        for row in c.get("workers", []):
+            found.append(_target("scale", f"{row['route']}, serve --workers {row['workers']}", round(row["rps"]),
+                                 "req/s", "reported", None,
+                                 f"{row['cpu_ms_per_request']:.2f} CPU-ms/req (workers, parent, record), "
+                                 f"p50 {row['p50_ms']:.1f} ms, {row['errors']} errors"))
     return found
 
 

@@ -2,6 +2,9 @@
 
 - GET /property with the budgets counted in the record (shared by every process) against
   the same process counting them in memory (as before issue 17): target >= 60 %.
+- Throughput of GET /property, PUT /rates and POST /bookings against `serve --workers N`
+  for N = 1, 2, 4, and the CPU time a request costs (workers, parent and the record's
+  server together), which is what carries to a bigger machine.
 - Exactness across three `connectapi serve` processes on one record: one key driven at
   three times its `requests` budget through all three; the most and the fewest requests
   admitted in any window, against the budget.
@@ -20,6 +23,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +37,9 @@ from connectapi.storage.embedded import EmbeddedPostgres, ensure_database
 
 from .load import Run, load
 from .process import bench_server
+from .results_dir import results_dir
 
 ROOT = Path(__file__).parents[1]
-RESULT = Path(__file__).parent / "results" / "scale.json"
 API_PATH = "/api/v1/connect-api/v1/property"
 TARGET_RATIO = 0.60
 TOKEN = "bench-scale-operator-token-of-32-plus-chars"
@@ -98,9 +102,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _serve(data_dir: Path, port: int, env: dict[str, str]) -> subprocess.Popen[str]:
+def _serve(data_dir: Path, port: int, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
-    return subprocess.Popen([sys.executable, "-m", "connectapi", "serve", "--port", str(port)],
+    return subprocess.Popen([sys.executable, "-m", "connectapi", "serve", "--port", str(port), *extra],
                             env={**clean, "CONNECTAPI_DATA_DIR": str(data_dir), **env}, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
 
@@ -124,22 +128,109 @@ async def _ready(url: str, limit: float = 90.0) -> None:
             await trio.sleep(0.2)
 
 
+LIFTED = {name: 1_000_000_000 for name in ("ip", "global", "ip-auth", "requests", "writes", "property",
+                                          "property-writes", "cells", "bookings", "property-bookings",
+                                          "property-bookings-day")}
+
+
+def _record(scratch: Path, stack: ExitStack) -> tuple[str, Path]:
+    """An embedded PostgreSQL of its own for the run: the DSN of its database, its data dir."""
+    embedded = EmbeddedPostgres(scratch / "pg")
+    server_dsn = embedded.start()
+    stack.callback(embedded.stop)
+
+    async def database() -> str:
+        async with trio_asyncio.open_loop():
+            return await ensure_database(server_dsn, EMBEDDED_DATABASE)
+
+    return trio.run(database), scratch / "pg"
+
+
+def _record_pids(data_dir: Path) -> list[int]:
+    """The record's postmaster (its backends are its children)."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if proc.info.get("name") == "postgres" and str(data_dir) in " ".join(cmdline) and "-D" in cmdline:
+            found.append(proc.pid)
+    return found
+
+
+def _stay(n: int) -> str:
+    night = date.today() + timedelta(days=3 + n % 300)
+    return night.isoformat()
+
+
+def workers_throughput(counts: list[int], seconds: float, connections: int) -> list[dict[str, Any]]:
+    """GET /property, PUT /rates (one cell) and POST /bookings against `serve --workers N`,
+    budgets lifted, pushes paused: requests a second and CPU-ms a request (workers, parent
+    and the record's server together)."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="connectapi-scale-") as scratch, ExitStack() as stack:
+        dsn, pg_dir = _record(Path(scratch), stack)
+        env = {"DATABASE_URL": dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
+               "CONNECTAPI_BUDGETS": ",".join(f"{k}={v}" for k, v in LIFTED.items())}
+        for workers in counts:
+            port = _free_port()
+            proc = _serve(Path(scratch) / f"w{workers}", port, env, "--workers", str(workers))
+            url = f"http://127.0.0.1:{port}"
+            try:
+                rows += trio.run(_measure_routes, url, port, workers, seconds, connections,
+                                 [proc.pid, *_record_pids(pg_dir)])
+            finally:
+                _stop(proc)
+    return rows
+
+
+async def _measure_routes(url: str, port: int, workers: int, seconds: float, connections: int,
+                          pids: list[int]) -> list[dict[str, Any]]:
+    await _ready(url)
+    admin = {"Authorization": f"Bearer {TOKEN}"}
+    example = json.loads((ROOT / "docs/examples/property.json").read_text())
+    example["roomTypes"][0]["rooms"] = 500
+    async with httpx.AsyncClient(timeout=30) as http:
+        prop = (await http.post(f"{url}/api/v1/admin/properties", json=example, headers=admin)).json()["data"]
+        made = (await http.post(f"{url}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
+                                json={"label": "load", "scopes": ["ari:read", "ari:write", "bookings:write"]}))
+    key = {"Authorization": f"Bearer {made.json()['data']['key']}"}
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+
+    def rate(n: int) -> bytes:
+        night = _stay(n)
+        return json.dumps({"updates": [{"ratePlanId": plan, "dateFrom": night, "dateTo": night,
+                                        "rate": str(90 + n % 40), "currency": "EUR"}]}).encode()
+
+    def booking(n: int) -> bytes:
+        night = date.fromisoformat(_stay(n))
+        return json.dumps({"externalReference": f"W{workers}-{n}-{time.monotonic_ns()}",
+                           "checkIn": night.isoformat(), "checkOut": (night + timedelta(days=1)).isoformat(),
+                           "currency": "EUR", "guest": {"name": "Bench Guest", "phone": f"+35191{n % 10**7:07d}"},
+                           "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 2,
+                                      "nightlyRate": "99.00"}]}).encode()
+
+    routes: list[tuple[str, str, str, Any, tuple[int, ...]]] = [
+        ("GET /property", "GET", f"{API_PATH}", None, (200,)),
+        ("PUT /rates (1 cell)", "PUT", "/api/v1/connect-api/v1/rates", rate, (202,)),
+        ("POST /bookings", "POST", "/api/v1/connect-api/v1/bookings", booking, (201,)),
+    ]
+    rows = []
+    for name, method, path, body_for, good in routes:
+        await load(port, path, key, connections, 1.0, method, body_for, good)  # warm-up
+        before = _cpu_seconds(pids)
+        run = await load(port, path, key, connections, seconds, method, body_for, good)
+        cpu = _cpu_seconds(pids) - before
+        rows.append({"workers": workers, "route": name, "rps": run.rps, "p50_ms": run.percentile(50) * 1000,
+                     "errors": run.errors, "requests": run.requests,
+                     "cpu_ms_per_request": cpu * 1000 / run.requests if run.requests else float("nan")})
+    return rows
+
+
 def exactness(limit: int, window: float, windows: int) -> dict[str, Any]:
     """Three processes, one key at three times its `requests` budget: admitted per window."""
     with tempfile.TemporaryDirectory(prefix="connectapi-scale-") as scratch, ExitStack() as stack:
-        embedded = EmbeddedPostgres(Path(scratch) / "pg")
-        server_dsn = embedded.start()
-        stack.callback(embedded.stop)
-
-        async def database() -> str:
-            async with trio_asyncio.open_loop():
-                return await ensure_database(server_dsn, EMBEDDED_DATABASE)
-
-        dsn = trio.run(database)
-        sizes = {name: 100_000 for name in ("ip", "global", "ip-auth", "property", "writes", "property-writes",
-                                            "cells", "bookings", "property-bookings", "property-bookings-day")}
+        dsn, _ = _record(Path(scratch), stack)
         env = {"DATABASE_URL": dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
-               "CONNECTAPI_BUDGETS": ",".join(f"{k}={v}" for k, v in {**sizes, "requests": limit}.items()),
+               "CONNECTAPI_BUDGETS": ",".join(f"{k}={v}" for k, v in {**LIFTED, "requests": limit}.items()),
                "CONNECTAPI_TEST_BUDGET_WINDOW_SECONDS": str(window)}
         urls = []
         for name in ("a", "b", "c"):
@@ -201,6 +292,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=10)
     parser.add_argument("--window", type=float, default=2.0)
     parser.add_argument("--windows", type=int, default=5)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     args = parser.parse_args()
 
     front = shared_against_memory(args.seconds, args.rounds, args.connections)
@@ -211,13 +303,18 @@ def main() -> int:
     verdict = "meets" if front["ratio"] >= TARGET_RATIO else "MISSES"
     print(f"shared / in memory = {front['ratio']:.2f} ({verdict} the {TARGET_RATIO:.0%} target)")
 
+    workers = workers_throughput(args.workers, args.seconds, args.connections)
+    print(f"{'serve --workers N':<28}{'N':>3}{'req/s':>10}{'p50 ms':>10}{'CPU ms/req':>12}{'errors':>8}")
+    for row in workers:
+        print(f"{row['route']:<28}{row['workers']:>3}{row['rps']:>10.0f}{row['p50_ms']:>10.2f}"
+              f"{row['cpu_ms_per_request']:>12.2f}{row['errors']:>8.0f}")
+
     exact = exactness(args.budget, args.window, args.windows)
     print(f"exactness, 3 processes, `requests` {exact['budget']} per {exact['window_s']:.0f} s driven at 3x: "
           f"most in a window {exact['most_in_a_window']}, fewest {exact['fewest_in_a_window']} "
           f"({exact['admitted']} admitted, {exact['refused']} refused, {exact['other']} other)")
 
-    RESULT.parent.mkdir(exist_ok=True)
-    RESULT.write_text(json.dumps({"front": front, "exactness": exact, "cores": os.cpu_count(),
+    (results_dir() / "scale.json").write_text(json.dumps({"front": front, "workers": workers, "exactness": exact, "cores": os.cpu_count(),
                                   "connections": args.connections}, indent=2))
     return 0
 

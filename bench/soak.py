@@ -23,6 +23,7 @@ import httpx
 import psutil
 import trio
 
+from .results_dir import results_dir
 from .pipeline import ADMIN_TOKEN, API
 from .process import bench_server
 
@@ -147,7 +148,7 @@ def main() -> int:
           f"({result['over_budget_429_without_retry_after']} 429s without Retry-After); server RSS "
           f"{result['rss_mib'][0] if result['rss_mib'] else 0:.0f} -> {result['rss_mib'][-1] if result['rss_mib'] else 0:.0f} "
           f"MiB, growth {result['memory_growth']:+.1%} (flat: {result['memory_flat']})")
-    out = Path(__file__).parent / "results"
+    out = results_dir()
     out.mkdir(exist_ok=True)
     (out / "soak.json").write_text(json.dumps(result, indent=2))
     return 0 if soak_passed(result) else 1

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import trio
 
+from .results_dir import results_dir
 from .pipeline import ADMIN_TOKEN
 from .stats import percentile
 from .process import bench_server
@@ -171,7 +172,7 @@ def main() -> int:
     print(f"{throughput['bookings']} bookings to {throughput['endpoints']} endpoints: {throughput['deliveries']} "
           f"deliveries in {throughput['seconds']:.1f} s, {throughput['per_second']:.0f}/s"
           f"{'' if throughput['complete'] else ' (INCOMPLETE)'}")
-    out = Path(__file__).parent / "results"
+    out = results_dir()
     out.mkdir(exist_ok=True)
     (out / "webhooks.json").write_text(json.dumps(result, indent=2))
     return 0 if met and throughput["complete"] else 1

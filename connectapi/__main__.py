@@ -15,6 +15,14 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the service")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port to listen on (default 8080)")
+    serve.add_argument("--workers", default="1", metavar="N|auto",
+                       help="worker processes sharing the port: a number, or auto for one per core (default 1: "
+                            "a single process, no supervisor)")
+    # A worker of `serve --workers N`, started by its parent: the listening socket it shares
+    # and its end of the pair of sockets to the parent, by file descriptor.
+    serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--parent-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--migrate", action="store_true", help=argparse.SUPPRESS)
 
     commands.add_parser("migrate", help="apply the database migrations and exit")
 
@@ -40,9 +48,25 @@ def main(argv: list[str] | None = None) -> int:
 
     from .logs import configure
 
-    # The service's own logs are JSON lines; the admin commands talk to a person.
+    workers = 1
+    if args.command == "serve":
+        from .config import available_cores
+        from .domain.worker_pool import parse_worker_count
+
+        try:
+            workers = parse_worker_count(args.workers, available_cores())
+        except ValueError as exc:
+            print(f"connectapi: {exc}", file=sys.stderr)
+            return 2
+    is_worker = args.command == "serve" and args.parent_fd is not None
+    if is_worker and args.listen_fd is None:
+        print("connectapi: a worker needs --listen-fd and --parent-fd (its parent gives both)", file=sys.stderr)
+        return 2
+    # The service's own logs are JSON lines; the admin commands talk to a person. With
+    # several processes on one stderr, each line names its process.
     configure(json_lines=args.command in ("serve", "sandbox-cm")
-              and os.environ.get("CONNECTAPI_LOG_FORMAT", "json") != "text")
+              and os.environ.get("CONNECTAPI_LOG_FORMAT", "json") != "text",
+              with_pid=workers > 1 or is_worker)
     try:
         is_serve = args.command == "serve"
         settings = Settings.from_env(host=args.host if is_serve else None, port=args.port if is_serve else None)
@@ -51,10 +75,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     if args.command == "serve":
-        from .service import run_serve
+        from .service import run_serve, run_worker
+        from .workers import run_workers
 
         try:
-            run_serve(settings)
+            if is_worker:
+                run_worker(settings, args.listen_fd, args.parent_fd, args.migrate)
+            elif workers > 1:
+                return run_workers(settings, workers)
+            else:
+                run_serve(settings)
         except ConfigError as exc:  # found at start: the operator token, the data dir
             print(f"connectapi: {exc}", file=sys.stderr)
             return 2

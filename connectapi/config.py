@@ -131,6 +131,14 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return int(text)
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its affinity), for `serve --workers auto`."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def resolve_admin_token(settings: Settings) -> tuple[str, bool]:
     """The operator token, and whether it was generated just now (so it is shown once).
 

@@ -9,16 +9,21 @@ import sys
 from pythonjsonlogger.json import JsonFormatter
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TEXT_PID_FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
 
 
-def configure(json_lines: bool) -> None:
+def configure(json_lines: bool, with_pid: bool = False) -> None:
+    """`with_pid`: each line names its process (`pid`), for `serve --workers N`, whose
+    processes share one stderr."""
     handler = logging.StreamHandler(sys.stderr)
     if json_lines:
-        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
-                                           rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        fields = "%(asctime)s %(levelname)s %(name)s %(process)d %(message)s" if with_pid else \
+            "%(asctime)s %(levelname)s %(name)s %(message)s"
+        handler.setFormatter(JsonFormatter(fields, rename_fields={"asctime": "time", "levelname": "level",
+                                                                  "name": "logger", "process": "pid"},
                                            timestamp=False))
     else:
-        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+        handler.setFormatter(logging.Formatter(TEXT_PID_FORMAT if with_pid else TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

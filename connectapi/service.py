@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
+import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -71,7 +72,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
     Supervision runs in four levels, stopped inside out, each with its grace: the
     services (sender, outbox, intake, reconciler, sweep) first, then the property actors
     (writers, pushers; then their push leases are given back), then the channel manager
-    and the push-lease keeper, and last the watchers (key listener, janitor, record watchdog), which have nothing to finish.
+    and the push-lease keeper, and last the watchers (key listener, janitor, record
+    watchdog), which have nothing to finish.
     """
     grace = settings.shutdown_grace_seconds
     stop_by: list[float] = []
@@ -178,7 +180,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             clock=clock,
                             budgets=settings.budgets,
                             proxies=TrustedProxies(settings.trusted_proxies),
-                            budgets_kept=BudgetKeeper(settings.budgets, budget_counter or RecordCounter(db), clock),
+                            budgets_kept=BudgetKeeper(settings.budgets, budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock),
                             writers=writers,
                             pushes=scheduler,
                             reconciler=reconciler,
@@ -265,20 +267,84 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
             applied = await migrate(db)
             if applied:
                 log.info("applied migrations %s", applied)
-            async with open_front(settings, db, SystemClock(), token, embedded=embedded) as ctx:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_wait_for_signal, ctx.stopping)
-                    binds = await nursery.start(serve_http, create_app(ctx),
-                                                hypercorn_config(
-                                                    f"{settings.host}:{settings.port}",
-                                                    max_connections=connection_cap(settings.max_connections),
-                                                    is_proxy=ctx.proxies.is_proxy),
-                                                ctx.stopping)
-                    _announce(binds, settings, token, generated)
-                    await ctx.stopping.wait()
-                    log.info("stopping: finishing the requests in flight")
-                log.info("stopping: the actors finish their work or leave it in the record")
+
+            async def serving(binds: list[str]) -> None:
+                announce(binds, settings, token, generated)
+
+            await _run_front(settings, db, token, embedded, f"{settings.host}:{settings.port}", serving)
         log.info("stopped")
+
+
+# A worker stopping keeps an idle keep-alive connection this long for a request already on
+# its way (http/connections.py); its successor answers the client's next connection.
+WORKER_IDLE_DRAIN = 1.0
+WORKER_READY = b"ready\n"
+
+
+def run_worker(settings: Settings, listen_fd: int, parent_fd: int, apply_migrations: bool) -> None:
+    """One of `serve --workers N`'s processes (connectapi/workers.py): the record is the
+    parent's (migrated, in DATABASE_URL; an embedded server is the parent's to watch), and
+    so are the listening socket (`listen_fd`) and the operator token (in the environment).
+    `parent_fd` is this worker's end of a socket pair with the parent: it says `ready` there
+    once it serves, and stops when the parent's end closes (the parent is gone).
+    `apply_migrations`: the first worker of a reload applies what an upgrade brought."""
+    assert settings.database_url is not None and settings.admin_token is not None, "set by the parent"
+    parent = socket.socket(fileno=parent_fd)
+    trio.run(_serve_worker, settings, settings.database_url, settings.admin_token, listen_fd, parent,
+             apply_migrations)
+
+
+async def _serve_worker(settings: Settings, dsn: str, token: str, listen_fd: int, parent: socket.socket,
+                        apply_migrations: bool) -> None:
+    channel = trio.socket.from_stdlib_socket(parent)
+    async with trio_asyncio.open_loop():
+        async with open_database(dsn) as db:
+            if apply_migrations:
+                applied = await migrate(db)
+                if applied:
+                    log.info("applied migrations %s", applied)
+
+            async def serving(binds: list[str]) -> None:
+                try:
+                    await channel.send(WORKER_READY)
+                except OSError as exc:  # the parent is gone: _wait_for_parent stops this worker
+                    log.error("could not tell the parent this worker is ready: %s", exc)
+
+            await _run_front(settings, db, token, None, f"fd://{listen_fd}", serving, idle_drain=WORKER_IDLE_DRAIN,
+                             parent=channel)
+        log.info("stopped")
+
+
+async def _run_front(settings: Settings, db: Database, token: str, embedded: EmbeddedPostgres | None, bind: str,
+                     serving: Callable[[list[str]], Awaitable[None]], *, idle_drain: float = 0.0,
+                     parent: trio.socket.SocketType | None = None) -> None:
+    """The actors and hypercorn on `bind`, until SIGINT or SIGTERM (or the parent's end of
+    `parent` closes); `serving` hears the binds once requests are answered."""
+    async with open_front(settings, db, SystemClock(), token, embedded=embedded) as ctx:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait_for_stop, ctx.stopping, parent)
+            binds = await nursery.start(serve_http, create_app(ctx),
+                                        hypercorn_config(
+                                            bind,
+                                            max_connections=connection_cap(settings.max_connections),
+                                            is_proxy=ctx.proxies.is_proxy,
+                                            idle_drain=idle_drain),
+                                        ctx.stopping)
+            await serving(binds)
+            await ctx.stopping.wait()
+            log.info("stopping: finishing the requests in flight")
+        log.info("stopping: the actors finish their work or leave it in the record")
+
+
+async def _wait_for_stop(stop: trio.Event, parent: trio.socket.SocketType | None) -> None:
+    """Set `stop` on SIGINT or SIGTERM, or once the parent's end of `parent` is closed;
+    returns when `stop` is set, whoever set it."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_wait_for_signal, stop)
+        if parent is not None:
+            nursery.start_soon(_wait_for_parent, parent, stop)
+        await stop.wait()
+        nursery.cancel_scope.cancel()
 
 
 async def _wait_for_signal(stop: trio.Event) -> None:
@@ -288,7 +354,18 @@ async def _wait_for_signal(stop: trio.Event) -> None:
             return
 
 
-def _announce(binds: list[str], settings: Settings, token: str, generated: bool) -> None:
+async def _wait_for_parent(parent: trio.socket.SocketType, stop: trio.Event) -> None:
+    """The parent never writes: its end closes when it exits, however it exits."""
+    try:
+        while await parent.recv(64):
+            pass
+    except OSError:
+        pass
+    log.error("the parent process is gone: stopping")
+    stop.set()
+
+
+def announce(binds: list[str], settings: Settings, token: str, generated: bool) -> None:
     url = binds[0] if binds else f"http://{settings.host}:{settings.port}"
     print(f"connectapi listening on {url}", file=sys.stderr)
     print(f"  Connect API: {url}/api/v1/connect-api/v1   admin: {url}/api/v1/admin", file=sys.stderr)

@@ -8,22 +8,35 @@ unacknowledged revision is offered again by the channel manager and is a no-op.
 
 Rounds run when the channel manager notifies us (a trigger only: its notification carries
 no data we trust) and on a timer, as a safety net for a notification that never came.
+
+Several processes on one record take turns: a round runs under the intake's lease in the
+record (`round_leases`), renewed while it runs, so one process at a time reads the feed,
+applies and acknowledges. A process woken while another holds the lease leaves it a
+round more to run; one that dies mid-round leaves the lease to run out, and another
+process takes the feed over from the record. The revision's own row lock still keeps an
+apply to once if two rounds ever overlap (a holder stalled past its lease).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
+
+import trio
 
 from ..channel.client import FEED_MAX_PAGES
 from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import MalformedRevision
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
                       RoundsActor)
-from ..storage import ota
-from ..storage.database import Database, RecordRefused, StorageUnavailable
+from ..storage import ota, round_leases
+from ..storage.database import Database, RecordRefused, StorageError, StorageUnavailable
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
 from .messages.property_writer import ApplyOtaRevision, RefuseOtaRevision, RevisionSettled, WriterMessage
 
@@ -46,6 +59,12 @@ class Round:
 Settled = Callable[[Round], Awaitable[None]]
 ROUND_BATCH = 500  # revisions a round applies, and acknowledges, at most
 ASK_TIMEOUT = 30.0
+# The intake's lease: held for LEASE past each renewal, renewed every RENEW_SECONDS while a
+# round runs, so a live holder never loses it and a dead one's runs out within LEASE.
+LEASE_NAME = "booking-intake"
+LEASE = timedelta(seconds=30)
+RENEW_SECONDS = 10.0
+GIVE_BACK_SECONDS = 5.0  # to give the lease back when a round ends by a failure or a stop
 
 
 class BookingIntake(RoundsActor):
@@ -66,10 +85,50 @@ class BookingIntake(RoundsActor):
         self._feed_pages = feed_pages
         self._batch = batch
         self._unknown_properties: set[str] = set()
+        # This incarnation's name on the lease (a crashed one's lease runs out like a dead
+        # process's).
+        self._holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
     async def round(self) -> NextRound:
-        done = await self.pull()
-        return NextRound(more=done.more)
+        now = self._clock.now()
+        lease = await round_leases.take(self._db, LEASE_NAME, self._holder, now, now + LEASE)
+        if not lease.taken:
+            # Another process is in a round: it runs one more when it ends (we left it
+            # `again`). Look again when its lease would run out, in case it died.
+            return NextRound(due_in=max(0.0, (lease.held_until - now).total_seconds()) + 1.0)
+        done: Round | None = None
+        again = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._hold, nursery.cancel_scope)
+                done = await self.pull()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.move_on_after(GIVE_BACK_SECONDS) as giving_back:
+                giving_back.shield = True
+                again = await self._give_back()
+        if done is None:  # the lease was lost mid-round: the process holding it now goes on
+            return NextRound()
+        return NextRound(more=done.more or again)
+
+    async def _hold(self, round_scope: trio.CancelScope) -> None:
+        """Renew the lease while the round runs; a round that lost it (it ran past its lease,
+        stalled, and another process took the feed over) stops."""
+        while True:
+            await trio.sleep(RENEW_SECONDS)
+            if not await round_leases.renew(self._db, LEASE_NAME, self._holder, self._clock.now() + LEASE):
+                log.warning("intake: another process took the booking feed over while this one's round ran "
+                            "past its lease; the round stops")
+                round_scope.cancel()
+                return
+
+    async def _give_back(self) -> bool:
+        try:
+            return await round_leases.give_back(self._db, LEASE_NAME, self._holder)
+        except StorageError as exc:
+            # It runs out by itself, and this process may take it again before that.
+            log.warning("intake: could not give the booking feed's lease back: %s", exc)
+            return False
 
     async def pull(self) -> Round:
         done = Round()

@@ -2,8 +2,9 @@
 
 Run by the property's writer (every change to a property's inventory goes through it), so
 a revision is applied between the property's API bookings and ARI writes, never beside
-them; the row lock on the property and the revision's own lock keep it to once across
-processes.
+them. One process at a time runs the intake (its lease); should two rounds ever overlap
+(a holder stalled past its lease), the row lock on the property and the revision's own
+lock still keep each revision to one apply, or one refusal, and one set of events.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ async def refuse_revision(db: Database, item: ota.Received, why: str, now: datet
     it, round after round: it is kept, marked refused, and the owner told."""
     async def work(tx: Tx) -> RevisionSettled:
         prop = await ari.lock_property(tx, item.property_id)
+        if not await ota.lock_received(tx, item.seq):
+            # Settled meanwhile (another round applied it): neither overwritten nor told twice.
+            return RevisionSettled("already settled")
         mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
             prop.name, str(item.payload.get("ota_reservation_code", "?"))[:60],
             str(item.payload.get("ota_name", "the OTA"))[:40], why), now)

@@ -39,7 +39,9 @@ class BudgetLedger:
                 elif c.fallback is not None and w.wait_for(now, c.fallback) is None:
                     verdicts[i] = Verdict.DEFERRED
                 else:
-                    verdicts[i], waits[i], refused = Verdict.REFUSED, w.wait_for(now, c.need), True
+                    # Until the smallest need that lets the request on fits.
+                    smallest = c.fallback if c.fallback is not None else c.need
+                    verdicts[i], waits[i], refused = Verdict.REFUSED, w.wait_for(now, smallest), True
                     break
                 i += 1
             if refused:

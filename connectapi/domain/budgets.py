@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 MINUTE = 60.0
+MOST = 2**31 - 1  # the record counts limits as 32-bit integers
 DAY = 24 * 3600.0
 
 
@@ -95,6 +96,8 @@ class Budgets:
                 raise ValueError(f"budget {name} needs an integer, got {value!r}") from None
             if size < 0:
                 raise ValueError(f"budget {name} cannot be negative")
+            if size > MOST:
+                raise ValueError(f"budget {name} cannot be above {MOST}")
             limits[name] = (size, limits[name][1])
         return cls(limits)
 

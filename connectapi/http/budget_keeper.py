@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import trio
+
 from ..domain.budget_charges import Charge, Counted, Verdict, refusal, state_of
 from ..domain.budget_subjects import budget_subject
 from ..domain.budgets import (BOOKING_KEY_BUDGETS, BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
                               RequestKind)
 from ..domain.errors import ApiError
-from ..domain.sliding_window import WindowState
+from ..domain.sliding_window import WindowState, whole_seconds
 from ..engine import Clock
 from ..storage import budgets as stored
-from ..storage.database import Database
+from ..storage.database import Database, RecordRefused, StorageError, StorageUnavailable
 
 # The part of `global` that requests without a known key cannot take: a flood of requests
 # with no key or a wrong one (from many addresses) leaves this much to integrators whose
@@ -54,14 +56,146 @@ class BudgetCounter(Protocol):
     async def charge(self, now: float | None, charges: Sequence[Charge]) -> list[Counted]: ...
 
 
-class RecordCounter:
-    """Counts in the record: the service's only counter."""
+@dataclass(eq=False, slots=True)
+class _Ask:
+    now: float | None
+    charges: Sequence[Charge]
+    answer: list[Counted] | None = None
+    error: Exception | None = None
 
-    def __init__(self, db: Database) -> None:
+
+class RecordCounter:
+    """Counts in the record: the service's only counter.
+
+    One statement at a time goes out from a process; the asks of requests that arrive
+    meanwhile wait and go together in the next (as a database groups commits). Each is
+    still checked and charged on its own, in arrival order. A lone request waits for
+    nobody; under load a statement carries many asks, so the record's row locks and the
+    round trips are taken once per batch, not once per request.
+
+    Whoever finds no statement out sends the next one, shielded from its own cancellation
+    (the asks of others ride on it); the statement's own timeouts bound it. An ask not
+    sent within `wait_limit` is withdrawn (503), and when the record cannot be reached,
+    every ask waiting then hears it at once: an outage never builds a queue of requests
+    each waiting out the timeouts of the ones before.
+    """
+
+    MOST_PER_STATEMENT = 64
+    MOST_WAITING = 5000
+
+    def __init__(self, db: Database, wait_limit: float = 10.0) -> None:
         self._db = db
+        self._wait_limit = wait_limit
+        self._pending: list[_Ask] = []
+        self._sending = False
+        self._sent = trio.Event()
+        self.statements = 0  # sent so far (tests, metrics)
 
     async def charge(self, now: float | None, charges: Sequence[Charge]) -> list[Counted]:
-        return await stored.charge(self._db, now, charges)
+        stored.check_stages(charges)
+        if len(self._pending) >= self.MOST_WAITING:
+            raise StorageUnavailable("too many requests are waiting for the record's budget counts")
+        ask = _Ask(now, charges)
+        self._pending.append(ask)
+        give_up = trio.current_time() + self._wait_limit
+        while ask.answer is None and ask.error is None:
+            if not self._sending:
+                self._sending = True
+                try:
+                    with trio.CancelScope(shield=True):
+                        await self._send_next()
+                finally:
+                    self._sending = False
+                    self._sent.set()
+                    self._sent = trio.Event()
+            else:
+                try:
+                    with trio.move_on_at(give_up):
+                        await self._sent.wait()
+                except BaseException:
+                    if ask in self._pending:  # not sent yet: withdrawn, never counted
+                        self._pending.remove(ask)
+                    raise
+                if ask in self._pending and trio.current_time() >= give_up:
+                    self._pending.remove(ask)
+                    raise StorageUnavailable("the record did not count this request's budgets in time")
+        if ask.error is not None:
+            raise ask.error
+        assert ask.answer is not None
+        return ask.answer
+
+    async def _send_next(self) -> None:
+        """The oldest asks of one instant (all of them, on the record's clock), at most a
+        statement's worth."""
+        first = self._pending[0].now
+        batch: list[_Ask] = []
+        for ask in self._pending:
+            if ask.now != first or len(batch) == self.MOST_PER_STATEMENT:
+                break
+            batch.append(ask)
+        del self._pending[:len(batch)]
+        self.statements += 1
+        try:
+            answers = await stored.charge_many(self._db, first, [ask.charges for ask in batch])
+        except StorageError as exc:
+            if isinstance(exc, StorageUnavailable):
+                # The record is away: those waiting behind would only wait to hear the same.
+                batch += self._pending
+                self._pending.clear()
+            for ask in batch:
+                ask.error = _copy(exc)
+            return
+        except Exception as exc:  # a bug of ours: each asker hears it, none hangs
+            for ask in batch:
+                ask.error = RuntimeError(f"the budget statement failed: {exc!r}")
+                ask.error.__cause__ = exc
+            return
+        for ask, answer in zip(batch, answers, strict=True):
+            ask.answer = answer
+
+
+def _copy(exc: StorageError) -> StorageError:
+    """One error per asker (an exception raised in several tasks would share a traceback)."""
+    copy: StorageError
+    if isinstance(exc, RecordRefused):
+        copy = RecordRefused(str(exc), exc.sqlstate)
+    else:
+        copy = StorageUnavailable(str(exc))
+    copy.__cause__ = exc
+    return copy
+
+
+class _HeldRefusals:
+    """Addresses refused by `ip`, answered here until their refusal's wait is over.
+
+    Exact, not a guess: a window's count only drops as its events leave, and other
+    processes can only add to it, so an address refused with "retry in w seconds" is
+    refused by every process until then. The wait runs from when this process asked (at or
+    before the record's instant), so a hold never outlasts the record's refusal. A flood
+    from one address then costs the record nothing after its first refusal.
+    """
+
+    MOST = 100_000  # a bound on memory, not a policy: past it the holds start over
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[float, float, WindowState]] = {}  # subject -> asked at, until, state
+
+    def hold(self, subject: str, asked_at: float, wait: float, state: WindowState) -> None:
+        if len(self._held) >= self.MOST:
+            self._held.clear()
+        self._held[subject] = (asked_at, asked_at + wait, state)
+
+    def held(self, subject: str, now: float) -> tuple[float, WindowState] | None:
+        """Seconds left and the window as it stands now, or None."""
+        found = self._held.get(subject)
+        if found is None:
+            return None
+        asked_at, until, state = found
+        if now >= until:
+            del self._held[subject]
+            return None
+        return until - now, WindowState(state.limit, state.window, state.used,
+                                        max(0.0, state.reset_after - (now - asked_at)))
 
 
 class BudgetKeeper:
@@ -69,6 +203,21 @@ class BudgetKeeper:
         self._budgets = budgets
         self._counter = counter
         self._clock = clock
+        self._held = _HeldRefusals()
+
+    def _held_ip(self, subject: str, now: float) -> Entry | None:
+        held = self._held.held(subject, now)
+        if held is None:
+            return None
+        wait, state = held
+        seconds = whole_seconds(wait)
+        return Entry(state, ApiError("RATE_LIMITED", f"the ip budget is used up; retry in {seconds}s", scope="ip",
+                                     retry_after_seconds=seconds))
+
+    def _note_ip(self, subject: str, asked_at: float, charges: Sequence[Charge], counted: Sequence[Counted]) -> None:
+        ip = counted[0]
+        if charges[0].name == "ip" and ip.verdict is Verdict.REFUSED and ip.wait is not None:
+            self._held.hold(subject, asked_at, ip.wait, ip.state)
 
     def _charge(self, name: str, whose: object, stage: int, need: int | None, amount: int, *,
                 fallback: int | None = None, limit: int | None = None) -> Charge:
@@ -87,6 +236,9 @@ class BudgetKeeper:
         address may still try one (`ip-auth`). A request past the open share of `global`
         that will present a key goes on, deferred: it is charged once its key is good."""
         subject = budget_subject(address)
+        asked_at = self._clock.monotonic()
+        if (held := self._held_ip(subject, asked_at)) is not None:
+            return held
         kept = self._kept()
         charges = [
             self._charge("ip", subject, 1, 1, 1),
@@ -95,6 +247,7 @@ class BudgetKeeper:
         if needs_key:
             charges.append(self._charge("ip-auth", subject, 2, 1, 0))
         counted = await self._count(charges)
+        self._note_ip(subject, asked_at, charges, counted)
         return Entry(counted[0].state, refusal(charges, counted),
                      global_deferred=counted[1].verdict is Verdict.DEFERRED)
 
@@ -113,14 +266,41 @@ class BudgetKeeper:
         charges = [self._charge("global", None, 1, 1 if key_good else 1 + self._kept(), 1)]
         return refusal(charges, await self._count(charges))
 
+    async def admit_known(self, address: str, key_id: int, property_id: int, kind: RequestKind) -> Admitted:
+        """Every request budget of a request whose key is already known good (from the
+        process's key cache, with no lookup), in one statement: `ip` and `global`, then
+        `ip-auth`, then the key's and the property's, in the gates' order. A good key may
+        take the whole of `global`."""
+        subject = budget_subject(address)
+        asked_at = self._clock.monotonic()
+        if (held := self._held_ip(subject, asked_at)) is not None:
+            return Admitted((("ip", held.ip),), held.refusal)
+        charges = [self._charge("ip", subject, 1, 1, 1), self._charge("global", None, 1, 1, 1),
+                   self._charge("ip-auth", subject, 2, 1, 0)]
+        charges += self._request_charges(key_id, property_id, kind, stage=3)
+        counted = await self._count(charges)
+        self._note_ip(subject, asked_at, charges, counted)
+        found = refusal(charges, counted)
+        if found is not None and found.scope in ("ip", "global", "ip-auth"):
+            # Refused before the key counted: the answer carries the address's policy.
+            return Admitted((("ip", counted[0].state),), found)
+        return Admitted(self._policies(kind, charges, counted), found)
+
+    def _request_charges(self, key_id: int, property_id: int, kind: RequestKind, stage: int) -> list[Charge]:
+        charges = [self._charge(name, key_id, stage, 1, 1) for name in KEY_BUDGETS[kind]]
+        return charges + [self._charge(name, property_id, stage, 1, 1) for name in PROPERTY_BUDGETS[kind]]
+
+    @staticmethod
+    def _policies(kind: RequestKind, charges: Sequence[Charge],
+                  counted: Sequence[Counted]) -> tuple[tuple[str, WindowState], ...]:
+        shown = ("requests", "writes") if kind is RequestKind.WRITE else ("requests",)
+        return tuple((name, state_of(name, charges, counted)) for name in shown)
+
     async def admit_request(self, key_id: int, property_id: int, kind: RequestKind) -> Admitted:
         """The key's and the property's request budgets, all or none."""
-        charges = [self._charge(name, key_id, 1, 1, 1) for name in KEY_BUDGETS[kind]]
-        charges += [self._charge(name, property_id, 1, 1, 1) for name in PROPERTY_BUDGETS[kind]]
+        charges = self._request_charges(key_id, property_id, kind, stage=1)
         counted = await self._count(charges)
-        shown = ("requests", "writes") if kind is RequestKind.WRITE else ("requests",)
-        return Admitted(tuple((name, state_of(name, charges, counted)) for name in shown),
-                        refusal(charges, counted))
+        return Admitted(self._policies(kind, charges, counted), refusal(charges, counted))
 
     async def charge_cells(self, property_id: int, cells: int) -> None:
         """The `cells` budget; raises its 429 when `cells` do not fit."""

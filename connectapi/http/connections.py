@@ -30,6 +30,8 @@ from hypercorn.events import Closed, Event, RawData
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import run as hypercorn_run
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
+from hypercorn.trio.worker_context import WorkerContext
+from hypercorn.typing import AppWrapper, LifespanState
 
 from ..domain.budget_subjects import budget_subject
 from ..domain.errors import ApiError
@@ -57,6 +59,13 @@ class ServingConfig(HypercornConfig):
     max_connections: int = MAX_CONNECTIONS
     request_read_limit: float = REQUEST_READ_LIMIT
     send_limit: float = SEND_LIMIT
+    # Once stopping, a keep-alive connection waiting for its next request is kept this long
+    # more (0: closed at once, hypercorn's way). For a worker sharing its listening socket
+    # with others: a client sending its next request just then is answered (with
+    # `Connection: close`) instead of meeting a closed connection, and reconnects to one of
+    # the others. A connection whose answer was begun before the stop (so it does not say
+    # `Connection: close`) is kept the same way instead of closed after it.
+    idle_drain: float = 0.0
 
     def __init__(self) -> None:
         super().__init__()
@@ -97,9 +106,32 @@ def connection_cap(wanted: int) -> int:
     return min(wanted, max(room, 10))
 
 
+class _KeptOpenContext(WorkerContext):
+    """hypercorn's worker context as a draining worker's HTTP/1.1 protocol sees it: never
+    terminated. hypercorn closes a connection after its answer once the server is
+    terminated; an answer begun before the stop does not say `Connection: close`, and a
+    client that sends its next request before our close reaches it (a few ms when the
+    machine is busy) met "Server disconnected without sending a response". Seeing no
+    termination, the protocol keeps such a connection, and the idle drain closes it."""
+
+    def __init__(self, context: WorkerContext) -> None:
+        super().__init__(context.max_requests)
+        self._context = context
+
+    async def mark_request(self) -> None:
+        await self._context.mark_request()  # hypercorn's count of requests is the server's
+
+
 class GuardedConnection(TCPServer):
     """hypercorn's connection, guarded when served with a ServingConfig (the patch is
     process-wide; other servers in the process, such as the sandbox, are left as they were)."""
+
+    def __init__(self, app: AppWrapper, config: HypercornConfig, context: WorkerContext, state: LifespanState,
+                 stream: trio.SSLStream[trio.SocketStream]) -> None:
+        super().__init__(app, config, context, state, stream)
+        self._terminated = context.terminated
+        if isinstance(config, ServingConfig) and config.idle_drain:
+            self.context = _KeptOpenContext(context)
 
     async def run(self) -> None:
         config = self.config
@@ -174,8 +206,20 @@ class GuardedConnection(TCPServer):
     async def _idle_timeout(self) -> None:
         # A connection given up on is not kept for its keep-alive time (the protocol restarts
         # this timer when the aborted answer ends).
-        if not getattr(self, "_given_up", False):
+        if getattr(self, "_given_up", False):
+            return
+        config = self.config
+        if not isinstance(config, ServingConfig) or not config.idle_drain:
             await super()._idle_timeout()
+            return
+        with trio.move_on_after(config.keep_alive_timeout):
+            await self._terminated.wait()
+        if self._terminated.is_set():
+            # A request arriving meanwhile cancels this task (the connection is no longer
+            # idle); it is answered with `Connection: close`, and the connection ends after it.
+            await trio.sleep(config.idle_drain)
+        with trio.CancelScope(shield=True):
+            await self._initiate_server_close()
 
     async def _read_data(self) -> None:
         config = self.config

@@ -3,11 +3,13 @@ within a bound, and close keep-alive connections instead of leaving them hanging
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import trio
 from hypercorn.trio import serve
+from hypercorn.utils import repr_socket_addr
 
 from .connections import MAX_CONNECTIONS, REQUEST_READ_LIMIT, ServingConfig, serve_guarded
 
@@ -64,7 +66,8 @@ class ShieldedSends:
 
 def hypercorn_config(bind: str, *, max_connections: int = MAX_CONNECTIONS,
                      request_read_limit: float = REQUEST_READ_LIMIT, send_limit: float = SEND_LIMIT,
-                     is_proxy: Callable[[str], bool] | None = None) -> ServingConfig:
+                     is_proxy: Callable[[str], bool] | None = None, idle_drain: float = 0.0) -> ServingConfig:
+    """`bind` is `host:port`, or `fd://N` for a socket already listening (a worker's)."""
     config = ServingConfig()
     config.bind = [bind]
     config.accesslog = None
@@ -72,9 +75,24 @@ def hypercorn_config(bind: str, *, max_connections: int = MAX_CONNECTIONS,
     config.max_connections = max_connections
     config.request_read_limit = request_read_limit
     config.send_limit = send_limit
+    config.idle_drain = idle_drain
     if is_proxy is not None:
         config.is_proxy = is_proxy
     return config
+
+
+def listening_socket(bind: str) -> socket.socket:
+    """Bind and listen on `host:port` once, as hypercorn itself would (same options, same
+    backlog), for worker processes to share as `fd://N`."""
+    config = hypercorn_config(bind)
+    sock = config.create_sockets().insecure_sockets[0]
+    sock.listen(config.backlog)
+    return sock
+
+
+def socket_url(sock: socket.socket) -> str:
+    """The address a listening socket serves, written as hypercorn announces its binds."""
+    return f"http://{repr_socket_addr(sock.family, sock.getsockname())}"
 
 
 async def serve_http(app: Any, config: ServingConfig, stop: trio.Event,

@@ -12,27 +12,46 @@ _VERDICTS = {v.value: v for v in Verdict}
 
 
 async def charge(db: Database, now: float | None, charges: Sequence[Charge]) -> list[Counted]:
-    """Check and charge `charges` in one statement (see `connectapi_charge_budgets`).
+    """Check and charge one request's `charges` in one statement."""
+    return (await charge_many(db, now, [charges]))[0]
+
+
+async def charge_many(db: Database, now: float | None,
+                      requests: Sequence[Sequence[Charge]]) -> list[list[Counted]]:
+    """Check and charge several requests' charges in one statement (see
+    `connectapi_charge_budgets`): each request on its own, in the order given.
 
     `now`: seconds since the epoch; None takes the database server's clock, the one clock
     every process and machine shares. Tests give their fake clock's time.
     """
+    for charges in requests:
+        check_stages(charges)
+    items = [(n, c) for n, charges in enumerate(requests) for c in charges]
     rows = await db.fetch(
-        "SELECT * FROM connectapi_charge_budgets($1, $2, $3, $4, $5, $6, $7, $8)",
+        "SELECT * FROM connectapi_charge_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         now,
-        [c.subject for c in charges],
-        [c.stage for c in charges],
-        [c.limit for c in charges],
-        [c.window for c in charges],
-        [c.need for c in charges],
-        [c.amount for c in charges],
-        [c.fallback for c in charges],
+        [n for n, _ in items],
+        [c.subject for _, c in items],
+        [c.stage for _, c in items],
+        [c.limit for _, c in items],
+        [c.window for _, c in items],
+        [c.need for _, c in items],
+        [c.amount for _, c in items],
+        [c.fallback for _, c in items],
     )
-    return [
-        Counted(_VERDICTS[row["verdict"]], WindowState(c.limit, c.window, row["used"], row["reset_after"]),
-                row["wait"])
-        for c, row in zip(charges, rows, strict=True)
-    ]
+    answers: list[list[Counted]] = [[] for _ in requests]
+    for (n, c), row in zip(items, rows, strict=True):
+        answers[n].append(Counted(_VERDICTS[row["verdict"]],
+                                  WindowState(c.limit, c.window, row["used"], row["reset_after"]), row["wait"]))
+    return answers
+
+
+def check_stages(charges: Sequence[Charge]) -> None:
+    """A subject at most once in a stage: the statement checks a stage against the count
+    before it, so a subject twice would be checked twice against the same count."""
+    staged = [(c.stage, c.subject) for c in charges]
+    if len(set(staged)) != len(staged):
+        raise ValueError(f"a subject twice in one stage: {staged}")
 
 
 async def prune(db: Database, now: float | None, limit: int = 500) -> int:

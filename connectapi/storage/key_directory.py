@@ -59,6 +59,10 @@ class KeyDirectory:
             self._cache[digest] = found
         return found
 
+    def cached(self, digest: bytes) -> KeyWithProperty | None:
+        """The key if this process holds it and the cache is being kept honest; no lookup."""
+        return self._cache.get(digest) if self._listening else None
+
     def invalidate(self) -> None:
         self._generation += 1
         self._cache.clear()

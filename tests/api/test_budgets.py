@@ -216,3 +216,21 @@ async def test_idle_budget_subjects_are_forgotten_but_not_while_a_day_window_cou
 async def subjects(api: Harness) -> set[str]:
     rows = await api.ctx.db.fetch("SELECT subject FROM budget_windows")
     return {row["subject"] for row in rows}
+
+
+async def test_an_address_refused_by_ip_is_answered_without_the_record_until_its_wait_is_over(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    for _ in range(50):  # ip=50: the address's whole budget, at t=0
+        await api.call("GET", f"{API}/nowhere", address="192.0.2.30")
+    api.advance(20)
+    counter = api.ctx.budgets_kept._counter
+    assert limited(await api.call("GET", f"{API}/property", key=key, address="192.0.2.30"), "ip") == 40
+    sent = counter.statements  # type: ignore[attr-defined]
+    api.advance(10)
+    answer = await api.call("GET", f"{API}/property", key=key, address="192.0.2.30")
+    assert limited(answer, "ip") == 30  # the hold counts down as the record's window would
+    assert policies(answer)[1][0][1]["r"] == 0
+    assert counter.statements == sent  # type: ignore[attr-defined]  # answered here
+    api.advance(30)  # the 50 events of t=0 leave: the record decides again, and admits
+    assert (await api.call("GET", f"{API}/property", key=key, address="192.0.2.30")).status == 200
+    assert counter.statements > sent  # type: ignore[attr-defined]

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from connectapi.actors.booking_intake import BookingIntake, Round
+from connectapi.actors.booking_intake import LEASE, LEASE_NAME, BookingIntake, Round
 from connectapi.actors.channel_manager import ChannelManagerActor
 from connectapi.actors.messages.channel_manager import ChannelMessage
 from connectapi.actors.messages.property_writer import WriterMessage
@@ -32,7 +32,7 @@ from connectapi.channel.sandbox.serve import serve_sandbox
 from connectapi.channel.sandbox.state import SandboxState
 from connectapi.domain.admin_models import PropertyIn
 from connectapi.engine import FakeClock, Mailbox, Registry, SystemClock, open_supervisor
-from connectapi.storage import properties
+from connectapi.storage import properties, round_leases
 from connectapi.storage.database import Database
 from tests.api.harness import eventually
 
@@ -355,5 +355,41 @@ async def test_pages_holding_nothing_to_take_wait_for_the_timer(
         await eventually(lambda: "hold nothing it can take" in caplog.text, "the round to say so")
         await trio.testing.wait_all_tasks_blocked()
         assert reads == 1  # no round straight after: the channel manager is not read in a loop
-        mock_clock.jump(61)
-        await eventually(lambda: reads == 2, "the timer's round")
+        looks = 0
+
+        def jumped() -> bool:
+            # The round gives the intake's lease back after saying so (the record answers in
+            # real time): one that ends after a jump has its timer a minute after it ends.
+            nonlocal looks
+            looks += 1
+            if looks % 50 == 1:
+                mock_clock.jump(61)
+            return reads >= 2
+
+        await eventually(jumped, "the timer's round")
+
+
+async def test_a_dead_processes_round_runs_out_and_another_takes_the_feed_over(
+        mock_clock: trio.testing.MockClock, db: Database, sandbox: Sandbox) -> None:
+    at = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    prop, _ = await properties.create_property(db, PropertyIn.model_validate({
+        "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
+        "products": {"channelManager": True, "pms": False}}), at.date())
+    await properties.set_channel_mapping(db, prop.id, sandbox.property_id, {}, {})
+    made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(3)]
+    # Another process took the intake's lease and died in its round.
+    assert (await round_leases.take(db, LEASE_NAME, "a-dead-process", at, at + LEASE)).taken
+    async with running_intake(db, sandbox, at):
+        # This one's first round finds the lease held, asks its holder for a round more, and
+        # leaves the feed alone.
+        await eventually(lambda: db.fetchval("SELECT again FROM round_leases"), "a round more asked for")
+        await trio.testing.wait_all_tasks_blocked()
+        assert sandbox.state.stats.feed_reads == 0 and len(sandbox.state.bookings.feed(None)) == 3
+        mock_clock.jump(LEASE.total_seconds() - 1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert sandbox.state.stats.feed_reads == 0  # still held
+        mock_clock.jump(2)  # the dead holder's lease has run out: this process takes the feed over
+        await eventually(lambda: sandbox.state.bookings.feed(None) == [], "the feed taken over")
+    kept = await db.fetch("SELECT id FROM ota_revisions WHERE property_id = $1", prop.id)
+    assert sorted(r["id"] for r in kept) == sorted(made)
+    assert await db.fetchval("SELECT held_by FROM round_leases") is None  # given back

@@ -22,12 +22,13 @@ def free_port() -> int:
 
 
 class Served:
-    def __init__(self, data_dir: Path, port: int, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int, extra_env: dict[str, str] | None = None,
+                 args: tuple[str, ...] = ()) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
         env["CONNECTAPI_DATA_DIR"] = str(data_dir)
         env.update(extra_env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "connectapi", "serve", "--port", str(port)],
+            [sys.executable, "-m", "connectapi", "serve", "--port", str(port), *args],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()

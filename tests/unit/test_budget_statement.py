@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import trio
 
 from connectapi.domain.budget_charges import Charge, Counted, Verdict
@@ -38,16 +39,20 @@ def random_request(rng: random.Random) -> list[Charge]:
 
 
 async def test_the_statement_answers_as_the_ledger_does(db: Database) -> None:
+    """Requests one at a time and several to a statement (as a process batches them): each
+    answered as the ledger answers it alone, in order."""
     rng = random.Random(17)
     ledger, now = BudgetLedger(), START
     verdicts: set[Verdict] = set()
-    for step in range(400):
+    for step in range(300):
         now += rng.choice((0.0, 0.05, 0.3, 0.7, 1.0, 2.5))
-        charges = random_request(rng)
-        expected = ledger.charge(now, charges)
-        got = await budgets.charge(db, now, charges)
-        assert all(same(e, g) for e, g in zip(expected, got, strict=True)), (step, charges, expected, got)
-        verdicts.update(c.verdict for c in got)
+        requests = [random_request(rng) for _ in range(rng.choice((1, 1, 2, 5)))]
+        expected = [ledger.charge(now, charges) for charges in requests]
+        got = await budgets.charge_many(db, now, requests)
+        for charges, one_expected, one_got in zip(requests, expected, got, strict=True):
+            assert all(same(e, g) for e, g in zip(one_expected, one_got, strict=True)), (
+                step, charges, one_expected, one_got)
+            verdicts.update(c.verdict for c in one_got)
     assert verdicts == set(Verdict)  # every path was taken
 
 
@@ -89,3 +94,74 @@ async def test_prune_forgets_only_subjects_whose_window_is_empty(db: Database) -
     assert await budgets.subjects(db) == 1
     assert await budgets.prune(db, START + 90) == 1
     assert await budgets.subjects(db) == 0
+
+
+async def test_a_process_sends_concurrent_asks_together_and_each_is_counted_once(fresh_dsn: str) -> None:
+    from connectapi.http.budget_keeper import RecordCounter
+    from connectapi.storage.database import open_database
+
+    limit = 25
+    charge = [Charge("requests", "k", 1, limit, 60.0, 1, 1)]
+    async with open_database(fresh_dsn, min_size=2, max_size=2, command_timeout=None) as db:
+        counter = RecordCounter(db)
+        verdicts: list[Verdict] = []
+
+        async def ask() -> None:
+            verdicts.append((await counter.charge(START, charge))[0].verdict)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(60):
+                nursery.start_soon(ask)
+        assert verdicts.count(Verdict.CHARGED) == limit and verdicts.count(Verdict.REFUSED) == 60 - limit
+        assert counter.statements < 10  # together, not one statement each
+        # Both requests cancelled: the first one's statement was out (and is finished, shielded,
+        # since others' asks may ride on it); the second's ask, not sent yet, is withdrawn.
+        other = [Charge("requests", "w", 1, 100, 60.0, 1, 1)]
+
+        async def ask_other() -> None:
+            await counter.charge(START, other)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask_other)
+            nursery.start_soon(ask_other)
+            await trio.sleep(0)
+            nursery.cancel_scope.cancel()
+        final = await budgets.charge(db, START, [Charge("requests", "w", 1, 100, 60.0, 0, 0)])
+        assert final[0].state.used == 1
+
+
+async def test_when_the_record_cannot_be_reached_every_waiting_ask_hears_it_at_once() -> None:
+    """Asks queued behind a statement that finds the record away are answered with it, not
+    each after its own timeouts (the record here: a port nobody listens on)."""
+    import socket
+
+    import trio_asyncio
+
+    from connectapi.http.budget_keeper import RecordCounter
+    from connectapi.storage.database import StorageUnavailable, open_database
+
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    async with trio_asyncio.open_loop(), open_database(f"postgresql://nobody@127.0.0.1:{port}/none", min_size=0,
+                                                       max_size=2, command_timeout=None) as db:
+        counter = RecordCounter(db)
+        heard: list[str] = []
+
+        async def ask() -> None:
+            try:
+                await counter.charge(START, [Charge("requests", "k", 1, 10, 60.0, 1, 1)])
+            except StorageUnavailable:
+                heard.append("unavailable")
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(200):
+                nursery.start_soon(ask)
+        assert heard == ["unavailable"] * 200
+        assert counter.statements <= 2  # one attempt, and the asks behind it heard its answer
+
+
+def test_a_subject_twice_in_one_stage_is_refused_before_any_statement() -> None:
+    with pytest.raises(ValueError):
+        budgets.check_stages([Charge("requests", "k", 1, 1, 60.0, 1, 1), Charge("requests", "k", 1, 1, 60.0, 1, 1)])
+    budgets.check_stages([Charge("requests", "k", 1, 1, 60.0, 1, 1), Charge("requests", "k", 2, 1, 60.0, 1, 0)])

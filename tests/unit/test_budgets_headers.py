@@ -21,7 +21,7 @@ def test_overrides() -> None:
     b = Budgets.from_overrides(" requests=1000, global=100000 ,")
     assert b.get("requests").limit == 1000 and b.get("global").limit == 100000
     assert b.get("ip").limit == 240
-    for bad in ("nope=1", "requests", "requests=x", "requests=-1"):
+    for bad in ("nope=1", "requests", "requests=x", "requests=-1", "requests=3000000000"):
         with pytest.raises(ValueError):
             Budgets.from_overrides(bad)
 

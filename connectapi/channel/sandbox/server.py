@@ -4,7 +4,9 @@ Channex-style routes (auth: `user-api-key`): POST /api/v1/properties, /room_type
 /rate_plans; POST and GET /api/v1/availability and /api/v1/restrictions; the booking
 revision feed (paged: `pagination[page]`, `pagination[limit]`, `meta.total`), one
 revision, and its acknowledgement. Control routes (same key): GET /_sandbox/stats,
-POST /_sandbox/faults, GET /_sandbox/grid (what a property holds, outside the read budget).
+POST /_sandbox/faults, GET /_sandbox/grid (what a property holds, outside the read budget),
+POST /_sandbox/ota-bookings (an OTA sells a stay) and /_sandbox/ota-bookings/{code}/modify
+and /cancel.
 Order for every Channex-style call: key, armed fault, budget, work.
 
 Faults: `429` and `500` answer so; `timeout` holds the call for an hour; `malformed`
@@ -208,6 +210,7 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         if page < 1 or limit < 1:
             return _error(422, "validation_error", "pagination counts from 1")
         limit = min(limit, FEED_MAX_LIMIT)
+        state.stats.feed_reads += 1
         revisions = state.bookings.feed(request.args.get("filter[property_id]"))
         shown = revisions[(page - 1) * limit:page * limit]
         return _json({"data": [{"type": "booking_revision", "id": r["id"], "attributes": r} for r in shown],
@@ -228,8 +231,11 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         refused = await gate([], faults=False)
         if refused:
             return refused
+        repeated = revision_id in state.bookings.acked
         if not state.bookings.ack(revision_id):
             return _error(404, "resource_not_found", "no such booking revision")
+        state.stats.acks += 1
+        state.stats.acks_repeated += repeated
         return _json({"meta": {"message": "Success"}})
 
     @app.get("/_sandbox/stats")
@@ -288,6 +294,41 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
             return _error(422, "validation_error",
                           "property_id, room_type_id, rate_plan_id, arrival_date, departure_date, amount")
         revision = state.bookings.new(stay, clock.now())
+        return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
+
+    @app.post("/_sandbox/ota-bookings/<code>/modify")
+    async def ota_modify(code: str) -> Response:
+        """The OTA changes a booking it sold (by its reservation code): any of
+        `departure_date`, `adults`, `amount`; a `modified` revision follows."""
+        if not authorised():
+            return _error(401, "unauthorized", "Unauthorized")
+        if code not in state.bookings.codes:
+            return _error(404, "resource_not_found", "no such OTA booking")
+        wanted = await body()
+        stay = state.bookings.stays[state.bookings.codes[code]]
+        try:
+            changes: dict[str, Any] = {}
+            if "departure_date" in wanted:
+                changes["departure"] = date.fromisoformat(str(wanted["departure_date"]))
+            if "adults" in wanted:
+                changes["adults"] = int(wanted["adults"])
+            if "amount" in wanted:
+                changes["amount"] = Decimal(str(wanted["amount"]))
+            if changes.get("departure", stay.departure) <= stay.arrival:
+                raise ValueError("departure_date")
+        except (ValueError, TypeError, ArithmeticError):
+            return _error(422, "validation_error", "departure_date after the arrival, adults, amount")
+        revision = state.bookings.modify(code, changes, clock.now())
+        return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
+
+    @app.post("/_sandbox/ota-bookings/<code>/cancel")
+    async def ota_cancel(code: str) -> Response:
+        """The OTA cancels a booking it sold (by its reservation code): a `cancelled` revision."""
+        if not authorised():
+            return _error(401, "unauthorized", "Unauthorized")
+        if code not in state.bookings.codes:
+            return _error(404, "resource_not_found", "no such OTA booking")
+        revision = state.bookings.cancel(code, clock.now())
         return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
 
     return app

@@ -48,11 +48,17 @@ class Stats:
     # Pushes that arrived while another push for one of the same properties was still open:
     # 0 when one process at a time pushes a property.
     overlapping_calls: int = 0
+    # The booking feed: pages read, acknowledgements, and those of a revision already
+    # acknowledged (0 when one process at a time takes the feed).
+    feed_reads: int = 0
+    acks: int = 0
+    acks_repeated: int = 0
 
     def view(self) -> dict[str, int]:
         return {"availabilityCalls": self.availability_calls, "restrictionCalls": self.restriction_calls,
                 "readCalls": self.read_calls, "values": self.values, "cells": self.cells,
-                "throttled": self.throttled, "failed": self.failed, "overlappingCalls": self.overlapping_calls}
+                "throttled": self.throttled, "failed": self.failed, "overlappingCalls": self.overlapping_calls,
+                "feedReads": self.feed_reads, "acks": self.acks, "acksRepeated": self.acks_repeated}
 
 
 @dataclass
