@@ -48,7 +48,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              ("--properties", "1000", "--idle", "3"), ("--properties", "20", "--no-idle-check")),
     Scenario("scale", "scaled out on one record: shared budgets, exactness", "scale", "scale.json",
              ("--seconds", "4", "--rounds", "2"),
-             ("--seconds", "1", "--rounds", "1", "--windows", "2", "--workers", "2")),
+             ("--seconds", "1", "--rounds", "1", "--windows", "2", "--workers", "2", "--properties", "3",
+              "--pacing-seconds", "5")),
 )
 
 
@@ -132,6 +133,14 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                              exact["most_in_a_window"] <= exact["budget"]
                              and exact["fewest_in_a_window"] >= exact["budget"] - 1,
                              f"{exact['admitted']} admitted, {exact['refused']} refused, {exact['other']} other"))
+        if (paced := c.get("pacing")) is not None:
+            found.append(_target("scale", f"429s from the channel manager, 3 processes, {paced['properties']} "
+                                          f"properties writing every 3 s", paced["throttled"], "calls", "0",
+                                 paced["throttled"] == 0,
+                                 f"{paced['writes']} writes, {paced['availability_calls']} availability calls"))
+            found.append(_target("scale", "overlapping calls for one property", paced["overlapping_calls"], "calls",
+                                 "0", paced["overlapping_calls"] == 0,
+                                 f"grid equals the record: {paced['grid_equals_record']}"))
         for row in c.get("workers", []):
             found.append(_target("scale", f"{row['route']}, serve --workers {row['workers']}", round(row["rps"]),
                                  "req/s", "reported", None,

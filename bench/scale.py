@@ -5,6 +5,7 @@
 - Throughput of GET /property, PUT /rates and POST /bookings against `serve --workers N`
   for N = 1, 2, 4, and the CPU time a request costs (workers, parent and the record's
   server together), which is what carries to a bigger machine.
+- Pacing with three processes and one channel manager: 429s and overlapping calls.
 - Exactness across three `connectapi serve` processes on one record: one key driven at
   three times its `requests` budget through all three; the most and the fewest requests
   admitted in any window, against the budget.
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from contextlib import ExitStack
 from datetime import date, timedelta
 from pathlib import Path
@@ -40,7 +42,8 @@ from .process import bench_server
 from .results_dir import results_dir
 
 ROOT = Path(__file__).parents[1]
-API_PATH = "/api/v1/connect-api/v1/property"
+CONNECT = "/api/v1/connect-api/v1"
+API_PATH = f"{CONNECT}/property"
 TARGET_RATIO = 0.60
 TOKEN = "bench-scale-operator-token-of-32-plus-chars"
 
@@ -284,6 +287,107 @@ def exactness(limit: int, window: float, windows: int) -> dict[str, Any]:
             "most_ratio": most / limit, "fewest_ratio": min(per_window) / limit, "slowest_s": slowest}
 
 
+CM_KEY = "bench-scale-sandbox-key-0001"
+
+
+def pacing(properties: int, seconds: float, every: float) -> dict[str, Any]:
+    """Three processes on one record and one channel manager (a standalone sandbox whose
+    pushes take 150 ms), `properties` properties writing availability and a rate every
+    `every` seconds through the three in turn: what the channel manager answered 429 and
+    how many calls for one property overlapped, then whether its grid holds every value."""
+    with tempfile.TemporaryDirectory(prefix="connectapi-scale-") as scratch, ExitStack() as stack:
+        dsn, _ = _record(Path(scratch), stack)
+        cm_port = _free_port()
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
+        sandbox = subprocess.Popen([sys.executable, "-m", "connectapi", "sandbox-cm", "--port", str(cm_port),
+                                    "--call-ms", "150"], env={**clean, "CONNECTAPI_CM_KEY": CM_KEY}, cwd=ROOT,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+        stack.callback(_stop, sandbox)
+        cm_url = f"http://127.0.0.1:{cm_port}"
+        env = {"DATABASE_URL": dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_CM_URL": cm_url,
+               "CONNECTAPI_CM_KEY": CM_KEY,
+               "CONNECTAPI_BUDGETS": ",".join(f"{k}={v}" for k, v in LIFTED.items())}
+        urls = []
+        for name in ("a", "b", "c"):
+            port = _free_port()
+            stack.callback(_stop, _serve(Path(scratch) / name, port, env))
+            urls.append(f"http://127.0.0.1:{port}")
+            time.sleep(1.0)
+        return trio.run(_paced, urls, cm_url, properties, seconds, every)
+
+
+async def _paced(urls: list[str], cm_url: str, properties: int, seconds: float, every: float) -> dict[str, Any]:
+    for url in urls:
+        await _ready(url)
+    admin = {"Authorization": f"Bearer {TOKEN}"}
+    first = date.today() + timedelta(days=3)
+    nights = 14
+    async with httpx.AsyncClient(timeout=60) as http, \
+            httpx.AsyncClient(base_url=cm_url, headers={"user-api-key": CM_KEY}, timeout=30) as cm:
+        made = []
+        for n in range(properties):
+            example = json.loads((ROOT / "docs/examples/property.json").read_text())
+            example["name"] = f"Casa {n}"
+            prop = (await http.post(f"{urls[n % 3]}/api/v1/admin/properties", json=example,
+                                    headers=admin)).json()["data"]
+            room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+            cm_prop = (await cm.post("/api/v1/properties", json={"property": {"title": f"Casa {n}",
+                                                                              "currency": "EUR"}})).json()["data"]["id"]
+            cm_room = (await cm.post("/api/v1/room_types", json={"room_type": {
+                "property_id": cm_prop, "title": "Double", "count_of_rooms": 8}})).json()["data"]["id"]
+            cm_plan = (await cm.post("/api/v1/rate_plans", json={"rate_plan": {
+                "property_id": cm_prop, "room_type_id": cm_room, "title": "Flexible"}})).json()["data"]["id"]
+            await http.put(f"{urls[0]}/api/v1/admin/properties/{prop['id']}/channel-mapping", headers=admin, json={
+                "cmPropertyId": cm_prop, "roomTypes": {str(room): cm_room}, "ratePlans": {str(plan): cm_plan}})
+            key = (await http.post(f"{urls[0]}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
+                                   json={"label": "pms", "scopes": ["ari:read", "ari:write"]})).json()["data"]["key"]
+            made.append((prop["id"], room, plan, {"Authorization": f"Bearer {key}"}, cm_prop, cm_room))
+        writes, statuses = 0, Counter[int]()
+        last: dict[tuple[int, str], int] = {}
+        started = trio.current_time()
+
+        async def writer(n: int) -> None:
+            nonlocal writes
+            pid, room, plan, key, _, _ = made[n]
+            await trio.sleep(every * n / properties)
+            turn = 0
+            while trio.current_time() - started < seconds:
+                night = (first + timedelta(days=turn % nights)).isoformat()
+                value = 1 + (turn * 7 + n) % 7
+                body = {"updates": [{"roomTypeId": room, "dateFrom": night, "dateTo": night, "available": value}]}
+                answer = await http.put(f"{urls[(n + turn) % 3]}{CONNECT}/availability",
+                                        json=body, headers=key)
+                statuses[answer.status_code] += 1
+                writes += 1
+                if answer.status_code == 202:
+                    last[(pid, night)] = value
+                turn += 1
+                await trio.sleep(every)
+
+        async with trio.open_nursery() as nursery:
+            for n in range(properties):
+                nursery.start_soon(writer, n)
+        # Until the channel manager holds every last value (its budget's window, and a margin).
+        give_up = trio.current_time() + 120
+        while True:
+            behind = 0
+            for pid, room, _, _, cm_prop, cm_room in made:
+                held = (await cm.get("/_sandbox/grid", params={
+                    "filter[property_id]": cm_prop, "filter[date][gte]": first.isoformat(),
+                    "filter[date][lte]": (first + timedelta(days=nights - 1)).isoformat()})).json()["data"]
+                grid = held["availability"].get(cm_room, {})
+                behind += sum(1 for (p, night), value in last.items() if p == pid and grid.get(night) != value)
+            if not behind or trio.current_time() > give_up:
+                break
+            await trio.sleep(2)
+        drained = trio.current_time() - started - seconds
+        stats = (await cm.get("/_sandbox/stats")).json()["stats"]
+    return {"processes": 3, "properties": properties, "seconds": seconds, "writes": writes,
+            "statuses": {str(k): v for k, v in statuses.items()}, "throttled": stats["throttled"],
+            "overlapping_calls": stats["overlappingCalls"], "availability_calls": stats["availabilityCalls"],
+            "cells_behind": behind, "grid_equals_record": behind == 0, "drained_after_s": drained}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scale")
     parser.add_argument("--seconds", type=float, default=5.0)
@@ -293,6 +397,8 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=2.0)
     parser.add_argument("--windows", type=int, default=5)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--properties", type=int, default=50, help="properties writing in the pacing run")
+    parser.add_argument("--pacing-seconds", type=float, default=60.0)
     args = parser.parse_args()
 
     front = shared_against_memory(args.seconds, args.rounds, args.connections)
@@ -309,12 +415,18 @@ def main() -> int:
         print(f"{row['route']:<28}{row['workers']:>3}{row['rps']:>10.0f}{row['p50_ms']:>10.2f}"
               f"{row['cpu_ms_per_request']:>12.2f}{row['errors']:>8.0f}")
 
+    paced = pacing(args.properties, args.pacing_seconds, 3.0)
+    print(f"pacing, 3 processes, {paced['properties']} properties writing every 3 s for {paced['seconds']:.0f} s: "
+          f"{paced['writes']} writes {paced['statuses']}, {paced['availability_calls']} availability calls, "
+          f"429s {paced['throttled']}, overlapping calls {paced['overlapping_calls']}, "
+          f"grid equals the record: {paced['grid_equals_record']}")
+
     exact = exactness(args.budget, args.window, args.windows)
     print(f"exactness, 3 processes, `requests` {exact['budget']} per {exact['window_s']:.0f} s driven at 3x: "
           f"most in a window {exact['most_in_a_window']}, fewest {exact['fewest_in_a_window']} "
           f"({exact['admitted']} admitted, {exact['refused']} refused, {exact['other']} other)")
 
-    (results_dir() / "scale.json").write_text(json.dumps({"front": front, "workers": workers, "exactness": exact, "cores": os.cpu_count(),
+    (results_dir() / "scale.json").write_text(json.dumps({"front": front, "workers": workers, "pacing": paced, "exactness": exact, "cores": os.cpu_count(),
                                   "connections": args.connections}, indent=2))
     return 0
 
