@@ -45,8 +45,8 @@ from ..metrics import CM_CALLS
 from ..storage import budgets
 from ..storage.database import Database, StorageUnavailable
 from .messages.channel_manager import (AckRevision, Acked, ChannelMessage, Created, CreateProperty, CreateRatePlan,
-                                       CreateRoomType, FeedRead, GridRead, PropertyPushState, Push, PushOutcome,
-                                       PushStateOf, ReadFeed, ReadGrid)
+                                       CreateRoomType, FeedRead, GridRead, Push, PushOutcome,
+                                       ReadFeed, ReadGrid)
 
 log = logging.getLogger("connectapi.channel")
 # Our windows run a little longer than the channel manager's: it counts a call when it
@@ -123,9 +123,6 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                 return await self._read_feed(max_pages)
             case AckRevision(revision_id):
                 return await self._ack(revision_id)
-            case PushStateOf(property_id):
-                state = self._state(property_id)
-                return PropertyPushState(state.paused_until, state.failures)
         raise TypeError(f"not a channel-manager message: {message!r}")
 
     def _state(self, property_id: int) -> _PropertyState:
@@ -228,7 +225,7 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                 pause = self.BACKOFF_MAX  # our fault: retrying soon will not help
         state.paused_until = max(state.paused_until, now + pause)
         log.warning("channel manager call failed (%s); property paused %.1fs", exc, pause)
-        return PushOutcome(False, error=str(exc), retry_at=state.paused_until)
+        return PushOutcome(False, error=str(exc), retry_at=state.paused_until, failures=state.failures)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from ..domain.channel_values import rate_text, restriction_fields
@@ -129,6 +129,10 @@ class _Pusher(Actor[Wake]):
         lease_until = await self._leases.ensure(self.property_id, CALL_NEEDS)
         if lease_until is None:
             return None
+        paused_until = await pushes.next_attempt(self._db, self.property_id)
+        if paused_until is not None and (wait := (paused_until - self._clock.now()).total_seconds()) > 0:
+            # A failure recorded by this process or the one that pushed the property before.
+            return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
         try:
             outcome = await self._cm.ask(Push(self.property_id, kind, values, lease_until - LEASE_MARGIN),
                                          CALL_ASK_TIMEOUT)
@@ -144,7 +148,10 @@ class _Pusher(Actor[Wake]):
         elif outcome.ok:
             await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
         else:
-            await pushes.record_outcome(self._db, self.property_id, now, "failed", outcome.error)
+            retry_in = 0.0 if outcome.retry_at is None else max(0.0, outcome.retry_at - self._clock.monotonic())
+            await pushes.record_outcome(self._db, self.property_id, now, "failed", outcome.error,
+                                        now + timedelta(seconds=retry_in) if retry_in > 0 else None,
+                                        outcome.failures)
         return outcome
 
     async def _unmapped(self, what: str) -> Round:

@@ -9,7 +9,7 @@ version and stays dirty.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 import asyncpg
@@ -117,7 +117,8 @@ async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
 
     async def work(conn: asyncpg.Connection) -> dict[str, Any]:
         prop = await conn.fetchrow(
-            "SELECT cm_last_push_at, cm_last_outcome, cm_last_error FROM properties WHERE id = $1", property_id)
+            """SELECT cm_last_push_at, cm_last_outcome, cm_last_error, cm_next_attempt_at, cm_failures
+               FROM properties WHERE id = $1""", property_id)
         newest = await conn.fetchrow(
             """SELECT id, pending FROM (
                SELECT b.id, b.created_at, (SELECT count(*) FROM availability_cells c WHERE c.last_batch_id = b.id
@@ -133,7 +134,8 @@ async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
             property_id,
         )
         return {"last_push_at": prop["cm_last_push_at"], "last_outcome": prop["cm_last_outcome"],
-                "last_error": prop["cm_last_error"],
+                "last_error": prop["cm_last_error"], "next_attempt_at": prop["cm_next_attempt_at"],
+                "failures": prop["cm_failures"],
                 "newest_pending": (newest["id"], newest["pending"]) if newest else None}
 
     view = await db.run(work)
@@ -141,11 +143,23 @@ async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
     return view
 
 
-async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, error: str | None) -> None:
-    """The channel manager's last answer for the property; lastError clears on success."""
+async def next_attempt(db: Database, property_id: int) -> datetime | None:
+    """When the property's pipe may call the channel manager again after a failure, as
+    the process that last pushed it recorded (a process taking the property over honours
+    the pause of the one before)."""
+    found: datetime | None = await db.fetchval("SELECT cm_next_attempt_at FROM properties WHERE id = $1",
+                                               property_id)
+    return found
+
+
+async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, error: str | None,
+                         next_attempt_at: datetime | None = None, failures: int = 0) -> None:
+    """The channel manager's last answer for the property, with when the pipe tries again
+    after a failure and its failures in a row; lastError clears on success."""
     await db.execute(
-        """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4 WHERE id = $1""",
-        property_id, at, outcome, error,
+        """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4,
+                                 cm_next_attempt_at = $5, cm_failures = $6 WHERE id = $1""",
+        property_id, at, outcome, error, next_attempt_at, failures,
     )
 
 

@@ -30,6 +30,7 @@ class PushOutcome:
     error: str | None = None
     retry_at: float | None = None  # monotonic time before which the property is paused
     deferred: bool = False
+    failures: int = 0  # failed calls in a row for the property, this one included
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,16 +129,4 @@ class AckRevision(Ask[Acked]):
     revision_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class PropertyPushState:
-    paused_until: float  # monotonic; 0 when never paused
-    failures: int  # failed calls in a row (429s are pacing, not failures)
-
-
-@dataclass(frozen=True, slots=True)
-class PushStateOf(Ask[PropertyPushState]):
-    property_id: int
-
-
-ChannelMessage = (Push | ReadGrid | CreateProperty | CreateRoomType | CreateRatePlan | ReadFeed | AckRevision
-                  | PushStateOf)
+ChannelMessage = Push | ReadGrid | CreateProperty | CreateRoomType | CreateRatePlan | ReadFeed | AckRevision

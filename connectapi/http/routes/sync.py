@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from quart import Blueprint, Response
 
-from ...actors.messages.channel_manager import PushStateOf
 from ...storage import pushes
 from ..envelope import ok
 from ..gates import caller, context, rule
@@ -19,12 +16,14 @@ FAILING_AFTER = 3  # failed calls in a row before a backing-off pipe is reported
 @rule(scope="ari:read", product="channelManager")
 async def read_sync() -> Response:
     ctx, prop = context(), caller().property
+    # All of it from the record, written by whichever process pushes the property: every
+    # process answers alike.
     view = await pushes.sync_view(ctx.db, prop.id)
     dirty = view["dirty"]
-    pipe = await ctx.channel.ask(PushStateOf(prop.id), ctx.ask_timeout)
-    wait = pipe.paused_until - ctx.clock.monotonic()
-    next_attempt = ctx.clock.now() + timedelta(seconds=wait) if wait > 0 else None
-    if pipe.failures >= FAILING_AFTER:
+    next_attempt = view["next_attempt_at"]
+    if next_attempt is not None and next_attempt <= ctx.clock.now():
+        next_attempt = None
+    if view["failures"] >= FAILING_AFTER:
         state = "FAILING"
     elif next_attempt is not None and view["last_outcome"] == "failed":
         state = "BACKING_OFF"
