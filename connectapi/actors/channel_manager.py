@@ -38,7 +38,7 @@ from typing import Any
 
 import trio
 
-from ..channel.client import DEFAULT_TIMEOUT, ChannelManagerClient, ChannelManagerError, Rejected, Throttled, Unavailable
+from ..channel.client import DEFAULT_TIMEOUT, ChannelManagerClient, ChannelManagerError, Rejected, Throttled
 from ..domain.budget_charges import Charge, Verdict
 from ..engine import Actor, Clock
 from ..metrics import CM_CALLS
@@ -156,14 +156,19 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
         self.counters.calls += 1
         try:
-            with trio.move_on_after(math.inf if message.deadline is None
-                                    else message.deadline - self._clock.monotonic()) as lease_ends:
+            # At an instant, not after a span: the budget's statement took time, and the
+            # deadline may be behind us already (the call is then cut short at once).
+            with trio.move_on_at(math.inf if message.deadline is None else message.deadline) as lease_ends:
                 if kind == "availability":
                     warnings = await self._client.push_availability(message.values)
                 else:
                     warnings = await self._client.push_restrictions(message.values)
             if lease_ends.cancelled_caught:
-                raise Unavailable("the call was cut short: the push lease was running out")
+                # Our lease, not the channel manager: no failure and no backoff. The cells
+                # stay dirty; the sender renews its lease and sends them again (the same
+                # values, should the cut call have landed).
+                log.info("a push for property %d was cut short: its lease was running out", message.property_id)
+                return PushOutcome(False, retry_at=self._clock.monotonic(), deferred=True)
         except ChannelManagerError as exc:
             CM_CALLS.labels(kind, "throttled" if isinstance(exc, Throttled) else "failed").inc()
             return self._failed(state, exc)

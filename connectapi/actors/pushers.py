@@ -126,13 +126,13 @@ class _Pusher(Actor[Wake]):
 
     async def _send(self, kind: Kind, values: list[dict[str, Any]]) -> PushOutcome | None:
         """The call, under the lease; None when the lease went to another process (nothing sent)."""
-        lease_until = await self._leases.ensure(self.property_id, CALL_NEEDS)
-        if lease_until is None:
-            return None
         paused_until = await pushes.next_attempt(self._db, self.property_id)
         if paused_until is not None and (wait := (paused_until - self._clock.now()).total_seconds()) > 0:
             # A failure recorded by this process or the one that pushed the property before.
             return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
+        lease_until = await self._leases.ensure(self.property_id, CALL_NEEDS)
+        if lease_until is None:
+            return None
         try:
             outcome = await self._cm.ask(Push(self.property_id, kind, values, lease_until - LEASE_MARGIN),
                                          CALL_ASK_TIMEOUT)
