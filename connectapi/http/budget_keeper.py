@@ -8,6 +8,7 @@ locks order them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -110,7 +111,9 @@ class RecordCounter:
                     self._sent = trio.Event()
             else:
                 try:
-                    with trio.move_on_at(give_up):
+                    # The limit is on waiting to be sent: once sent, the statement's own
+                    # timeouts bound the wait.
+                    with trio.move_on_at(give_up if ask in self._pending else math.inf):
                         await self._sent.wait()
                 except BaseException:
                     if ask in self._pending:  # not sent yet: withdrawn, never counted
