@@ -63,6 +63,7 @@ class _Ask:
     charges: Sequence[Charge]
     answer: list[Counted] | None = None
     error: Exception | None = None
+    queued: bool = True  # not yet taken into a statement (nor withdrawn)
 
 
 class RecordCounter:
@@ -113,19 +114,23 @@ class RecordCounter:
                 try:
                     # The limit is on waiting to be sent: once sent, the statement's own
                     # timeouts bound the wait.
-                    with trio.move_on_at(give_up if ask in self._pending else math.inf):
+                    with trio.move_on_at(give_up if ask.queued else math.inf):
                         await self._sent.wait()
                 except BaseException:
-                    if ask in self._pending:  # not sent yet: withdrawn, never counted
-                        self._pending.remove(ask)
+                    if ask.queued:  # not sent yet: withdrawn, never counted
+                        self._withdraw(ask)
                     raise
-                if ask in self._pending and trio.current_time() >= give_up:
-                    self._pending.remove(ask)
+                if ask.queued and trio.current_time() >= give_up:
+                    self._withdraw(ask)
                     raise StorageUnavailable("the record did not count this request's budgets in time")
         if ask.error is not None:
             raise ask.error
         assert ask.answer is not None
         return ask.answer
+
+    def _withdraw(self, ask: _Ask) -> None:
+        ask.queued = False
+        self._pending.remove(ask)
 
     async def _send_next(self) -> None:
         """The oldest asks of one instant (all of them, on the record's clock), at most a
@@ -137,12 +142,16 @@ class RecordCounter:
                 break
             batch.append(ask)
         del self._pending[:len(batch)]
+        for ask in batch:
+            ask.queued = False
         self.statements += 1
         try:
             answers = await stored.charge_many(self._db, first, [ask.charges for ask in batch])
         except StorageError as exc:
             if isinstance(exc, StorageUnavailable):
                 # The record is away: those waiting behind would only wait to hear the same.
+                for ask in self._pending:
+                    ask.queued = False
                 batch += self._pending
                 self._pending.clear()
             for ask in batch:
