@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from connectapi.service import EMBEDDED_DATABASE
 from connectapi.storage.embedded import EmbeddedPostgres, ensure_database
 
 from .load import Run, load
-from .process import bench_server
+from .process import bench_server, free_port
 from .results_dir import results_dir
 
 ROOT = Path(__file__).parents[1]
@@ -97,12 +96,6 @@ def shared_against_memory(seconds: float, rounds: int, connections: int) -> dict
     for name, row in (("record", shared), ("memory", local)):
         row["server_cpu_ms_per_request"] = cpu[name] * 1000 / row["requests"] if row["requests"] else float("nan")
     return {"record": shared, "memory": local, "ratio": shared["rps"] / local["rps"] if local["rps"] else 0.0}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _serve(data_dir: Path, port: int, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
@@ -174,7 +167,7 @@ def workers_throughput(counts: list[int], seconds: float, connections: int) -> l
         env = {"DATABASE_URL": dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
                "CONNECTAPI_BUDGETS": ",".join(f"{k}={v}" for k, v in LIFTED.items())}
         for workers in counts:
-            port = _free_port()
+            port = free_port()
             proc = _serve(Path(scratch) / f"w{workers}", port, env, "--workers", str(workers))
             url = f"http://127.0.0.1:{port}"
             try:
@@ -237,7 +230,7 @@ def exactness(limit: int, window: float, windows: int) -> dict[str, Any]:
                "CONNECTAPI_TEST_BUDGET_WINDOW_SECONDS": str(window)}
         urls = []
         for name in ("a", "b", "c"):
-            port = _free_port()
+            port = free_port()
             proc = _serve(Path(scratch) / name, port, env)
             stack.callback(_stop, proc)
             urls.append(f"http://127.0.0.1:{port}")
@@ -297,7 +290,7 @@ def pacing(properties: int, seconds: float, every: float) -> dict[str, Any]:
     how many calls for one property overlapped, then whether its grid holds every value."""
     with tempfile.TemporaryDirectory(prefix="connectapi-scale-") as scratch, ExitStack() as stack:
         dsn, _ = _record(Path(scratch), stack)
-        cm_port = _free_port()
+        cm_port = free_port()
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
         sandbox = subprocess.Popen([sys.executable, "-m", "connectapi", "sandbox-cm", "--port", str(cm_port),
                                     "--call-ms", "150"], env={**clean, "CONNECTAPI_CM_KEY": CM_KEY}, cwd=ROOT,
@@ -309,7 +302,7 @@ def pacing(properties: int, seconds: float, every: float) -> dict[str, Any]:
                "CONNECTAPI_BUDGETS": ",".join(f"{k}={v}" for k, v in LIFTED.items())}
         urls = []
         for name in ("a", "b", "c"):
-            port = _free_port()
+            port = free_port()
             stack.callback(_stop, _serve(Path(scratch) / name, port, env))
             urls.append(f"http://127.0.0.1:{port}")
             time.sleep(1.0)

@@ -53,12 +53,3 @@ class BudgetLedger:
                 if verdicts[j] is Verdict.CHARGED:
                     windows[j].charge(now, charges[j].amount)
         return [Counted(v, w.state(now), wait) for v, w, wait in zip(verdicts, windows, waits, strict=True)]
-
-    def prune(self, now: float) -> int:
-        idle = [s for s, w in self._windows.items() if w.is_empty(now)]
-        for subject in idle:
-            del self._windows[subject]
-        return len(idle)
-
-    def __len__(self) -> int:
-        return len(self._windows)

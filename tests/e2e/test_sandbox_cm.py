@@ -34,6 +34,7 @@ from connectapi.domain.admin_models import PropertyIn
 from connectapi.engine import FakeClock, Mailbox, Registry, SystemClock, open_supervisor
 from connectapi.storage import properties, round_leases
 from connectapi.storage.database import Database
+from connectapi.storage.records import Property
 from tests.api.harness import eventually
 
 KEY = "sandbox-test-key-0123456789"
@@ -321,15 +322,21 @@ async def test_a_revision_seen_on_two_pages_is_read_once(sandbox: Sandbox) -> No
     assert feed.complete and ids == made[::-1]  # each once; the newcomer is the next round's
 
 
+async def mapped_property(db: Database, sandbox: Sandbox, at: datetime) -> Property:
+    """Casa Azul, a channel-manager property mapped to the sandbox's (no rooms or plans mapped)."""
+    prop, _ = await properties.create_property(db, PropertyIn.model_validate({
+        "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
+        "products": {"channelManager": True, "pms": False}}), at.date())
+    await properties.set_channel_mapping(db, prop.id, sandbox.property_id, {}, {})
+    return prop
+
+
 @pytest.mark.parametrize(("feed_pages", "batch"), [(1, 500), (20, 40)], ids=["feed-pages", "apply-batch"])
 async def test_more_than_a_round_takes_is_taken_in_rounds_one_after_another(
         mock_clock: trio.testing.MockClock, db: Database, sandbox: Sandbox, feed_pages: int, batch: int) -> None:
     """More than a round reads (a page of 100 here) or applies and acknowledges (40 here)."""
     at = datetime(2026, 11, 22, 10, tzinfo=UTC)
-    prop, _ = await properties.create_property(db, PropertyIn.model_validate({
-        "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
-        "products": {"channelManager": True, "pms": False}}), at.date())
-    await properties.set_channel_mapping(db, prop.id, sandbox.property_id, {}, {})
+    prop = await mapped_property(db, sandbox, at)
     made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(150)]
     async with running_intake(db, sandbox, at, feed_pages=feed_pages, batch=batch):
         # The mock clock stands still, so the timer's next round never comes: only the one a
@@ -372,10 +379,7 @@ async def test_pages_holding_nothing_to_take_wait_for_the_timer(
 async def test_a_dead_processes_round_runs_out_and_another_takes_the_feed_over(
         mock_clock: trio.testing.MockClock, db: Database, sandbox: Sandbox) -> None:
     at = datetime(2026, 11, 22, 10, tzinfo=UTC)
-    prop, _ = await properties.create_property(db, PropertyIn.model_validate({
-        "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
-        "products": {"channelManager": True, "pms": False}}), at.date())
-    await properties.set_channel_mapping(db, prop.id, sandbox.property_id, {}, {})
+    prop = await mapped_property(db, sandbox, at)
     made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(3)]
     # Another process took the intake's lease and died in its round.
     assert (await round_leases.take(db, LEASE_NAME, "a-dead-process", at, at + LEASE)).taken
