@@ -151,18 +151,9 @@ async def run_gates() -> None:
                           {"address": address})
     await authenticated(arrival)
 
-    if prop.status != "active":
-        raise ApiError("PROPERTY_UNAVAILABLE", "the property is not available")
-    if route.product == "channelManager" and not prop.channel_manager:
-        raise ApiError("CHANNEL_MANAGER_DISABLED", "the property's channel manager is off")
-    if route.product == "pms" and not prop.pms:
-        raise ApiError("PMS_NOT_AVAILABLE", "the property has no PMS")
-    if route.scope is not None and route.scope not in key.scopes:
-        raise ApiError(
-            "SCOPE_MISSING",
-            f"this key lacks the {route.scope} scope",
-            {"needed": route.scope, "held": list(key.scopes)},
-        )
+    refused = _property_and_scope_refusal(key, prop, route)
+    if refused is not None:
+        raise refused
 
     admitted = await ctx.budgets_kept.admit_request(key.id, prop.id, route.kind)
     await _admitted(ctx, admitted, Caller(key, prop, address))
@@ -197,12 +188,23 @@ def _known_good(ctx: FrontContext, route: RouteRule) -> Caller | None:
     key, prop, address = found.key, found.property, client_address()
     if key.allowlist and not Allowlist(key.allowlist).allows(address):
         return None
-    if prop.status != "active" or (route.product == "channelManager" and not prop.channel_manager) or (
-            route.product == "pms" and not prop.pms):
-        return None
-    if route.scope is not None and route.scope not in key.scopes:
+    if _property_and_scope_refusal(key, prop, route) is not None:
         return None
     return Caller(key, prop, address)
+
+
+def _property_and_scope_refusal(key: ApiKey, prop: Property, route: RouteRule) -> ApiError | None:
+    """The gates after the key's own, in the contract's order: property status, product, scope."""
+    if prop.status != "active":
+        return ApiError("PROPERTY_UNAVAILABLE", "the property is not available")
+    if route.product == "channelManager" and not prop.channel_manager:
+        return ApiError("CHANNEL_MANAGER_DISABLED", "the property's channel manager is off")
+    if route.product == "pms" and not prop.pms:
+        return ApiError("PMS_NOT_AVAILABLE", "the property has no PMS")
+    if route.scope is not None and route.scope not in key.scopes:
+        return ApiError("SCOPE_MISSING", f"this key lacks the {route.scope} scope",
+                        {"needed": route.scope, "held": list(key.scopes)})
+    return None
 
 
 async def _admitted(ctx: FrontContext, admitted: Admitted, who: Caller) -> None:
