@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
+from . import __version__
 from .config import ConfigError, Settings
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="connectapi", description="Connect API service for hotels")
+    parser.add_argument("--version", action="version", version=f"connectapi {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the service")
@@ -67,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     configure(json_lines=args.command in ("serve", "sandbox-cm")
               and os.environ.get("CONNECTAPI_LOG_FORMAT", "json") != "text",
               with_pid=workers > 1 or is_worker)
+    if args.command in ("serve", "sandbox-cm") and not is_worker:
+        logging.getLogger("connectapi").info("connectapi %s: %s", __version__, args.command)
     try:
         is_serve = args.command == "serve"
         settings = Settings.from_env(host=args.host if is_serve else None, port=args.port if is_serve else None)

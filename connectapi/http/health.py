@@ -8,6 +8,7 @@ import logging
 import trio
 from quart import Blueprint, Response
 
+from .. import __version__
 from ..domain.errors import ApiError
 from ..storage.database import StorageError
 from ..storage.migrations import is_migrated
@@ -21,7 +22,7 @@ READY_TIMEOUT = 2.0
 
 @blueprint.get("/healthz")
 async def healthz() -> Response:
-    return ok({"status": "up"})
+    return ok({"status": "up", "version": __version__})
 
 
 @blueprint.get("/readyz")

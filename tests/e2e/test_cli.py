@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio_asyncio
 
+from connectapi import __version__
 from connectapi.__main__ import main
 from connectapi.storage.migrations import bundled_migrations
 from tests.conftest import scratch_database
@@ -26,6 +27,11 @@ def connectapi(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
     return subprocess.run([sys.executable, "-m", "connectapi", *args], env={**base, **env},
                           capture_output=True, text=True, timeout=120)
+
+
+def test_version_is_printed() -> None:
+    done = connectapi("--version", env={})
+    assert (done.returncode, done.stdout.strip()) == (0, f"connectapi {__version__}")
 
 
 async def test_migrate_uses_database_url_and_is_idempotent(empty_dsn: str) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import psutil
 
+from connectapi import __version__
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -79,6 +81,7 @@ def test_serve_survives_sigkill_and_stops_cleanly(tmp_path: Path) -> None:
     try:
         lines = first.wait_for("listening on")
         lines += first.read_until_blocked()
+        assert f"connectapi {__version__}: serve" in lines[0], "the first log line says the version"
         token_lines = [line for line in lines if "operator token (generated, shown once)" in line]
         assert len(token_lines) == 1
         token = (data_dir / "admin-token").read_text().strip()
