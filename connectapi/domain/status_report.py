@@ -296,7 +296,7 @@ def render(body: dict[str, Any]) -> str:
     if body["properties"] is not None:
         groups.append(("properties", _property_lines(body["properties"])))
         groups.append(("queues", _queue_lines(body["webhooks"], body["outbox"])))
-        groups.append(("tables", [(t["table"], _table_value(t), False) for t in body["tables"]]))
+        groups.append(("tables", _table_lines(body["tables"])))
     width = max(len(label) for _, lines in groups for label, _, _ in lines)
     out: list[str] = []
     for title, lines in groups:
@@ -387,9 +387,18 @@ def _queue_lines(hooks: dict[str, Any], outbox: dict[str, Any]) -> list[tuple[st
             ("outbox", mail, False)]
 
 
-def _table_value(table: dict[str, Any]) -> str:
-    text = human_bytes(table["bytes"])
-    if table["grows"]:
-        oldest = "empty" if table["oldestAt"] is None else f"oldest {human_age(table['oldestAgeSeconds'])}"
-        text = f"{text:<9}  {oldest}"
-    return text
+def _table_lines(tables: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """The tables that grow, each with its size and oldest row; the others in one line
+    (each of them is in the JSON)."""
+    lines = []
+    for table in tables:
+        if table["grows"]:
+            oldest = "empty" if table["oldestAt"] is None else f"oldest {human_age(table['oldestAgeSeconds'])}"
+            lines.append((table["table"], f"{human_bytes(table['bytes']):<9}  {oldest}", False))
+    others = [t for t in tables if not t["grows"]]
+    if others:
+        largest = max(others, key=lambda t: t["bytes"])
+        lines.append(("other tables", f"{human_bytes(sum(t['bytes'] for t in others)):<9}  {len(others)} tables, "
+                                      f"largest {largest['table']} {human_bytes(largest['bytes'])}", False))
+    lines.append(("all", human_bytes(sum(t["bytes"] for t in tables)), False))
+    return lines
