@@ -21,7 +21,7 @@ import trio_asyncio
 from .config import ADMIN_TOKEN_FILE, Settings
 from .data_dir import UnsafePath, read_token_file
 from .domain.status_report import RecordAccess, ServiceFacts, render, report, safe_server
-from .storage.database import StorageError, open_database
+from .storage.database import open_database
 from .storage.embedded import dsn_for_database
 
 HTTP_TIMEOUT = 3.0
@@ -117,7 +117,9 @@ def _json(response: httpx.Response) -> dict[str, Any]:
 
 
 def _said(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if str(exc):
+        return f"{type(exc).__name__}: {exc}"
+    return "no answer in time (TimeoutError)" if isinstance(exc, TimeoutError) else type(exc).__name__
 
 
 def read_record(settings: Settings) -> RecordAccess:
@@ -160,7 +162,12 @@ def _read(dsn: str, server: str, *, embedded: bool, was_running: bool | None) ->
 
     try:
         return trio.run(main)
-    except (StorageError, OSError) as exc:
-        return RecordAccess(server, embedded, was_running, error=str(exc) or type(exc).__name__)
-    except Exception as exc:  # the driver's own (a refused login, a database that is not there)
-        return RecordAccess(server, embedded, was_running, error=_said(exc))
+    except Exception as exc:  # ours, OSError, the driver's own (a refused login, no such database)
+        return RecordAccess(server, embedded, was_running, error=_said(_cause(exc)))
+
+
+def _cause(exc: Exception) -> Exception:
+    """The failure inside the nurseries' exception groups (the first, when several)."""
+    while isinstance(exc, ExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
