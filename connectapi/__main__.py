@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     from .cli_admin import add_admin_commands
 
     add_admin_commands(commands)
+    from .cli_status import add_status_command
+
+    add_status_command(commands)
 
     args = parser.parse_args(argv)
     import os
@@ -119,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"applied migrations: {applied or 'none (up to date)'}")
         return 0
+    if args.command == "status":
+        from .cli_status import run_status
+
+        return run_status(args, settings)
     from .cli_admin import run_admin, run_seed
 
     if args.command == "seed":

@@ -3,9 +3,11 @@ and starting one again once its cause is dealt with."""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
+import psutil
 from quart import Blueprint, Response
 
 from ..domain.errors import ApiError
@@ -28,7 +30,33 @@ def down_view(down: Down) -> dict[str, Any]:
 async def list_actors() -> Response:
     ctx = context()
     return ok({"down": [down_view(d) for d in sorted(ctx.down(), key=lambda d: d.name)],
-               "live": {"writer": len(ctx.writers)}})
+               "live": {"writer": len(ctx.writers)}, "workers": serving_processes()})
+
+
+# How a worker of `serve --workers N` is started (connectapi/workers.py): by its parent,
+# with the parent's end of their socket pair.
+WORKER_FLAG = "--parent-fd"
+
+
+def serving_processes() -> dict[str, Any]:
+    """The processes serving beside this one: the workers of its `serve --workers N`
+    parent (a reload briefly counts the new worker and the old), or this process alone."""
+    me = psutil.Process()
+    pids = [me.pid]
+    try:
+        parent = me.parent()
+        if WORKER_FLAG in me.cmdline() and parent is not None:
+            pids = sorted(c.pid for c in parent.children() if _is_worker(c))
+    except psutil.Error:
+        pass  # a process gone meanwhile: this one answers for itself
+    return {"count": len(pids), "pids": pids, "answeredBy": os.getpid()}
+
+
+def _is_worker(process: psutil.Process) -> bool:
+    try:
+        return WORKER_FLAG in process.cmdline() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 @blueprint.post("/actors/<name>/revive")

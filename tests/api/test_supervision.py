@@ -3,6 +3,7 @@ crash budget, down and named by /readyz and the metrics, and still the rest serv
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -258,6 +259,8 @@ async def test_the_operator_sees_a_down_actor_and_revives_it(api: Harness, monke
     listed = await api.admin("GET", "/actors")
     assert [d["actor"] for d in listed.data["down"]] == ["outbox"]
     assert listed.data["down"][0]["reason"].startswith("Injected") and listed.data["down"][0]["since"]
+    # one process serves (no `serve --workers N` parent): this one
+    assert listed.data["workers"] == {"count": 1, "pids": [os.getpid()], "answeredBy": os.getpid()}
     switch["on"] = False  # the cause dealt with
     revived = await api.admin("POST", "/actors/outbox/revive")
     assert (revived.status, revived.data) == (200, {"actor": "outbox", "revived": True})
