@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import httpx
 import trio
 import trio_asyncio
 
+from . import __version__
 from .config import ADMIN_TOKEN_FILE, Settings
 from .data_dir import UnsafePath, read_token_file
 from .domain.status_report import RecordAccess, ServiceFacts, render, report, safe_server
@@ -27,13 +27,6 @@ from .storage.embedded import dsn_for_database
 HTTP_TIMEOUT = 3.0
 RECORD_TIMEOUT = 20.0  # the whole reading of the record, beyond the pool's own timeouts
 STATEMENT_TIMEOUT = 10.0
-
-
-def current_version() -> str:
-    try:
-        return version("connectapi")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def add_status_command(commands: Any) -> None:
@@ -48,7 +41,7 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
     url = args.url or os.environ.get("CONNECTAPI_URL") or f"http://{_url_host(settings.host)}:{settings.port}"
     service = probe_service(url.rstrip("/"), _token(settings))
     record = read_record(settings)
-    body = report(current_version(), record, service)
+    body = report(__version__, record, service)
     print(json.dumps(body, indent=2) if args.json else render(body))
     return 0 if body["ok"] else 1
 

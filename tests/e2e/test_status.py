@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import psutil
 
-from connectapi.cli_status import current_version
+from connectapi import __version__
 from connectapi.storage.migrations import bundled_migrations
 
 from .test_cli import connectapi
@@ -58,7 +58,7 @@ def test_status_of_a_running_then_stopped_service(tmp_path: Path) -> None:
         assert token not in out + err
         body: dict[str, Any] = json.loads(out)
         assert code == 1, out  # a paused endpoint needs attention
-        assert body["ok"] is False and body["version"] == current_version()
+        assert body["ok"] is False and body["version"] == __version__
         assert body["problems"] == [f"1 webhook endpoint(s) paused: {endpoint_id}"]
 
         record = body["record"]
