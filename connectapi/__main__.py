@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     from .cli_admin import add_admin_commands
 
     add_admin_commands(commands)
+    from .cli_record import add_record_commands
+
+    add_record_commands(commands)
 
     args = parser.parse_args(argv)
     import os
@@ -110,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"applied migrations: {applied or 'none (up to date)'}")
         return 0
+    if args.command in ("backup", "restore"):
+        from .cli_record import run_record
+
+        return run_record(args, settings)
     from .cli_admin import run_admin, run_seed
 
     if args.command == "seed":
