@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,6 @@ def _backup(settings: Settings, file: Path) -> int:
 
 
 def _restore(settings: Settings, file: Path, force: bool) -> int:
-    import trio
-    import trio_asyncio
-
     from .service import EMBEDDED_DATABASE, start_record
     from .storage.embedded import dsn_for_database
     from .storage.record_copy import check_archive, make_room, release_held_work, restore
@@ -81,17 +79,9 @@ def _restore(settings: Settings, file: Path, force: bool) -> int:
         else:
             dsn, maintenance = dsn_for_database(server, EMBEDDED_DATABASE), server
 
-        async def prepare() -> None:
-            async with trio_asyncio.open_loop():
-                await make_room(dsn, maintenance, force)
-
-        async def settle() -> None:
-            async with trio_asyncio.open_loop():
-                await release_held_work(dsn)
-
-        trio.run(prepare)
+        _on_asyncio(lambda: make_room(dsn, maintenance, force))
         restore(file, dsn)
-        trio.run(settle)
+        _on_asyncio(lambda: release_held_work(dsn))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -99,3 +89,24 @@ def _restore(settings: Settings, file: Path, force: bool) -> int:
     print(f"restored {file} into the record ({where}); `connectapi serve` migrates it if it is older, "
           "and resumes its pushes and deliveries")
     return 0
+
+
+def _on_asyncio(work: Callable[[], Awaitable[None]]) -> None:
+    """`work` (asyncpg's) under trio-asyncio; its CopyError comes out as itself, not inside
+    the exception group of the loop's nursery."""
+    import trio
+    import trio_asyncio
+
+    from .storage.record_copy import CopyError
+
+    async def main() -> CopyError | None:
+        async with trio_asyncio.open_loop():
+            try:
+                await work()
+            except CopyError as exc:
+                return exc
+        return None
+
+    failed = trio.run(main)
+    if failed is not None:
+        raise failed
