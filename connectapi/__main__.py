@@ -49,9 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     from .cli_admin import add_admin_commands
 
     add_admin_commands(commands)
+    from .cli_record import add_record_commands
     from .cli_status import add_status_command
 
     add_status_command(commands)
+    add_record_commands(commands)
 
     args = parser.parse_args(argv)
     import os
@@ -126,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         from .cli_status import run_status
 
         return run_status(args, settings)
+    if args.command in ("backup", "restore"):
+        from .cli_record import run_record
+
+        return run_record(args, settings)
     from .cli_admin import run_admin, run_seed
 
     if args.command == "seed":

@@ -42,9 +42,10 @@ def bundled_migrations() -> list[Migration]:
 MIGRATION_TIMEOUT = 3600.0
 
 
-async def migrate(db: Database) -> list[int]:
-    """Apply what is missing; returns the versions applied now."""
-    migrations = bundled_migrations()
+async def migrate(db: Database, through: int | None = None) -> list[int]:
+    """Apply what is missing (up to version `through`, when given: the record as an earlier
+    release left it, for the upgrade test); returns the versions applied now."""
+    migrations = [m for m in bundled_migrations() if through is None or m.version <= through]
 
     async def work(conn: asyncpg.Connection) -> list[int]:
         # Waiting for another process's migrations, or a migration rewriting a big table,

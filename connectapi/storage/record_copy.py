@@ -1,0 +1,218 @@
+"""A copy of the record in a file, and the record put back from one (`connectapi backup`,
+`connectapi restore`): pg_dump's custom format, written and read by PostgreSQL's own tools.
+
+The dump is one snapshot (pg_dump reads every table in one repeatable-read transaction),
+so a running service can be copied: every write batch in it has all its cells. The
+budget counters (unlogged tables) are left out: they are a minute of counts, and a
+restored service starts with empty windows. docs/decisions.md, "Backup and restore".
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import asyncpg
+import trio_asyncio
+
+from .pg_tools import libpq_target, pg_tool
+
+BACKUP_MODE = 0o600  # the record holds key digests, webhook secrets, guests' details
+# pg_dump waits this long for a table's lock (a migration running) before it gives up.
+LOCK_WAIT = "60s"
+# The table every record has: an archive without it is not a copy of ours.
+MARK_TABLE = "schema_migrations"
+
+
+class CopyError(Exception):
+    """The copy or the restore could not be made; the message says why, for an operator."""
+
+
+class NotAnArchive(CopyError):
+    """The file is not an archive pg_dump wrote in its custom format, or not of a record."""
+
+
+class RecordInUse(CopyError):
+    """Other sessions are connected to the record: a service runs on it."""
+
+
+class RecordNotEmpty(CopyError):
+    """The record to restore into holds tables already."""
+
+
+def _run(tool: str, args: list[str], dsn: str | None = None, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ)
+    if dsn is not None:
+        target, extra = libpq_target(dsn)
+        env.update(extra)
+        args = [*args, "--dbname", target]
+    try:
+        completed: subprocess.CompletedProcess[bytes] = subprocess.run(
+            [str(pg_tool(tool)), *args], env=env, stderr=subprocess.PIPE, check=False, **kwargs)  # type: ignore[call-overload]
+        return completed
+    except OSError as exc:
+        raise CopyError(f"cannot run {tool} ({pg_tool(tool)}): {exc.strerror}") from None
+
+
+def _said(completed: subprocess.CompletedProcess[bytes]) -> str:
+    return completed.stderr.decode("utf-8", "replace").strip()
+
+
+def dump(dsn: str, path: Path) -> int:
+    """The record at `dsn` into `path`, whole or not at all: written beside it under another
+    name (mode 0600), synced, then renamed over it. Answers its size in bytes."""
+    path = path.absolute()
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, BACKUP_MODE)
+    except OSError as exc:
+        raise CopyError(f"cannot write in {path.parent}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            completed = _run("pg_dump", ["--format=custom", "--no-unlogged-table-data",
+                                         f"--lock-wait-timeout={LOCK_WAIT}"], dsn, stdout=out)
+            if completed.returncode != 0:
+                raise CopyError(f"pg_dump failed: {_said(completed)}")
+            out.flush()
+            os.fsync(out.fileno())
+            size = os.fstat(out.fileno()).st_size
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return size
+
+
+def check_archive(path: Path) -> None:
+    """Refuse, before anything is touched, a file that is not a record's custom-format dump."""
+    if not path.is_file():
+        raise NotAnArchive(f"{path}: no such file")
+    completed = _run("pg_restore", ["--list", str(path)], stdout=subprocess.PIPE)
+    if completed.returncode != 0:
+        raise NotAnArchive(f"{path} is not a backup made by `connectapi backup` (pg_dump's custom format): "
+                           f"{_said(completed).removeprefix('pg_restore: error: ')}")
+    if f" TABLE public {MARK_TABLE} ".encode() not in completed.stdout:
+        raise NotAnArchive(f"{path} is a PostgreSQL archive, but not of a connectapi record (it has no "
+                           f"{MARK_TABLE} table)")
+
+
+def restore(path: Path, dsn: str) -> None:
+    """The archive into the (empty) database at `dsn`, in one transaction: all of it or
+    nothing. Ownership and grants are the connecting role's, whatever they were."""
+    completed = _run("pg_restore", ["--exit-on-error", "--single-transaction", "--no-owner", "--no-privileges",
+                                    str(path)], dsn, stdout=subprocess.DEVNULL)
+    if completed.returncode != 0:
+        raise CopyError(f"pg_restore failed (the record is left as it was before it): {_said(completed)}")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+async def make_room(dsn: str, maintenance_dsn: str, force: bool) -> None:
+    """The database at `dsn` ready to be restored into: made if missing; refused while
+    other sessions use it (a service runs on it); refused when it holds tables, unless
+    `force`, which drops it and makes it again (through `maintenance_dsn`, another database
+    on the same server)."""
+
+    async def work() -> None:
+        try:
+            conn = await asyncpg.connect(dsn)
+        except asyncpg.InvalidCatalogNameError:
+            name = _database_name(dsn)
+            await _on(maintenance_dsn, f"CREATE DATABASE {_quoted(name)}")
+            return
+        try:
+            name = await conn.fetchval("SELECT current_database()")
+            others = await conn.fetch(
+                """SELECT DISTINCT coalesce(nullif(application_name, ''), 'a client') AS who,
+                          coalesce(host(client_addr), 'local') AS address
+                   FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()""")
+            if others:
+                who = ", ".join(f"{r['who']} ({r['address']})" for r in others)
+                raise RecordInUse(f"the record is in use ({len(others)} other session(s): {who}): stop the "
+                                  "service before a restore")
+            tables = await conn.fetchval(
+                """SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                   WHERE c.relkind IN ('r', 'p', 'u') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                     AND n.nspname NOT LIKE 'pg\\_%'""")
+            latest = None
+            if await conn.fetchval(f"SELECT to_regclass('{MARK_TABLE}') IS NOT NULL"):
+                latest = await conn.fetchval(f"SELECT max(version) FROM {MARK_TABLE}")
+        finally:
+            await conn.close()
+        if not tables:
+            return
+        if not force:
+            layout = f", migrated to {latest:04d}" if latest is not None else ""
+            raise RecordNotEmpty(f"the record is not empty ({tables} tables{layout}): restore into a new data "
+                                 "directory, or give --force to drop this record and replace it")
+        await _on(maintenance_dsn, f"DROP DATABASE {_quoted(name)}", f"CREATE DATABASE {_quoted(name)}")
+
+    await _said_as_copy_error(work, "the record could not be prepared for the restore")
+
+
+def _database_name(dsn: str) -> str:
+    """The database a URL names (it does not exist yet, so the server cannot say)."""
+    parts = urlsplit(dsn)
+    name = dict(parse_qsl(parts.query)).get("dbname") or unquote(parts.path.lstrip("/"))
+    if not name:
+        raise CopyError("the record's database does not exist, and its URL names none to make")
+    return name
+
+
+async def _on(dsn: str, *statements: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+_RELEASE = (
+    "DELETE FROM push_leases",
+    "UPDATE round_leases SET held_by = NULL, held_until = NULL, again = false",
+    "UPDATE webhook_endpoints SET sending_by = NULL, sending_until = NULL",
+    "DELETE FROM idempotency_keys WHERE state = 'in_flight'",
+)
+
+
+async def release_held_work(dsn: str) -> None:
+    """What the backed-up service's processes held when the copy was taken is theirs no
+    more: their push leases, job leases and webhook sending leases are given back, and
+    idempotency keys of requests then in flight (their work is not in the copy) are
+    forgotten, so the restored service takes everything up at once, not when they run out."""
+
+    async def work() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            async with conn.transaction():
+                for statement in _RELEASE:
+                    try:
+                        async with conn.transaction():  # a savepoint: an older layout lacks some
+                            await conn.execute(statement)
+                    except (asyncpg.UndefinedTableError, asyncpg.UndefinedColumnError):
+                        pass  # not in the copy's layout: the migrations make it, empty
+        finally:
+            await conn.close()
+
+    await _said_as_copy_error(work, "restored, but the leases of the copied service were not given back (they "
+                                    "run out within a minute)")
+
+
+async def _said_as_copy_error(work: Callable[[], Awaitable[None]], what: str) -> None:
+    """`work` on asyncio; the server's refusal or an unreachable server said as a CopyError."""
+    try:
+        await trio_asyncio.aio_as_trio(work)()
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise CopyError(f"{what}: {exc}") from None
