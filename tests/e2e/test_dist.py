@@ -2,7 +2,8 @@
 empty directory and run there with a bare environment (`env -i` with only PATH and HOME),
 no virtualenv, no repository. It must print its version, serve on its embedded
 PostgreSQL, take the sample property and a rate that reaches the sandbox channel
-manager, and stop cleanly on SIGTERM; then start again on the data dir it left."""
+manager, report its status, back itself up and stop cleanly on SIGTERM; then restore the
+copy elsewhere, and start again on the data dir it left."""
 
 from __future__ import annotations
 
@@ -144,8 +145,22 @@ def test_the_file_runs_alone_with_a_bare_environment(alone: Path, serving: Servi
     else:
         raise AssertionError(f"the sandbox never held the rate: {held}")
 
+    status = run(alone, "status", "--json", "--url", serving.url)
+    report = json.loads(status.stdout)
+    assert (status.returncode, report["ok"], report["problems"]) == (0, True, []), status.stdout + status.stderr
+    assert report["service"]["ready"] and report["properties"]["total"] == 1
+    assert report["version"] == __version__
+
+    # The file's own pg_dump, from the copy its PostgreSQL runs from, under the running service.
+    backup = run(alone, "backup", "record.dump")
+    assert backup.returncode == 0, backup.stderr
+
     assert serving.stop() == 0
     assert "stopped" in serving.output()
+
+    restored = run(alone, "restore", "record.dump", CONNECTAPI_DATA_DIR="restored")
+    assert restored.returncode == 0, restored.stderr
+    assert (alone / "restored" / "pgdata" / "PG_VERSION").exists()
 
     # Again on the data dir it left: the same record, the rate still there.
     again = Serving(alone, free_port())
