@@ -13,6 +13,10 @@ from .data_dir import UnsafePath, create_token_file, read_token_file, secure_dat
 from .domain.addresses import parse_network
 from .domain.budgets import Budgets
 from .domain.mail_settings import SmtpSettings
+from .domain.retention import KINDS as RETAINED_KINDS
+from .domain.retention import MAX_DAYS as MAX_RETENTION_DAYS
+from .domain.retention import Retention
+from .domain.retention import env_name as retention_env
 
 ADMIN_TOKEN_FILE = "admin-token"
 # The operator token opens every property: at least this long, so guessing is hopeless.
@@ -44,6 +48,9 @@ class Settings:
     # work, level by level: a stop takes at most about 13 s.
     shutdown_grace_seconds: float = 8.0
     janitor_every_seconds: float = 3600.0
+    # How long batches, deliveries, sent e-mails, refusals and settled OTA revisions are
+    # kept (CONNECTAPI_RETAIN_<KIND>_DAYS); what is still needed is kept whatever its age.
+    retention: Retention = Retention()
     # The embedded PostgreSQL is looked at this often, and started again if it died.
     watchdog_seconds: float = 1.0
     # The channel manager: unset URL means the in-process sandbox.
@@ -98,6 +105,7 @@ class Settings:
             cm_notify_secret=env.get("CONNECTAPI_CM_NOTIFY_SECRET") or None,
             max_connections=_positive_int(env, "CONNECTAPI_MAX_CONNECTIONS", 1000),
             public_url=_public_url(env.get("CONNECTAPI_PUBLIC_URL")),
+            retention=_retention(env),
         )
         if settings.smtp_url:
             try:
@@ -129,6 +137,14 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 9 and int(text) > 0):
         raise ConfigError(f"{name} must be a positive whole number, not {text[:20]!r}")
     return int(text)
+
+
+def _retention(env: Mapping[str, str]) -> Retention:
+    days = {kind: _positive_int(env, retention_env(kind), getattr(Retention(), kind)) for kind in RETAINED_KINDS}
+    for kind, value in days.items():
+        if value > MAX_RETENTION_DAYS:
+            raise ConfigError(f"{retention_env(kind)} must be at most {MAX_RETENTION_DAYS} days, not {value}")
+    return Retention(**days)
 
 
 def available_cores() -> int:

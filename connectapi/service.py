@@ -16,7 +16,7 @@ import trio_asyncio
 
 from .actors.booking_intake import BookingIntake, Round
 from .actors.channel_manager import CallCounters, ChannelManagerActor
-from .actors.janitors import BudgetJanitor, IdempotencyJanitor, KeyListener
+from .actors.janitors import BudgetJanitor, IdempotencyJanitor, KeyListener, RetentionJanitor
 from .actors.messages.channel_manager import ChannelMessage
 from .actors.messages.property_writer import WriterMessage
 from .actors.messages.reconciler import ReconcilerMessage
@@ -72,7 +72,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
     Supervision runs in four levels, stopped inside out, each with its grace: the
     services (sender, outbox, intake, reconciler, sweep) first, then the property actors
     (writers, pushers; then their push leases are given back), then the channel manager
-    and the push-lease keeper, and last the watchers (key listener, janitor, record
+    and the push-lease keeper, and last the watchers (key listener, janitors, record
     watchdog), which have nothing to finish.
     """
     grace = settings.shutdown_grace_seconds
@@ -92,6 +92,10 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                              degraded="API keys are read from the record on every request, uncached")
         await watchers.spawn("idempotency-janitor", lambda: IdempotencyJanitor(db, clock, settings.janitor_every_seconds),
                              mailbox_size=1, degraded="idempotency keys older than 7 days are not purged")
+        await watchers.spawn("retention-janitor",
+                             lambda: RetentionJanitor(db, clock, settings.retention, settings.janitor_every_seconds),
+                             mailbox_size=1, degraded="batches, deliveries, sent e-mails, refusals and settled OTA "
+                                                      "revisions past their retention are not pruned: the record grows")
         await watchers.spawn("budget-janitor", lambda: BudgetJanitor(db, clock, BUDGET_PRUNE_EVERY),
                              mailbox_size=1, degraded="idle budget counters are not forgotten: the record grows")
         if embedded is not None:
@@ -196,6 +200,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             admin_token=admin_token,
                             ask_timeout=settings.ask_timeout_seconds,
                             public_url=settings.public_url,
+                            retention=settings.retention,
                             supervisors=(watchers, root, property_supervisor, services),
                             stopping=stopping,
                         )

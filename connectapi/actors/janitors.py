@@ -4,23 +4,21 @@ key cache honest, and may be stopped at any moment."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from ..domain import idempotency as idem
+from ..domain.retention import Retention
 from ..engine import Clock, NextRound, RoundsActor
-from ..storage import api_keys, budgets, idempotency
+from ..storage import budgets, idempotency, retention
 from ..storage.database import Database, StorageUnavailable
 from ..storage.key_directory import KeyDirectory
 
 log = logging.getLogger("connectapi")
 RELISTEN_AFTER = 1.0
-# Requests refused by a key's allowlist are shown to the owner this long.
-ALLOWLIST_REFUSALS_KEPT = timedelta(days=30)
 
 
 class IdempotencyJanitor(RoundsActor):
-    """Idempotency keys are kept 7 days and allowlist refusals 30: forget older ones, at
-    start and then every `every`."""
+    """Idempotency keys are kept 7 days (the contract's, not a setting): forget older ones,
+    at start and then every `every`."""
 
     name = "idempotency-janitor"
     waits_out = (StorageUnavailable,)
@@ -34,10 +32,45 @@ class IdempotencyJanitor(RoundsActor):
         purged = await idempotency.purge(self._db, self._clock.now() - idem.RETENTION)
         if purged:
             log.info("purged %d idempotency keys older than %s", purged, idem.RETENTION)
-        refusals = await api_keys.purge_allowlist_refusals(self._db, self._clock.now() - ALLOWLIST_REFUSALS_KEPT)
-        if refusals:
-            log.info("purged %d allowlist refusals older than %s", refusals, ALLOWLIST_REFUSALS_KEPT)
         return NextRound()
+
+
+class RetentionJanitor(RoundsActor):
+    """Prunes what the record keeps only for a while (`storage.retention.RETAINED`: batches,
+    webhook deliveries and events, sent e-mails, allowlist refusals, settled OTA revisions)
+    once past its retention, at start and then every `every`. Each table goes `BATCH` rows
+    per statement (its own short transaction, skipping rows a request holds) and at most
+    `MOST_BATCHES` statements a round: a long backlog (the first round after an upgrade)
+    is worked off over several rounds, one after the other, never in one long hold."""
+
+    name = "retention-janitor"
+    waits_out = (StorageUnavailable,)
+    BATCH = 500
+    MOST_BATCHES = 100  # per table and round
+
+    def __init__(self, db: Database, clock: Clock, kept: Retention, every: float) -> None:
+        self._db = db
+        self._clock = clock
+        self._kept = kept
+        self.interval = every
+
+    async def round(self) -> NextRound:
+        horizons = self._kept.horizons(self._clock.now())
+        more = False
+        for retained in retention.RETAINED:
+            horizon = getattr(horizons, retained.kind)
+            total = 0
+            for _ in range(self.MOST_BATCHES):
+                pruned = await retention.prune(self._db, retained.table, horizon, self.BATCH)
+                total += pruned
+                if pruned < self.BATCH:
+                    break
+            else:
+                more = True
+            if total:
+                log.info("retention: pruned %d rows of %s done with before %s", total, retained.table,
+                         horizon.isoformat(timespec="seconds"))
+        return NextRound(more=more)
 
 
 class BudgetJanitor(RoundsActor):

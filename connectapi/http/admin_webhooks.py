@@ -9,6 +9,7 @@ from quart import Blueprint, Response
 
 from ..domain.admin_models import RecoverIn, RedeliverIn, WebhookEndpointIn
 from ..domain.errors import ApiError
+from ..domain.retention import events_kept_since
 from ..domain.paths import ADMIN_PREFIX
 from ..domain.validation import parse_model
 from ..domain.webhook_events import PropertyFacts, ping
@@ -121,6 +122,11 @@ async def recover(endpoint_id: int) -> Response:
     ctx = context()
     body = parse_model(RecoverIn, await raw_body())
     found = await _endpoint_or_404(endpoint_id)
-    queued = await webhooks.queue_again(ctx.db, found, None, body.since, ctx.clock.now())
+    now = ctx.clock.now()
+    # Events are kept for the deliveries' retention: recover reaches back that far and no
+    # further (an older event still in the record is not sent: the answer would depend on
+    # when the janitor last ran), and says how far it reached.
+    kept_since = events_kept_since(ctx.retention, now)
+    queued = await webhooks.queue_again(ctx.db, found, None, max(body.since, kept_since), now)
     ctx.webhooks.try_tell(Wake())
-    return ok({"events": queued}, 202)
+    return ok({"events": queued, "keptSince": kept_since}, 202)

@@ -14,6 +14,7 @@ from ..actors.push_scheduler import PushScheduler
 from ..channel.sandbox.state import SandboxState
 from ..domain.addresses import TrustedProxies
 from ..domain.budgets import Budgets
+from ..domain.retention import Retention
 from ..engine import Clock, Down, Mailbox, Registry, Supervisor, Wake
 from ..storage.database import Database
 from ..storage.key_directory import KeyDirectory
@@ -45,6 +46,7 @@ class FrontContext:
     # How integrators reach this service (CONNECTAPI_PUBLIC_URL), for links we hand out;
     # None: the address the caller used (its Host header, which the caller chooses).
     public_url: str | None
+    retention: Retention  # how far back what the record prunes reaches (the admin's webhook recover says it)
     supervisors: tuple[Supervisor, ...]
     stopping: trio.Event  # set when the service is told to stop: answers then close their connection
 

@@ -149,16 +149,3 @@ async def allowlist_refusals(db: Database, property_id: int, limit: int = 100) -
     )
     return [dict(r) for r in rows]
 
-
-async def purge_allowlist_refusals(db: Database, older_than: datetime, batch: int = 1000) -> int:
-    """Forget refusals older than `older_than`, `batch` rows per statement so a long
-    backlog never holds a lock for long; answers how many went."""
-    purged = 0
-    while True:
-        status = await db.execute(
-            """DELETE FROM allowlist_refusals WHERE id IN (
-                   SELECT id FROM allowlist_refusals WHERE at <= $1 LIMIT $2)""", older_than, batch)
-        count = int(status.split()[-1])
-        purged += count
-        if count < batch:
-            return purged

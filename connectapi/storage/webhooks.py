@@ -222,7 +222,8 @@ async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> lis
 async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, since: datetime | None,
                       at: datetime) -> int:
     """Queue one event of the endpoint's property (by id), or all of them since an instant,
-    for the endpoint again; answers how many were queued."""
+    for the endpoint again; answers how many were queued. The caller bounds `since` by the
+    retention (an event older than it may be pruned at any moment)."""
     queued: int = await db.fetchval(
         """WITH made AS (
                INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)

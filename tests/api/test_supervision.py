@@ -14,7 +14,7 @@ import trio.testing
 
 from connectapi.actors.booking_intake import BookingIntake
 from connectapi.actors.channel_manager import ChannelManagerActor
-from connectapi.actors.janitors import IdempotencyJanitor, KeyListener
+from connectapi.actors.janitors import IdempotencyJanitor, KeyListener, RetentionJanitor
 from connectapi.actors.messages.channel_manager import CreateProperty
 from connectapi.actors.outbox import OutboxSender
 from connectapi.actors.property_writer import PropertyWriter
@@ -110,6 +110,7 @@ async def nothing(world: World) -> None:
     ({}, "booking-intake", BookingIntake, nothing),
     ({}, "reconciler", Reconciler, nothing),
     ({}, "idempotency-janitor", IdempotencyJanitor, nothing),
+    ({}, "retention-janitor", RetentionJanitor, nothing),
     ({}, "key-listener", KeyListener, kill_the_listener),
     (PUSHING, "push-sweep", PushSweeper, nothing),
 ], ids=lambda v: v if isinstance(v, str) else "")
