@@ -24,7 +24,9 @@ from ..domain.status_report import (
 from .database import Database
 from .migrations import bundled_migrations
 
-# The tables that grow without end, each with the column that dates its rows.
+# The tables that grow with use, each with the column that dates its rows (when it was
+# made: a row's retention may count from a later instant, storage/retention.py's RETAINED):
+# the retained ones and the idempotency keys.
 GROWING_TABLES: tuple[tuple[str, str], ...] = (
     ("write_batches", "created_at"),
     ("webhook_events", "occurred_at"),

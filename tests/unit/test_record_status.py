@@ -11,6 +11,7 @@ from connectapi.storage import pushes
 from connectapi.storage.database import Database
 from connectapi.storage.migrations import bundled_migrations
 from connectapi.storage.record_status import GROWING_TABLES, read_record_facts
+from connectapi.storage.retention import RETAINED
 
 from .test_pushes_storage import NOW, a_property, write
 
@@ -43,6 +44,7 @@ async def test_facts_of_a_record(db: Database) -> None:
     for name, _ in GROWING_TABLES:
         assert name in tables, f"{name} is not a table of the record"
         assert tables[name].grows
+    assert {r.table for r in RETAINED} <= {name for name, _ in GROWING_TABLES}, "every pruned table is shown"
     assert tables["write_batches"].oldest_at == NOW
     assert tables["webhook_deliveries"].oldest_at is None  # empty
     assert tables["availability_cells"].bytes > 0 and not tables["availability_cells"].grows
