@@ -223,7 +223,9 @@ async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, si
                       at: datetime) -> int:
     """Queue one event of the endpoint's property (by id), or all of them since an instant,
     for the endpoint again; answers how many were queued. The caller bounds `since` by the
-    retention (an event older than it may be pruned at any moment)."""
+    retention (an event older than it may be pruned at any moment). The events are locked as
+    read: one the janitor is deleting meanwhile is waited for and then left out (not queued,
+    so a redeliver answers not found), never a foreign-key error."""
     queued: int = await db.fetchval(
         """WITH made AS (
                INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)
@@ -231,6 +233,7 @@ async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, si
                WHERE ev.property_id = $2 AND ($3::text IS NULL OR ev.id = $3)
                  AND ($4::timestamptz IS NULL OR ev.occurred_at >= $4)
                ORDER BY ev.seq
+               FOR KEY SHARE OF ev
                RETURNING 1)
            SELECT count(*) FROM made""",
         endpoint.id, endpoint.property_id, event_id, since, at)

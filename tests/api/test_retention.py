@@ -293,3 +293,36 @@ def test_every_retained_table_is_pruned_by_its_time_column() -> None:
     # a delivery goes before its event, which goes only once no delivery of it is left
     tables = [r.table for r in retention.RETAINED]
     assert tables.index("webhook_deliveries") < tables.index("webhook_events")
+
+
+async def test_redeliver_of_an_event_pruned_meanwhile_is_not_found(api: Harness, db_dsn: str) -> None:
+    """The janitor deletes an event while a redeliver of it is on its way: the redeliver
+    waits for the delete and answers 404, never a foreign-key error (500)."""
+    prop = await api.create_property()
+    endpoint = (await api.admin("POST", f"/properties/{prop['id']}/webhooks",
+                                {"url": "https://hooks.example.net/in"})).data
+    await webhooks.pause(api.ctx.db, endpoint["id"], api.ctx.clock.now())
+    event_id = endpoint["pingEventId"]
+    pruner = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
+    try:
+        pruning = pruner.transaction()
+        await trio_asyncio.aio_as_trio(pruning.start)()
+        await trio_asyncio.aio_as_trio(pruner.execute)("DELETE FROM webhook_deliveries WHERE event_id = $1", event_id)
+        await trio_asyncio.aio_as_trio(pruner.execute)("DELETE FROM webhook_events WHERE id = $1", event_id)
+        answers: list[Answer] = []
+
+        async def redeliver() -> None:
+            answers.append(await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": event_id}))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(redeliver)
+
+            async def waits_for_the_delete() -> bool:
+                return bool(await api.ctx.db.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "
+                    "'%INSERT INTO webhook_deliveries%'"))
+            await eventually(waits_for_the_delete, "the redeliver waits for the pruning transaction")
+            await trio_asyncio.aio_as_trio(pruning.commit)()
+    finally:
+        await trio_asyncio.aio_as_trio(pruner.close)()
+    assert [(a.status, a.code) for a in answers] == [(404, "EVENT_NOT_FOUND")]
