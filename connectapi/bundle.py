@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -33,6 +34,14 @@ def is_frozen() -> bool:
 def own_command() -> list[str]:
     """How to start this program again (a worker of `serve --workers N`)."""
     return [sys.executable] if is_frozen() else [sys.executable, "-m", "connectapi"]
+
+
+def own_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment to start this program again with. A child of the executable would
+    otherwise run from its parent's unpacked copy: after the file was replaced by an
+    upgrade, a reload's new workers would still run the old version. Each unpacks the
+    file again instead (under a second)."""
+    return {**env, "PYINSTALLER_RESET_ENVIRONMENT": "1"} if is_frozen() else dict(env)
 
 
 def postgres_bin() -> Path:

@@ -36,7 +36,7 @@ import trio
 import trio_asyncio
 
 from .actors.record_watchdog import RecordWatchdog
-from .bundle import own_command
+from .bundle import own_command, own_environment
 from .config import Settings, resolve_admin_token
 from .domain.worker_pool import RestartBackoff, describe_exit
 from .engine import open_supervisor
@@ -157,7 +157,7 @@ class WorkerPool:
                  backoff: RestartBackoff = RestartBackoff()) -> None:
         self._watching = watching
         self._listen_fd = listen_fd
-        self._env = dict(env)
+        self._env = own_environment(env)
         self._backoff = backoff
         self._slots: list[Worker | None] = [None] * count
         self._locks = [trio.Lock() for _ in range(count)]

@@ -20,6 +20,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from connectapi import __version__
@@ -65,11 +66,11 @@ def run(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str
 
 
 class Serving:
-    def __init__(self, home: Path, port: int) -> None:
+    def __init__(self, home: Path, port: int, *serve_args: str) -> None:
         self.home = home
         self.url = f"http://127.0.0.1:{port}"
         self.log = open(home / f"serve-{port}-{time.monotonic_ns()}.log", "w+")  # noqa: SIM115 (closed in close)
-        self.proc = subprocess.Popen(["./connectapi", "serve", "--port", str(port)], cwd=home, env=bare_env(home),
+        self.proc = subprocess.Popen(["./connectapi", "serve", "--port", str(port), *serve_args], cwd=home, env=bare_env(home),
                                      stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self) -> float:
@@ -171,3 +172,30 @@ def test_the_file_runs_alone_with_a_bare_environment(alone: Path, serving: Servi
         assert again.stop() == 0
     finally:
         again.close()
+
+
+def unpacked_at(pid: int) -> set[str]:
+    """The directories the one-file executable unpacked itself into that a process runs from."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return {line.split()[-1].split("/")[2] for line in maps.splitlines() if "/_MEI" in line}
+
+
+def test_workers_of_the_file_each_run_the_file_anew(alone: Path) -> None:
+    """With --workers N the file starts itself again; each worker unpacks the file afresh
+    rather than running from its supervisor's copy, so that a reload (SIGHUP) after the
+    file was replaced by an upgrade runs the new version."""
+    port = free_port()
+    served = Serving(alone, port, "--workers", "2")
+    try:
+        served.wait_ready()
+        supervisor = psutil.Process(served.proc.pid).children()[0]  # the bootloader's Python child
+        workers = [p for p in supervisor.children(recursive=True) if "--parent-fd" in p.cmdline()
+                   and not p.children()]  # each worker's Python, under its own bootloader
+        assert len(workers) == 2, [p.cmdline() for p in supervisor.children(recursive=True)]
+        seen = [unpacked_at(supervisor.pid)] + [unpacked_at(w.pid) for w in workers]
+        assert all(len(s) == 1 for s in seen) and len(set.union(*seen)) == 3, seen
+        answered = {httpx.get(f"{served.url}/healthz").json()["data"]["version"] for _ in range(6)}
+        assert answered == {__version__}
+        assert served.stop() == 0
+    finally:
+        served.close()
