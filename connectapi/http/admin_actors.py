@@ -40,13 +40,20 @@ WORKER_FLAG = "--parent-fd"
 
 def serving_processes() -> dict[str, Any]:
     """The processes serving beside this one: the workers of its `serve --workers N`
-    parent (a reload briefly counts the new worker and the old), or this process alone."""
+    parent (a reload briefly counts the new worker and the old), or this process alone.
+    A worker of the one-file executable is two processes, the file's loader and its Python
+    child, both started with the worker's flags: the one that serves has no such child."""
     me = psutil.Process()
     pids = [me.pid]
     try:
-        parent = me.parent()
-        if WORKER_FLAG in me.cmdline() and parent is not None:
-            pids = sorted(c.pid for c in parent.children() if _is_worker(c))
+        if _is_worker(me):
+            top = me
+            while (up := top.parent()) is not None and _is_worker(up):
+                top = up
+            supervisor = top.parent()
+            if supervisor is not None:
+                pids = sorted(p.pid for p in supervisor.children(recursive=True)
+                              if _is_worker(p) and not any(_is_worker(c) for c in p.children()))
     except psutil.Error:
         pass  # a process gone meanwhile: this one answers for itself
     return {"count": len(pids), "pids": pids, "answeredBy": os.getpid()}

@@ -71,7 +71,7 @@ class Serving:
         self.url = f"http://127.0.0.1:{port}"
         self.log = open(home / f"serve-{port}-{time.monotonic_ns()}.log", "w+")  # noqa: SIM115 (closed in close)
         self.proc = subprocess.Popen(["./connectapi", "serve", "--port", str(port), *serve_args], cwd=home, env=bare_env(home),
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_ready(self) -> float:
         """Seconds from start to /readyz 200."""
@@ -97,7 +97,8 @@ class Serving:
     def close(self) -> None:
         """After a failure: the service killed, and the embedded server it leaves behind."""
         if self.proc.poll() is None:
-            self.proc.kill()
+            # The whole group: the file's loader killed alone would leave its Python child serving.
+            os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
             left = postmaster_pid(self.home / "var")
             if left is not None:
@@ -196,6 +197,9 @@ def test_workers_of_the_file_each_run_the_file_anew(alone: Path) -> None:
         assert all(len(s) == 1 for s in seen) and len(set.union(*seen)) == 3, seen
         answered = {httpx.get(f"{served.url}/healthz").json()["data"]["version"] for _ in range(6)}
         assert answered == {__version__}
+        token = (alone / "var" / "admin-token").read_text().strip()
+        actors = httpx.get(f"{served.url}/api/v1/admin/actors", headers={"Authorization": f"Bearer {token}"})
+        assert sorted(actors.json()["data"]["workers"]["pids"]) == sorted(w.pid for w in workers)
         assert served.stop() == 0
     finally:
         served.close()
