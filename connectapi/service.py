@@ -353,8 +353,15 @@ async def _wait_for_stop(stop: trio.Event, parent: trio.socket.SocketType | None
 
 
 async def _wait_for_signal(stop: trio.Event) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
+    # SIGHUP is `serve --workers N`'s reload (workers.py); a single process has nothing to
+    # reload it with, and SIGHUP's default, dying undrained, is the worst answer to a
+    # `systemctl reload` sent to a one-core host's `--workers auto`.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            if signum == signal.SIGHUP:
+                log.warning("SIGHUP: a single process does not reload; restart it to run a new version, or serve "
+                            "with --workers N (2 or more) to reload without a stop")
+                continue
             stop.set()
             return
 

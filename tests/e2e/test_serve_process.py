@@ -110,3 +110,18 @@ def test_serve_survives_sigkill_and_stops_cleanly(tmp_path: Path) -> None:
         second.proc.send_signal(signal.SIGTERM)
         assert second.proc.wait(30) == 0
     assert not running(pg), "a clean stop stops the embedded server"
+
+
+def test_a_single_process_outlives_sighup(tmp_path: Path) -> None:
+    """SIGHUP is the reload of `serve --workers N`; a single process logs that it cannot
+    reload and serves on (by default SIGHUP would kill it with no drain)."""
+    served = Served(tmp_path / "var", free_port())
+    try:
+        served.wait_for("listening on")
+        served.proc.send_signal(signal.SIGHUP)
+        served.wait_for("a single process does not reload")
+        assert served.proc.poll() is None
+        assert httpx.get(f"{served.url}/readyz").status_code == 200
+    finally:
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(30) == 0
