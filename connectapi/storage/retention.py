@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .database import Database
+from .database import Database, RecordRefused
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,7 @@ _PRUNABLE = {
         WHERE r.state IN ('applied', 'stale') AND r.acked_at IS NOT NULL AND r.settled_at <= $1
         LIMIT $2 FOR UPDATE OF r SKIP LOCKED""",
 }
+FOREIGN_KEY_VIOLATION = "23503"
 _KEY = {"write_batches": "id", "webhook_deliveries": "id", "webhook_events": "id", "notifications": "id",
         "allowlist_refusals": "id", "ota_revisions": "seq"}
 assert set(_PRUNABLE) == set(_KEY) == {r.table for r in RETAINED}
@@ -82,5 +83,13 @@ async def prune(db: Database, table: str, horizon: datetime, limit: int = 500) -
     needed; answers how many went. One statement, one short transaction."""
     if table not in _PRUNABLE:
         raise ValueError(f"{table} is not a retained table")
-    status = await db.execute(f"DELETE FROM {table} WHERE {_KEY[table]} IN ({_PRUNABLE[table]})", horizon, limit)
+    try:
+        status = await db.execute(f"DELETE FROM {table} WHERE {_KEY[table]} IN ({_PRUNABLE[table]})", horizon, limit)
+    except RecordRefused as exc:
+        if exc.sqlstate != FOREIGN_KEY_VIOLATION:
+            raise
+        # A row chosen became needed meanwhile (a redeliver queued an event the statement had
+        # found without deliveries, and committed before the delete reached it): nothing of
+        # this batch went, and the next round chooses again.
+        return 0
     return int(status.split()[-1])
