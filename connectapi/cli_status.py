@@ -60,7 +60,7 @@ def _token(settings: Settings) -> str | None:
         return settings.admin_token
     try:
         return read_token_file(settings.data_dir / ADMIN_TOKEN_FILE)
-    except UnsafePath:
+    except (UnsafePath, OSError):  # OSError: another user's data dir; the report says so
         return None
 
 
@@ -127,7 +127,12 @@ def read_record(settings: Settings) -> RecordAccess:
 
     pgdata = settings.data_dir / "pgdata"
     server = f"embedded in {pgdata.resolve()}"
-    if not (pgdata / "PG_VERSION").exists():
+    try:
+        made = (pgdata / "PG_VERSION").exists()
+    except PermissionError:
+        return RecordAccess(server, True, error=f"{settings.data_dir} is not this user's to read: run status as the "
+                                                "user the service runs as")
+    if not made:
         return RecordAccess(server, True, error=f"no record in {settings.data_dir} (the service has not started "
                                                 "there; set CONNECTAPI_DATA_DIR or DATABASE_URL)")
     was_running = EmbeddedPostgres(settings.data_dir).is_running()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 SYNC_STATES = ("in_sync", "pending", "backing_off", "failing")
 # Failures in a row after which a property is failing rather than backing off: with the
@@ -141,10 +141,11 @@ def safe_server(dsn: str) -> str:
     the password (in the netloc or in a `password=` query). A socket directory given as
     `?host=` stays a query."""
     parts = urlsplit(dsn)
-    where = parts.hostname or ""
-    if parts.port:
-        where += f":{parts.port}"
-    user = f"{parts.username}@" if parts.username else ""
+    # By hand, not .hostname/.port: libpq allows several hosts (`h1:5432,h2:5432`), which
+    # urllib's port parsing refuses.
+    userinfo, _, where = parts.netloc.rpartition("@")
+    name = unquote(userinfo.partition(":")[0])
+    user = f"{name}@" if name else ""
     socket = ",".join(parse_qs(parts.query).get("host", []))
     return f"{parts.scheme or 'postgresql'}://{user}{where}{parts.path or '/'}" + (f"?host={socket}" if socket else "")
 

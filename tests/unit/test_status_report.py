@@ -130,6 +130,8 @@ def test_lines_are_aligned() -> None:
     ("postgresql://app:s3cret@db.example:5433/connect", "postgresql://app@db.example:5433/connect"),
     ("postgres://app:s3cret@db.example/connect?sslmode=require", "postgres://app@db.example/connect"),
     ("postgresql:///connect?host=/run/pg&password=s3cret", "postgresql:///connect?host=/run/pg"),
+    ("postgresql://app:s3cret@h1:5432,h2:5433/connect", "postgresql://app@h1:5432,h2:5433/connect"),
+    ("postgresql://app:s3:cr@t@[::1]:5432/connect", "postgresql://app@[::1]:5432/connect"),
 ])
 def test_the_password_is_never_shown(dsn: str, shown: str) -> None:
     assert safe_server(dsn) == shown
