@@ -9,7 +9,7 @@ packaged service may keep them elsewhere).
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from ..bundle import postgres_bin
 
@@ -40,4 +40,5 @@ def libpq_target(dsn: str) -> tuple[str, dict[str, str]]:
             env["PGPASSWORD"] = value
         else:
             query.append((name, value))
-    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/"), parts.fragment)), env
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/", quote_via=quote),
+                        parts.fragment)), env

