@@ -203,3 +203,31 @@ def test_workers_of_the_file_each_run_the_file_anew(alone: Path) -> None:
         assert served.stop() == 0
     finally:
         served.close()
+
+
+def test_migrate_and_the_standalone_sandbox_run_from_the_file(alone: Path) -> None:
+    migrated = run(alone, "migrate")
+    assert migrated.returncode == 0 and "applied migrations: [1," in migrated.stdout, migrated.stderr
+    assert "none (up to date)" in run(alone, "migrate").stdout
+
+    port = free_port()
+    sandbox = subprocess.Popen(["./connectapi", "sandbox-cm", "--port", str(port)], cwd=alone,
+                               env=bare_env(alone, CONNECTAPI_CM_KEY="sandbox-key-0001"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                stats = httpx.get(f"http://127.0.0.1:{port}/_sandbox/stats",
+                                  headers={"user-api-key": "sandbox-key-0001"}, timeout=2)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and sandbox.poll() is None, "the sandbox did not start"
+                time.sleep(0.1)
+        assert stats.status_code == 200
+        sandbox.send_signal(signal.SIGTERM)
+        assert sandbox.wait(30) == 0
+    finally:
+        if sandbox.poll() is None:
+            os.killpg(sandbox.pid, signal.SIGKILL)
+            sandbox.wait(10)
