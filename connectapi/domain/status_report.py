@@ -21,10 +21,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .sync_state import FAILING_AFTER as FAILING_AFTER  # failures in a row: failing rather than backing off, as GET /sync says
+
 SYNC_STATES = ("in_sync", "pending", "backing_off", "failing")
-# Failures in a row after which a property is failing rather than backing off: with the
-# pipe's backoff (2 s doubling, jittered) that is some 10 s of a channel manager refusing.
-FAILING_AFTER = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from quart import Blueprint, Response
 
+from ...domain.sync_state import pending_next_attempt, push_state
 from ...storage import pushes
 from ..envelope import ok
 from ..gates import caller, context, rule
 
 blueprint = Blueprint("connect_sync", __name__)
-FAILING_AFTER = 3  # failed calls in a row before a backing-off pipe is reported FAILING
 
 
 @blueprint.get("/sync")
@@ -20,17 +20,9 @@ async def read_sync() -> Response:
     # process answers alike.
     view = await pushes.sync_view(ctx.db, prop.id)
     dirty = view["dirty"]
-    next_attempt = view["next_attempt_at"]
-    if next_attempt is not None and next_attempt <= ctx.clock.now():
-        next_attempt = None
-    if view["failures"] >= FAILING_AFTER:
-        state = "FAILING"
-    elif next_attempt is not None and view["last_outcome"] == "failed":
-        state = "BACKING_OFF"
-    elif dirty["availability"]:
-        state = "PENDING"
-    else:
-        state = "IN_SYNC"
+    now = ctx.clock.now()
+    state = push_state(view["failures"], view["next_attempt_at"], view["last_outcome"], dirty["availability"], now)
+    next_attempt = pending_next_attempt(view["next_attempt_at"], now)
     newest = view["newest_pending"]
     return ok({
         "inventory": {"state": state, "dirtyCells": dirty["availability"]},
