@@ -74,3 +74,11 @@ def owner_ota_overbooked(property_name: str, reservation_code: str, channel: str
                  f"{channel} sold reservation {reservation_code} (PMS {reference}) on nights that had no room left: "
                  f"{', '.join(nights)}.\n\nThe booking is in the PMS; find the guest a room or agree a change "
                  f"with {channel}.\n")
+
+
+def owner_setup(name: str, link: str, valid_hours: int, reset: bool) -> Email:
+    """The link an owner chooses a password at (a first one, or a new one after a reset)."""
+    what = "choose a new password" if reset else "choose your password and open the console"
+    return Email("owner.setup", "Your connectapi console" + (": password reset" if reset else " access"),
+                 f"Hello {name},\n\nFollow this link to {what}:\n\n{link}\n\n"
+                 f"It works once, for {valid_hours} hours. If you did not expect this e-mail, ignore it.\n")

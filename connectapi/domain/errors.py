@@ -23,6 +23,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "CHANNEL_MANAGER_DISABLED": 409,
     "PMS_NOT_AVAILABLE": 409,
     "KEY_LIMIT_REACHED": 409,
+    "OWNER_EXISTS": 409,  # admin: another owner has this e-mail
     "SANDBOX_DISABLED": 409,
     "VALIDATION": 400,
     "RANGE_INVALID": 400,
@@ -53,6 +54,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "REVISION_NOT_KEPT": 409,  # admin: only an unmapped or refused OTA revision is applied again
     "MODULE_NOT_ENTITLED": 402,
     "PROPERTY_NOT_FOUND": 404,
+    "OWNER_NOT_FOUND": 404,
     "ACTOR_NOT_DOWN": 404,  # admin: revive names an actor that is not down
     "KEY_NOT_FOUND": 404,
     "NOT_FOUND": 404,

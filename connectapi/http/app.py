@@ -14,8 +14,9 @@ from ..domain.errors import ApiError
 from ..domain.ratelimit_headers import policy_header, ratelimit_header
 from ..engine import ActorCrashed, ActorUnavailable, AskTimeout
 from ..storage.database import RecordRefused, StorageUnavailable
-from . import (admin, admin_actors, admin_bookings, admin_channel, admin_webhooks, envelope, gates, health, observe,
-               public)
+from . import (admin, admin_actors, admin_bookings, admin_channel, admin_owners, admin_webhooks, console, envelope,
+               gates, health, observe, public)
+from .console.session import error_page, is_console_path
 from .context import FrontContext
 from .converters import IdConverter
 from .routes import ari as ari_routes
@@ -54,6 +55,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.register_blueprint(admin_bookings.blueprint)
     app.register_blueprint(admin_webhooks.blueprint)
     app.register_blueprint(admin_actors.blueprint)
+    app.register_blueprint(admin_owners.blueprint)
+    app.register_blueprint(console.blueprint)
     app.register_blueprint(public.blueprint)
     app.register_blueprint(observe.blueprint)
     for routes in (property_routes, ari_routes, batch_routes, sync_routes, booking_routes):
@@ -88,6 +91,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
 
     @app.errorhandler(ApiError)
     async def api_error(err: ApiError) -> Response:
+        if is_console_path(request.path):
+            return await error_page(err.status, err.message)
         return _refused(err)
 
     @app.errorhandler(HTTPException)
@@ -105,6 +110,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
             "PAYLOAD_TOO_LARGE": f"the body exceeds {gates.MAX_BODY_BYTES} bytes",
             "REQUEST_TIMEOUT": "the body did not arrive in time",
         }
+        if is_console_path(request.path):
+            return await error_page(status, messages[code])
         response = _refused(ApiError(code, messages[code]))
         if status == 405 and getattr(err, "valid_methods", None):
             response.headers["Allow"] = ", ".join(sorted(err.valid_methods))  # type: ignore[attr-defined]

@@ -43,9 +43,17 @@ async def due(db: Database, now: datetime, limit: int, claim_until: datetime) ->
     return sorted((_of(r) for r in rows), key=lambda note: (note.created_at, note.id))
 
 
+# E-mails that carry a secret (an owner's setup link): once sent, the record keeps the fact,
+# not the link.
+SECRET_KINDS = ("owner.setup",)
+SENT_SECRET_BODY = "(a one-time console setup link: not kept once sent)"
+
+
 async def mark_sent(db: Database, notification_id: int, at: datetime) -> None:
-    await db.execute("UPDATE notifications SET sent_at = $2, attempts = attempts + 1, last_error = NULL WHERE id = $1",
-                     notification_id, at)
+    await db.execute(
+        """UPDATE notifications SET sent_at = $2, attempts = attempts + 1, last_error = NULL,
+                  body = CASE WHEN kind = ANY($3::text[]) THEN $4 ELSE body END
+           WHERE id = $1""", notification_id, at, list(SECRET_KINDS), SENT_SECRET_BODY)
 
 
 async def mark_failed(db: Database, notification_id: int, error: str, next_attempt_at: datetime) -> None:

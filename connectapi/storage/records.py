@@ -107,7 +107,7 @@ class Booking:
 @dataclass(frozen=True, slots=True)
 class Notification:
     id: int
-    property_id: int
+    property_id: int | None  # None: an owner's setup e-mail
     kind: str
     to_address: str
     subject: str

@@ -1,0 +1,38 @@
+"""The owners' console (issue 19): server-rendered pages under /console/ for the owner's
+own properties. Every form works without JavaScript; the one script (console.js, copy
+buttons) comes from 'self' under a Content-Security-Policy without inline script."""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response
+
+from . import auth, pages
+from .session import PREFIX, ConsoleRefusal, admit, after_page, check_form_token, load_session, refusal_page
+
+blueprint = Blueprint("console", __name__, url_prefix=PREFIX, template_folder="templates",
+                      static_folder="static", static_url_path="/static")
+
+
+@blueprint.before_request
+async def before_page() -> None:
+    await admit()
+    await load_session()
+    await check_form_token()
+
+
+@blueprint.after_request
+async def after(response: Response) -> Response:
+    return after_page(response)
+
+
+@blueprint.errorhandler(ConsoleRefusal)
+async def refused(refusal: ConsoleRefusal) -> Response:
+    return await refusal_page(refusal)
+
+
+blueprint.add_url_rule("/login", view_func=auth.login_form, methods=["GET"])
+blueprint.add_url_rule("/login", view_func=auth.login, methods=["POST"], endpoint="login_post")
+blueprint.add_url_rule("/logout", view_func=auth.logout, methods=["POST"])
+blueprint.add_url_rule("/setup/<token>", view_func=auth.setup_form, methods=["GET"])
+blueprint.add_url_rule("/setup/<token>", view_func=auth.setup, methods=["POST"], endpoint="setup_post")
+pages.register(blueprint)

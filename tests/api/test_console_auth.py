@@ -1,0 +1,201 @@
+"""Owners (issue 19): the admin routes that make them, the setup link, login and logout,
+sessions, the lockout after failed logins, CSRF, and isolation between owners."""
+
+from __future__ import annotations
+
+from connectapi.domain.owners import LOCKOUT_FAILURES
+from connectapi.storage import notifications
+
+from .console_visitor import Visitor, logged_in, owner_with_password
+from .harness import Harness
+
+PASSWORD = "correct horse battery"
+
+
+async def test_the_operator_makes_lists_changes_and_deletes_owners(api: Harness) -> None:
+    a, b = await api.create_property(), await api.create_property(name="Casa Verde")
+    made = await api.admin("POST", "/owners", {"email": "Ana@Hotel.example", "name": "Ana", "propertyIds": [a["id"]]})
+    assert made.status == 201 and set(made.data) == {"ownerId", "setupUrl"}
+    assert made.data["setupUrl"].startswith("http://localhost/console/setup/")
+    again = await api.admin("POST", "/owners", {"email": "ana@hotel.EXAMPLE", "name": "Ana 2", "propertyIds": []})
+    assert (again.status, again.code) == (409, "OWNER_EXISTS")
+    unknown = await api.admin("POST", "/owners", {"email": "b@hotel.example", "name": "B", "propertyIds": [999999]})
+    assert (unknown.status, unknown.code) == (400, "VALIDATION")
+    extra = await api.admin("POST", "/owners", {"email": "c@hotel.example", "name": "C", "propertyIds": [],
+                                                "role": "admin"})
+    assert extra.code == "VALIDATION"
+    assert [o["email"] for o in (await api.admin("GET", "/owners")).data] == ["Ana@Hotel.example"]
+
+    owner_id = made.data["ownerId"]
+    shown = (await api.admin("GET", f"/owners/{owner_id}")).data
+    assert (shown["propertyIds"], shown["passwordSet"], shown["disabled"]) == ([a["id"]], False, False)
+    changed = await api.admin("PATCH", f"/owners/{owner_id}", {"propertyIds": [a["id"], b["id"]], "name": "Ana S"})
+    assert changed.data["propertyIds"] == sorted([a["id"], b["id"]]) and changed.data["name"] == "Ana S"
+    reset = await api.admin("POST", f"/owners/{owner_id}/reset")
+    assert reset.status == 200 and reset.data["setupUrl"] != made.data["setupUrl"]
+    assert (await api.admin("DELETE", f"/owners/{owner_id}")).status == 200
+    assert (await api.admin("GET", f"/owners/{owner_id}")).code == "OWNER_NOT_FOUND"
+    assert (await api.admin("PATCH", "/owners/424242", {"name": "X"})).code == "OWNER_NOT_FOUND"
+
+
+async def test_the_setup_link_is_emailed_used_once_and_not_kept_once_sent(api: Harness) -> None:
+    prop = await api.create_property()
+    made = await api.admin("POST", "/owners", {"email": "ana@hotel.example", "name": "Ana", "propertyIds": [prop["id"]]})
+    link = made.data["setupUrl"]
+    path = "/" + link.split("://", 1)[1].split("/", 1)[1]
+    queued = await api.ctx.db.fetch("SELECT id, to_address, body, property_id FROM notifications "
+                                    "WHERE kind = 'owner.setup'")
+    assert [(r["to_address"], r["property_id"]) for r in queued] == [("ana@hotel.example", None)]
+    assert link in queued[0]["body"]
+    assert await notifications.for_property(api.ctx.db, prop["id"]) == []  # not the property's to show
+
+    visitor = Visitor(api)
+    short = await visitor.submit(path, path, {"password": "too short", "confirm": "too short"})
+    assert short.status == 400 and "at least 12 characters" in short.text
+    differ = await visitor.submit(path, path, {"password": PASSWORD, "confirm": PASSWORD + "!"})
+    assert differ.status == 400 and "differ" in differ.text
+    done = await visitor.submit(path, path, {"password": PASSWORD, "confirm": PASSWORD})
+    assert done.status == 200 and "Your password is set" in done.text
+    used = await visitor.get(path)
+    assert used.status == 404 and "not valid" in used.text
+
+    await notifications.mark_sent(api.ctx.db, queued[0]["id"], api.ctx.clock.now())
+    body = await api.ctx.db.fetchval("SELECT body FROM notifications WHERE id = $1", queued[0]["id"])
+    assert link not in body
+
+
+async def test_a_setup_link_expires_after_a_day(api: Harness) -> None:
+    made = await api.admin("POST", "/owners", {"email": "ana@hotel.example", "name": "Ana", "propertyIds": []})
+    path = "/" + made.data["setupUrl"].split("://", 1)[1].split("/", 1)[1]
+    api.advance(24 * 3600 + 1)
+    assert (await Visitor(api).get(path)).status == 404
+
+
+async def test_login_logout_and_a_session_that_ends(api: Harness) -> None:
+    prop = await api.create_property()
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [prop["id"]])
+    anonymous = Visitor(api)
+    sent_away = await anonymous.get("/console/properties")
+    assert sent_away.status == 302 and sent_away.location == "/console/login?next=/console/properties"
+
+    visitor = await logged_in(api, "ANA@hotel.example", PASSWORD)
+    cookie = visitor.cookie("connectapi_console")
+    assert cookie is not None
+    listed = await visitor.get("/console/properties")
+    assert listed.status == 200 and "Casa Azul" in listed.text and "in sync" in listed.text
+
+    # Logged out: the same cookie, sent again, opens nothing.
+    out = await visitor.post("/console/logout", {"csrf": listed.csrf()})
+    assert out.status == 302 and out.location == "/console/login"
+    thief = Visitor(api)
+    thief.client.set_cookie("localhost", "connectapi_console", cookie, path="/console")
+    assert (await thief.get("/console/properties")).status == 302
+
+    # Twelve idle hours end a session.
+    idle = await logged_in(api, "ana@hotel.example", PASSWORD)
+    api.advance(11 * 3600)
+    assert (await idle.get("/console/properties")).status == 200
+    api.advance(12 * 3600)
+    assert (await idle.get("/console/properties")).status == 302
+
+
+async def test_the_session_cookie_and_the_page_headers(api: Harness) -> None:
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [])
+    visitor = Visitor(api)
+    form = await visitor.get("/console/login")
+    answer = await visitor.post("/console/login", {"csrf": form.csrf(), "email": "ana@hotel.example",
+                                                   "password": PASSWORD})
+    cookies = answer.headers.get_all("Set-Cookie")
+    session = [c for c in cookies if c.startswith("connectapi_console=")]
+    assert len(session) == 1
+    assert all(flag in session[0] for flag in ("HttpOnly", "SameSite=Lax", "Path=/console"))
+    assert "Secure" not in session[0]  # plain HTTP here; over HTTPS it is Secure
+    for page in (form, await visitor.get("/console/properties"), await visitor.get("/console/nowhere")):
+        csp = page.headers["Content-Security-Policy"]
+        assert "frame-ancestors 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert page.headers["X-Content-Type-Options"] == "nosniff" and page.headers["Referrer-Policy"] == "no-referrer"
+    unknown = await visitor.get("/console/nowhere")
+    assert unknown.status == 404 and unknown.headers["Content-Type"].startswith("text/html")
+
+
+async def test_a_new_session_id_at_every_login(api: Harness) -> None:
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [])
+    first = await logged_in(api, "ana@hotel.example", PASSWORD)
+    second = await logged_in(api, "ana@hotel.example", PASSWORD)
+    assert first.cookie("connectapi_console") != second.cookie("connectapi_console")
+    # A cookie planted before the login is not the session after it.
+    planted = Visitor(api)
+    planted.client.set_cookie("localhost", "connectapi_console", "planted-session-id-0123456789", path="/console")
+    form = await planted.get("/console/login")
+    await planted.post("/console/login", {"csrf": form.csrf(), "email": "ana@hotel.example", "password": PASSWORD})
+    assert planted.cookie("connectapi_console") not in (None, "planted-session-id-0123456789")
+
+
+async def test_a_form_without_its_token_is_refused(api: Harness) -> None:
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [])
+    visitor = await logged_in(api, "ana@hotel.example", PASSWORD)
+    refused = await visitor.post("/console/logout", {})
+    assert refused.status == 403 and "no longer valid" in refused.text
+    assert (await visitor.get("/console/properties")).status == 200  # still logged in
+    wrong = await visitor.post("/console/logout", {"csrf": "x" * 43})
+    assert wrong.status == 403
+    # The login form too: without the form cookie's token, nothing is checked.
+    stranger = Visitor(api)
+    blind = await stranger.post("/console/login", {"email": "ana@hotel.example", "password": PASSWORD})
+    assert blind.status == 403 and stranger.cookie("connectapi_console") is None
+
+
+async def test_ten_failed_logins_make_the_account_wait(api: Harness) -> None:
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [])
+    # From many addresses (so the address's own ip-auth budget is not what stops it).
+    for n in range(LOCKOUT_FAILURES):
+        bad = await Visitor(api, f"198.51.100.{100 + n}").submit(
+            "/console/login", "/console/login", {"email": "ana@hotel.example", "password": "wrong password!"})
+        assert bad.status == 401 and "Wrong e-mail or password" in bad.text
+    waiting = await Visitor(api, "203.0.113.9").submit(
+        "/console/login", "/console/login", {"email": "ana@hotel.example", "password": PASSWORD})
+    assert waiting.status == 429 and "wait 15 minute(s)" in waiting.text and waiting.headers["Retry-After"] == "900"
+    api.advance(15 * 60 + 1)
+    await logged_in(api, "ana@hotel.example", PASSWORD, address="203.0.113.9")
+
+
+async def test_failed_logins_count_against_the_address(api: Harness) -> None:
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [])
+    visitor = Visitor(api, "192.0.2.50")
+    statuses = []
+    for n in range(25):  # ip-auth allows 20 a minute; each to another e-mail (no lockout)
+        answer = await visitor.submit("/console/login", "/console/login",
+                                      {"email": f"nobody{n}@hotel.example", "password": "wrong password!"})
+        statuses.append(answer.status)
+    assert statuses[:20] == [401] * 20 and 429 in statuses[20:]
+
+
+async def test_a_disabled_owner_cannot_log_in_and_its_sessions_end(api: Harness) -> None:
+    owner_id = await owner_with_password(api, "ana@hotel.example", PASSWORD, [])
+    visitor = await logged_in(api, "ana@hotel.example", PASSWORD)
+    assert (await api.admin("PATCH", f"/owners/{owner_id}", {"disabled": True})).data["disabled"] is True
+    assert (await visitor.get("/console/properties")).status == 302
+    refused = await Visitor(api).submit("/console/login", "/console/login",
+                                        {"email": "ana@hotel.example", "password": PASSWORD})
+    assert refused.status == 401
+    assert (await api.admin("PATCH", f"/owners/{owner_id}", {"disabled": False})).data["disabled"] is False
+    await logged_in(api, "ana@hotel.example", PASSWORD)
+
+
+async def test_an_owner_sees_its_own_properties_only(api: Harness) -> None:
+    a, b = await api.create_property(), await api.create_property(name="Casa Verde")
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [a["id"]])
+    visitor = await logged_in(api, "ana@hotel.example", PASSWORD)
+    listed = await visitor.get("/console/properties")
+    assert "Casa Azul" in listed.text and "Casa Verde" not in listed.text
+
+
+async def test_next_after_login_stays_in_the_console(api: Harness) -> None:
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [])
+    for target, expected in (("/console/properties", "/console/properties"), ("https://evil.example/", "/console/"),
+                             ("//evil.example/console/", "/console/"), ("/api/v1/admin/owners", "/console/")):
+        visitor = Visitor(api)
+        form = await visitor.get(f"/console/login?next={target}")
+        answer = await visitor.post("/console/login", {"csrf": form.csrf(), "email": "ana@hotel.example",
+                                                       "password": PASSWORD, "next": target})
+        assert answer.location == expected, target
