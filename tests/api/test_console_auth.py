@@ -188,6 +188,11 @@ async def test_an_owner_sees_its_own_properties_only(api: Harness) -> None:
     visitor = await logged_in(api, "ana@hotel.example", PASSWORD)
     listed = await visitor.get("/console/properties")
     assert "Casa Azul" in listed.text and "Casa Verde" not in listed.text
+    own = await visitor.get(f"/console/properties/{a['id']}")
+    assert own.status == 200 and "Casa Azul" in own.text and "in sync" in own.text
+    other = await visitor.get(f"/console/properties/{b['id']}")
+    assert other.status == 404 and "Casa Verde" not in other.text
+    assert (await visitor.get("/console/properties/99999999")).status == 404
 
 
 async def test_next_after_login_stays_in_the_console(api: Harness) -> None:

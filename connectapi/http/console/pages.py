@@ -8,6 +8,7 @@ from quart import Blueprint, Response, redirect
 
 from ...domain.sync_state import pending_next_attempt, push_state
 from ...storage import pushes
+from ...storage.records import Property
 from ..gates import context
 from .session import PREFIX, login_required, owned_property, owner, page
 
@@ -17,27 +18,44 @@ async def home() -> Response:
     return redirect(f"{PREFIX}/properties")  # type: ignore[return-value]
 
 
-@login_required
-async def property_list() -> Response:
+async def sync_of(prop: Property) -> dict[str, Any]:
+    """What the properties page and a property's overview show of its push state."""
     ctx = context()
     now = ctx.clock.now()
-    shown: list[dict[str, Any]] = []
+    view = await pushes.sync_view(ctx.db, prop.id)
+    dirty = view["dirty"]
+    return {
+        "state": push_state(view["failures"], view["next_attempt_at"], view["last_outcome"], dirty["availability"],
+                            now),
+        "dirty": dirty,
+        "last_push_at": view["last_push_at"],
+        "last_error": view["last_error"],
+        "next_attempt_at": pending_next_attempt(view["next_attempt_at"], now),
+    }
+
+
+@login_required
+async def property_list() -> Response:
+    shown = []
     for property_id in owner().property_ids:
         prop = await owned_property(property_id)
-        view = await pushes.sync_view(ctx.db, prop.id)
-        dirty = view["dirty"]
-        shown.append({
-            "property": prop,
-            "state": push_state(view["failures"], view["next_attempt_at"], view["last_outcome"],
-                                dirty["availability"], now),
-            "dirty": dirty,
-            "last_push_at": view["last_push_at"],
-            "last_error": view["last_error"],
-            "next_attempt_at": pending_next_attempt(view["next_attempt_at"], now),
-        })
+        shown.append({"property": prop, **await sync_of(prop)})
     return await page("properties.html", properties=shown)
+
+
+@login_required
+async def overview(property_id: int) -> Response:
+    prop = await owned_property(property_id)
+    return await property_page("overview.html", prop, "", sync=await sync_of(prop))
+
+
+async def property_page(template: str, prop: Property, tab: str, status: int = 200, **values: Any) -> Response:
+    """A page of one property (templates extending property.html): `tab` is its path
+    after /console/properties/<id> ("" for the overview, "/keys", ...)."""
+    return await page(template, status, prop=prop, tab=tab, **values)
 
 
 def register(blueprint: Blueprint) -> None:
     blueprint.add_url_rule("/", view_func=home, methods=["GET"])
     blueprint.add_url_rule("/properties", view_func=property_list, methods=["GET"])
+    blueprint.add_url_rule("/properties/<int:property_id>", view_func=overview, methods=["GET"])
