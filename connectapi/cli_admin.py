@@ -45,6 +45,21 @@ def _key_update(args: argparse.Namespace) -> dict[str, Any]:
             if v is not None}
 
 
+def _owner_create(args: argparse.Namespace) -> dict[str, Any]:
+    return {"email": args.email, "name": args.name, "propertyIds": args.property or []}
+
+
+def _owner_update(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if args.name is not None:
+        body["name"] = args.name
+    if args.property is not None or args.no_properties:
+        body["propertyIds"] = args.property or []
+    if args.disable or args.enable:
+        body["disabled"] = bool(args.disable)
+    return body
+
+
 @dataclass(frozen=True)
 class Command:
     words: tuple[str, str]  # thing, action
@@ -114,6 +129,22 @@ COMMANDS: tuple[Command, ...] = (
             "send every event since an instant again (as far back as events are kept: keptSince)",
             "endpoint_id", lambda a: {"since": a.since}, (("--since", {"required": True,
                                                                        "help": "ISO 8601 with an offset"}),)),
+    Command(("owners", "create"), "POST", "/owners",
+            "an owner of properties: prints a one-time setup link (also e-mailed) to choose a password",
+            body=_owner_create, options=(("--email", {"required": True}), ("--name", {"required": True}),
+                                         ("--property", {"action": "append", "type": int,
+                                                         "help": "a property id it may see; repeat"}))),
+    Command(("owners", "list"), "GET", "/owners", "every owner",
+            columns=("ownerId", "email", "name", "propertyIds", "passwordSet", "disabled")),
+    Command(("owners", "get"), "GET", "/owners/{id}", "one owner", "owner_id"),
+    Command(("owners", "update"), "PATCH", "/owners/{id}",
+            "rename, grant and withdraw properties (--property replaces the list), disable or enable", "owner_id",
+            _owner_update, (("--name", {}), ("--property", {"action": "append", "type": int}),
+                            ("--no-properties", {"action": "store_true", "help": "withdraw every property"}),
+                            ("--disable", {"action": "store_true"}), ("--enable", {"action": "store_true"}))),
+    Command(("owners", "delete"), "DELETE", "/owners/{id}", "remove an owner (not its properties)", "owner_id"),
+    Command(("owners", "reset"), "POST", "/owners/{id}/reset", "a new setup link (the old one stops working)",
+            "owner_id"),
     Command(("actor", "list"), "GET", "/actors", "actors down (crash budget spent) and how many are live"),
     Command(("actor", "revive"), "POST", "/actors/{name}/revive", "start a down actor again",
             options=(("--name", {"required": True, "help": "as /readyz names it, e.g. webhook-sender"}),)),
