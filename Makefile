@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install dist run test typecheck bench bench-pipeline bench-bookings bench-webhooks clean
+.PHONY: install dist run chromium test typecheck bench bench-pipeline bench-bookings bench-webhooks clean
 
 install: $(STAMP)
 
@@ -29,7 +29,18 @@ dist: $(DIST_STAMP)
 run: install
 	$(BIN)/connectapi serve
 
-test: $(DIST_STAMP)
+# tests/browser drive Debian's chromium through Playwright (no browser download). As root
+# with apt-get (CI) a missing chromium is installed; elsewhere install it yourself, or the
+# browser tests skip (under CI they fail instead: tests/browser/conftest.py).
+chromium:
+	@command -v chromium >/dev/null || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
+	else \
+		echo "make: chromium is missing; install it as root (apt-get install chromium), or tests/browser skip" >&2; \
+	fi
+
+test: $(DIST_STAMP) chromium
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
