@@ -274,6 +274,7 @@ def run_seed(args: argparse.Namespace, settings: Settings) -> int:
         prop = _call(args.url, token, "POST", "/properties", SEED_PROPERTY)
         key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys",
                     {"label": "seed", "scopes": EVERY_SCOPE})
+        setup_url = _seed_owner(args.url, token, prop["id"])
     except AdminError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -281,6 +282,26 @@ def run_seed(args: argparse.Namespace, settings: Settings) -> int:
                       "roomTypes": [{"id": r["id"], "name": r["name"]} for r in prop["roomTypes"]],
                       "ratePlans": [{"id": p["id"], "roomTypeId": p["roomTypeId"], "name": p["name"]}
                                     for p in prop["ratePlans"]],
-                      "key": key["key"], "scopes": key["scopes"]}, indent=2))
-    print("The key is shown this once: keep it.", file=sys.stderr)
+                      "key": key["key"], "scopes": key["scopes"],
+                      "owner": {"email": SEED_OWNER, "setupUrl": setup_url}}, indent=2))
+    print("The key is shown this once: keep it. Open owner.setupUrl to choose the owner's console password "
+          f"(it works once, for 24 hours), then log in at {args.url.rstrip('/')}/console/ as {SEED_OWNER}.",
+          file=sys.stderr)
     return 0
+
+
+SEED_OWNER = str(SEED_PROPERTY["ownerEmail"])
+
+
+def _seed_owner(url: str, token: str, property_id: int) -> str:
+    """The sample property's owner, with a console setup link: made once, then given each new
+    sample property and a new link at every seed."""
+    owners = _call(url, token, "GET", "/owners")
+    known = next((o for o in owners if o["email"].lower() == SEED_OWNER), None)
+    if known is None:
+        made = _call(url, token, "POST", "/owners", {"email": SEED_OWNER, "name": "Sample Owner",
+                                                     "propertyIds": [property_id]})
+        return str(made["setupUrl"])
+    _call(url, token, "PATCH", f"/owners/{known['ownerId']}",
+          {"propertyIds": sorted({*known["propertyIds"], property_id}), "disabled": False})
+    return str(_call(url, token, "POST", f"/owners/{known['ownerId']}/reset")["setupUrl"])
