@@ -124,6 +124,16 @@ def test_the_file_runs_alone_with_a_bare_environment(alone: Path, serving: Servi
     seeded = run(alone, "seed", "--url", serving.url)
     assert seeded.returncode == 0, seeded.stderr
     seed = json.loads(seeded.stdout)
+    # The console's templates, styles and password hashing come with the file.
+    setup = seed["owner"]["setupUrl"]
+    with httpx.Client() as browser:
+        form = browser.get(setup)
+        assert form.status_code == 200 and "Choose your password" in form.text
+        token = form.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        chosen = browser.post(setup, data={"csrf": token, "password": "a long enough password",
+                                           "confirm": "a long enough password"})
+        assert chosen.status_code == 200 and "Your password is set" in chosen.text, chosen.text[:500]
+    assert httpx.get(f"{serving.url}/console/static/console.css").status_code == 200
     api = f"{serving.url}/api/v1/connect-api/v1"
     auth = {"Authorization": f"Bearer {seed['key']}"}
     night, after = date.today() + timedelta(days=7), date.today() + timedelta(days=8)
