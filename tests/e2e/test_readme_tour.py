@@ -14,6 +14,8 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
+import httpx
+
 from .test_serve_process import Served, free_port
 
 ROOT = Path(__file__).parents[2]
@@ -48,6 +50,9 @@ def test_the_readme_tour_works_as_written(tmp_path: Path) -> None:
         assert piped == ["202", "201"]  # the rates write, the booking
         seed = json.loads((tmp_path / "seed.json").read_text())
         assert seed["key"].startswith("cak_live_")
+        # The tour ends at the console: the owner's link, printed, opens the password page.
+        assert seed["owner"]["setupUrl"] in run.stdout
+        assert "Choose your password" in httpx.get(seed["owner"]["setupUrl"]).text
 
         # The grid step again until the push has landed: the sandbox holds the rate.
         night, after = date.today() + timedelta(days=7), date.today() + timedelta(days=8)
