@@ -8,7 +8,8 @@ import logging
 from ..domain import idempotency as idem
 from ..domain.retention import Retention
 from ..engine import Clock, NextRound, RoundsActor
-from ..storage import budgets, idempotency, retention
+from ..domain.owners import LOCKOUT_WAIT, LOCKOUT_WINDOW, SESSION_IDLE
+from ..storage import budgets, idempotency, owners, retention
 from ..storage.database import Database, StorageUnavailable
 from ..storage.key_directory import KeyDirectory
 
@@ -70,7 +71,13 @@ class RetentionJanitor(RoundsActor):
             if total:
                 log.info("retention: pruned %d rows of %s done with before %s", total, retained.table,
                          horizon.isoformat(timespec="seconds"))
-        return NextRound(more=more)
+        now = self._clock.now()
+        console = await owners.prune(self._db, now - SESSION_IDLE, now - LOCKOUT_WINDOW - LOCKOUT_WAIT, now,
+                                     self.BATCH)
+        if console:
+            log.info("retention: forgot %d ended console sessions, old failed logins and spent setup links",
+                     console)
+        return NextRound(more=more or console >= self.BATCH)
 
 
 class BudgetJanitor(RoundsActor):

@@ -232,12 +232,25 @@ async def end_session(db: Database, session_id: str) -> None:
     await db.execute("DELETE FROM owner_sessions WHERE digest = $1", digest(session_id))
 
 
-async def prune_sessions(db: Database, idle_before: datetime, limit: int = 500) -> int:
-    status = await db.execute(
-        """DELETE FROM owner_sessions WHERE digest IN (
-               SELECT digest FROM owner_sessions WHERE last_seen_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)""",
-        idle_before, limit)
-    return int(status.split()[-1])
+async def prune(db: Database, idle_before: datetime, failed_before: datetime, now: datetime,
+                limit: int = 500) -> int:
+    """Forget, a bounded batch of each per call, what no longer counts: sessions idle past
+    their end, failed logins too old for the lockout, setup links used or expired."""
+    total = 0
+    for sql, args in (
+        ("""DELETE FROM owner_sessions WHERE digest IN (
+                SELECT digest FROM owner_sessions WHERE last_seen_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)""",
+         (idle_before, limit)),
+        ("""DELETE FROM owner_login_failures WHERE id IN (
+                SELECT id FROM owner_login_failures WHERE at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)""",
+         (failed_before, limit)),
+        ("""DELETE FROM owner_setup_links WHERE digest IN (
+                SELECT digest FROM owner_setup_links WHERE used_at IS NOT NULL OR expires_at <= $1
+                LIMIT $2 FOR UPDATE SKIP LOCKED)""", (now, limit)),
+    ):
+        status = await db.execute(sql, *args)
+        total += int(status.split()[-1])
+    return total
 
 
 async def owners_of_property(db: Database, property_id: int) -> list[Owner]:

@@ -3,11 +3,13 @@ sessions, the lockout after failed logins, CSRF, and isolation between owners.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from connectapi.domain.owners import LOCKOUT_FAILURES
 from connectapi.storage import notifications
 
 from .console_visitor import Visitor, logged_in, owner_with_password
-from .harness import Harness
+from .harness import Harness, after_janitor_rounds
 
 PASSWORD = "correct horse battery"
 
@@ -204,3 +206,27 @@ async def test_next_after_login_stays_in_the_console(api: Harness) -> None:
         answer = await visitor.post("/console/login", {"csrf": form.csrf(), "email": "ana@hotel.example",
                                                        "password": PASSWORD, "next": target})
         assert answer.location == expected, target
+
+
+async def test_the_janitor_forgets_ended_sessions_old_failures_and_spent_links(api: Harness) -> None:
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [])  # its link is now used
+    kept = await api.admin("POST", "/owners", {"email": "bo@hotel.example", "name": "Bo", "propertyIds": []})
+    assert kept.status == 201  # Bo's link, unused
+    await logged_in(api, "ana@hotel.example", PASSWORD)
+    await Visitor(api).submit("/console/login", "/console/login", {"email": "x@hotel.example", "password": "nope!"})
+    db = api.ctx.db
+
+    async def counts() -> tuple[int, int, int]:
+        return (await db.fetchval("SELECT count(*) FROM owner_sessions"),
+                await db.fetchval("SELECT count(*) FROM owner_login_failures"),
+                await db.fetchval("SELECT count(*) FROM owner_setup_links"))
+
+    assert await counts() == (1, 1, 2)
+    api.advance(3600)  # an hour: the failure is past the lockout's reach; the session and Bo's link are not
+    await after_janitor_rounds(api, lambda: _equal(counts(), (1, 0, 1)), "the failure and the used link forgotten")
+    api.advance(24 * 3600)  # the session idle past 12 hours, Bo's link expired
+    await after_janitor_rounds(api, lambda: _equal(counts(), (0, 0, 0)), "the idle session and the expired link")
+
+
+async def _equal(found: Any, expected: tuple[int, int, int]) -> bool:
+    return bool(await found == expected)
