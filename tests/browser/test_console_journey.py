@@ -1,0 +1,90 @@
+"""The owner's journey through the console in a real browser (issue 19): the setup link,
+a password, login by keyboard, the properties and a property's pages; isolation by URL;
+each screen saved into docs/console/ for docs/console.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.browser.harness import ConsoleService, save_screen, sideways_overflow
+
+ROOT = Path(__file__).parents[2]
+PASSWORD = "correct horse battery staple"
+
+
+def admin(service: ConsoleService, method: str, path: str, body: Any = None) -> Any:
+    answer = httpx.request(method, f"{service.url}/api/v1/admin{path}", json=body, headers=service.auth, timeout=30)
+    assert answer.is_success, answer.text
+    return answer.json()["data"]
+
+
+def a_property(service: ConsoleService, name: str) -> dict[str, Any]:
+    example = json.loads((ROOT / "docs" / "examples" / "property.json").read_text())
+    made: dict[str, Any] = admin(service, "POST", "/properties", {**example, "name": name})
+    return made
+
+
+def choose_password(page: Page, setup_url: str) -> None:
+    page.goto(setup_url)
+    expect(page.get_by_role("heading", name="Choose your password")).to_be_visible()
+    page.get_by_label("New password").fill(PASSWORD)
+    page.get_by_label("The same again").fill(PASSWORD)
+    page.get_by_role("button", name="Set password").click()
+    expect(page.get_by_text("Your password is set")).to_be_visible()
+
+
+def log_in_by_keyboard(page: Page, url: str, email: str) -> None:
+    """The login form by keyboard alone: the e-mail field has the focus on arrival."""
+    page.goto(f"{url}/console/login")
+    assert page.evaluate("document.activeElement.id") == "email"
+    page.keyboard.type(email)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "password"
+    page.keyboard.type(PASSWORD)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Your properties")).to_be_visible()
+
+
+def test_setup_link_password_login_and_the_properties(console_service: ConsoleService, page: Page) -> None:
+    mine = a_property(console_service, "Casa Azul")
+    a_property(console_service, "Casa Verde")
+    owner = admin(console_service, "POST", "/owners", {"email": "ana@casa-azul.example", "name": "Ana Sousa",
+                                                        "propertyIds": [mine["id"]]})
+    choose_password(page, owner["setupUrl"])
+
+    page.goto(f"{console_service.url}/console/properties")
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()  # sent to log in first
+    save_screen(page, "login")
+    log_in_by_keyboard(page, console_service.url, "ana@casa-azul.example")
+    expect(page.get_by_role("link", name="Casa Azul")).to_be_visible()
+    expect(page.get_by_text("Casa Verde")).to_have_count(0)
+    save_screen(page, "properties")
+
+    page.get_by_role("link", name="Casa Azul").click()
+    expect(page.get_by_role("heading", name="Casa Azul")).to_be_visible()
+    expect(page.get_by_text("in sync")).to_be_visible()
+    save_screen(page, "overview")
+
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+    page.goto(f"{console_service.url}/console/properties/{mine['id']}")
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()  # the session is over
+
+
+def test_the_console_at_375_pixels(console_service: ConsoleService, mobile_page: Page) -> None:
+    mine = a_property(console_service, "Casa Azul")
+    owner = admin(console_service, "POST", "/owners", {"email": "ana@casa-azul.example", "name": "Ana Sousa",
+                                                        "propertyIds": [mine["id"]]})
+    choose_password(mobile_page, owner["setupUrl"])
+    assert sideways_overflow(mobile_page) == 0
+    log_in_by_keyboard(mobile_page, console_service.url, "ana@casa-azul.example")
+    assert mobile_page.evaluate("window.innerWidth") == 375
+    for path in ("/console/properties", f"/console/properties/{mine['id']}"):
+        mobile_page.goto(console_service.url + path)
+        assert sideways_overflow(mobile_page) == 0, path
+    save_screen(mobile_page, "overview-375")
