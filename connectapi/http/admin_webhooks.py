@@ -1,5 +1,6 @@
 """Admin routes of webhook endpoints: register (with a ping), list, pause, resume, test,
-rotate the secret, and the deliveries."""
+rotate the secret, and the deliveries. What they do is webhook_endpoints', shared with the
+owner's console."""
 
 from __future__ import annotations
 
@@ -9,14 +10,10 @@ from quart import Blueprint, Response
 
 from ..domain.admin_models import RecoverIn, RedeliverIn, WebhookEndpointIn
 from ..domain.errors import ApiError
-from ..domain.retention import events_kept_since
 from ..domain.paths import ADMIN_PREFIX
 from ..domain.validation import parse_model
-from ..domain.webhook_events import PropertyFacts, ping
-from ..domain.webhook_signing import new_secret
-from ..domain.webhook_urls import UnsafeUrl, check_url
-from ..engine import Wake
-from ..storage import properties, webhooks
+from ..storage import webhooks
+from . import webhook_endpoints
 from .body import raw_body
 from .envelope import ok
 from .gates import context
@@ -36,31 +33,11 @@ async def _endpoint_or_404(endpoint_id: int) -> webhooks.Endpoint:
     return found
 
 
-async def _send_ping(e: webhooks.Endpoint, reason: str) -> str:
-    ctx = context()
-    prop = await properties.get_property(ctx.db, e.property_id)
-    assert prop is not None
-    event = ping(PropertyFacts(prop.id, prop.name, prop.currency, prop.timezone), ctx.clock.now(), reason)
-
-    await webhooks.record_event_now(ctx.db, prop.id, event, [e.id], ctx.clock.now())
-    ctx.webhooks.try_tell(Wake())
-    return event.id
-
-
 @blueprint.post("/properties/<int:property_id>/webhooks")
 async def register(property_id: int) -> Response:
-    ctx = context()
     body = parse_model(WebhookEndpointIn, await raw_body())
-    try:
-        url = check_url(body.url, ctx.webhook_allow_private)
-    except UnsafeUrl as exc:
-        raise ApiError("VALIDATION", "request does not match the schema", [{"path": "url", "message": str(exc)}]) from None
-    if await properties.get_property(ctx.db, property_id) is None:
-        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
-    secret = new_secret()
-    made = await webhooks.create_endpoint(ctx.db, property_id, url, body.description, secret, ctx.clock.now())
-    event_id = await _send_ping(made, "registered")
-    return ok({**endpoint_view(made), "secret": secret, "pingEventId": event_id}, 201)
+    made = await webhook_endpoints.register(property_id, body.url, body.description)
+    return ok({**endpoint_view(made.endpoint), "secret": made.secret, "pingEventId": made.ping_event_id}, 201)
 
 
 @blueprint.get("/properties/<int:property_id>/webhooks")
@@ -70,30 +47,25 @@ async def list_endpoints(property_id: int) -> Response:
 
 @blueprint.post("/webhooks/<int:endpoint_id>/pause")
 async def pause(endpoint_id: int) -> Response:
-    await _endpoint_or_404(endpoint_id)
-    await webhooks.pause(context().db, endpoint_id, context().clock.now())
+    await webhook_endpoints.pause(await _endpoint_or_404(endpoint_id))
     return ok(endpoint_view(await _endpoint_or_404(endpoint_id)))
 
 
 @blueprint.post("/webhooks/<int:endpoint_id>/resume")
 async def resume(endpoint_id: int) -> Response:
-    await _endpoint_or_404(endpoint_id)
-    await webhooks.resume(context().db, endpoint_id, context().clock.now())
-    context().webhooks.try_tell(Wake())
+    await webhook_endpoints.resume(await _endpoint_or_404(endpoint_id))
     return ok(endpoint_view(await _endpoint_or_404(endpoint_id)))
 
 
 @blueprint.post("/webhooks/<int:endpoint_id>/test")
 async def test(endpoint_id: int) -> Response:
-    event_id = await _send_ping(await _endpoint_or_404(endpoint_id), "test")
+    event_id = await webhook_endpoints.send_ping(await _endpoint_or_404(endpoint_id), "test")
     return ok({"eventId": event_id}, 202)
 
 
 @blueprint.post("/webhooks/<int:endpoint_id>/rotate-secret")
 async def rotate(endpoint_id: int) -> Response:
-    await _endpoint_or_404(endpoint_id)
-    secret = new_secret()
-    await webhooks.rotate_secret(context().db, endpoint_id, secret, context().clock.now())
+    secret = await webhook_endpoints.rotate_secret(await _endpoint_or_404(endpoint_id))
     return ok({"id": endpoint_id, "secret": secret}, 201)
 
 
@@ -108,25 +80,14 @@ async def deliveries(endpoint_id: int) -> Response:
 
 @blueprint.post("/webhooks/<int:endpoint_id>/redeliver")
 async def redeliver(endpoint_id: int) -> Response:
-    ctx = context()
     body = parse_model(RedeliverIn, await raw_body())
-    found = await _endpoint_or_404(endpoint_id)
-    if not await webhooks.queue_again(ctx.db, found, body.eventId, None, ctx.clock.now()):
+    if not await webhook_endpoints.redeliver(await _endpoint_or_404(endpoint_id), body.eventId):
         raise ApiError("EVENT_NOT_FOUND", f"no event {body.eventId} of this endpoint's property")
-    ctx.webhooks.try_tell(Wake())
     return ok({"eventId": body.eventId}, 202)
 
 
 @blueprint.post("/webhooks/<int:endpoint_id>/recover")
 async def recover(endpoint_id: int) -> Response:
-    ctx = context()
     body = parse_model(RecoverIn, await raw_body())
-    found = await _endpoint_or_404(endpoint_id)
-    now = ctx.clock.now()
-    # Events are kept for the deliveries' retention: recover reaches back that far and no
-    # further (an older event still in the record is not sent: the answer would depend on
-    # when the janitor last ran), and says how far it reached.
-    kept_since = events_kept_since(ctx.retention, now)
-    queued = await webhooks.queue_again(ctx.db, found, None, max(body.since, kept_since), now)
-    ctx.webhooks.try_tell(Wake())
-    return ok({"events": queued, "keptSince": kept_since}, 202)
+    done = await webhook_endpoints.recover(await _endpoint_or_404(endpoint_id), body.since)
+    return ok({"events": done.events, "keptSince": done.kept_since}, 202)
