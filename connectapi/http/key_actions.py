@@ -77,3 +77,12 @@ async def revoke_key(key_id: int, property_id: int | None = None) -> ApiKey:
     if key is None:
         raise _not_found(key_id, live=False)
     return key
+
+
+async def get_key(key_id: int, property_id: int) -> ApiKey:
+    """A key of the property, live or revoked; KEY_NOT_FOUND for a key of another property
+    exactly as for one that does not exist."""
+    key = await api_keys.get_key(context().db, key_id)
+    if key is None or key.property_id != property_id:
+        raise _not_found(key_id, live=False)
+    return key
