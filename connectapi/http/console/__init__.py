@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from quart import Blueprint, Response
 
-from . import auth, keys, pages
+from . import auth, pages
+from . import keys
 from .session import PREFIX, ConsoleRefusal, admit, after_page, check_form_token, load_session, refusal_page
 
 blueprint = Blueprint("console", __name__, url_prefix=PREFIX, template_folder="templates",
