@@ -15,8 +15,9 @@ from ..domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn,
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.errors import ApiError
 from ..domain.validation import parse_model
-from ..storage import api_keys, properties
+from ..storage import properties
 from ..storage.records import Property
+from . import key_actions
 from .body import raw_body
 from .channel_calls import when_allowed
 from .envelope import ok
@@ -157,61 +158,35 @@ async def set_channel_mapping(property_id: int) -> Response:
 async def create_key(property_id: int) -> Response:
     body = parse_model(KeyIn, await raw_body())
     await _property_or_404(property_id)
-    secret = keyfmt.new_key()
-    try:
-        key = await api_keys.create_key(
-            context().db, property_id, body.label, keyfmt.digest(secret), keyfmt.display_prefix(secret),
-            body.granted_scopes(), body.allowlist,
-        )
-    except api_keys.KeyLimitReached:
-        raise ApiError(
-            "KEY_LIMIT_REACHED", f"a property has at most {api_keys.MAX_LIVE_KEYS} live keys"
-        ) from None
+    key, secret = await key_actions.create_key(property_id, body)
     return ok({**key_view(key), "key": secret}, 201)
 
 
 @blueprint.get("/properties/<int:property_id>/keys")
 async def list_keys(property_id: int) -> Response:
     await _property_or_404(property_id)
-    keys = await api_keys.list_keys(context().db, property_id)
-    return ok([key_view(k) for k in keys])
+    return ok([key_view(k) for k in await key_actions.list_keys(property_id)])
 
 
 @blueprint.get("/properties/<int:property_id>/allowlist-refusals")
 async def list_allowlist_refusals(property_id: int) -> Response:
     await _property_or_404(property_id)
-    rows = await api_keys.allowlist_refusals(context().db, property_id)
+    rows = await key_actions.allowlist_refusals(property_id)
     return ok([{"keyId": r["key_id"], "address": r["address"], "at": r["at"]} for r in rows])
 
 
 @blueprint.patch("/keys/<int:key_id>")
 async def patch_key(key_id: int) -> Response:
     patch = parse_model(KeyPatch, await raw_body())
-    key = await api_keys.patch_key(context().db, key_id, patch.label, patch.scopes, patch.allowlist)
-    context().keys.invalidate()
-    if key is None:
-        raise ApiError("KEY_NOT_FOUND", f"no live key {key_id}")
-    return ok(key_view(key))
+    return ok(key_view(await key_actions.patch_key(key_id, patch)))
 
 
 @blueprint.post("/keys/<int:key_id>/rotate")
 async def rotate_key(key_id: int) -> Response:
-    secret = keyfmt.new_key()
-    ctx = context()
-    try:
-        key = await api_keys.rotate_key(
-            ctx.db, key_id, keyfmt.digest(secret), keyfmt.display_prefix(secret), ctx.clock.now()
-        )
-    except api_keys.NoSuchKey:
-        raise ApiError("KEY_NOT_FOUND", f"no live key {key_id}") from None
-    ctx.keys.invalidate()
+    key, secret = await key_actions.rotate_key(key_id)
     return ok({**key_view(key), "key": secret}, 201)
 
 
 @blueprint.post("/keys/<int:key_id>/revoke")
 async def revoke_key(key_id: int) -> Response:
-    key = await api_keys.revoke_key(context().db, key_id, context().clock.now())
-    context().keys.invalidate()
-    if key is None:
-        raise ApiError("KEY_NOT_FOUND", f"no key {key_id}")
-    return ok(key_view(key))
+    return ok(key_view(await key_actions.revoke_key(key_id)))

@@ -70,33 +70,43 @@ async def get_key(db: Database, key_id: int) -> ApiKey | None:
 
 
 async def patch_key(
-    db: Database, key_id: int, label: str | None, scopes: list[str] | None, allowlist: list[str] | None
+    db: Database, key_id: int, label: str | None, scopes: list[str] | None, allowlist: list[str] | None,
+    property_id: int | None = None,
 ) -> ApiKey | None:
+    """Change a live key; None when there is no such live key (of `property_id`, when given)."""
     row = await db.fetchrow(
         f"""UPDATE api_keys AS k SET label = coalesce($2, label), scopes = coalesce($3, scopes),
                 allowlist = coalesce($4, allowlist)
-            WHERE k.id = $1 AND k.revoked_at IS NULL RETURNING {_KEY_COLUMNS}""",
-        key_id, label, scopes, allowlist,
+            WHERE k.id = $1 AND k.revoked_at IS NULL AND ($5::bigint IS NULL OR k.property_id = $5)
+            RETURNING {_KEY_COLUMNS}""",
+        key_id, label, scopes, allowlist, property_id,
     )
     return None if row is None else _key_of(row)
 
 
-async def revoke_key(db: Database, key_id: int, at: datetime) -> ApiKey | None:
-    """Revoke a live key; revoking a revoked key changes nothing and returns it."""
+async def revoke_key(db: Database, key_id: int, at: datetime, property_id: int | None = None) -> ApiKey | None:
+    """Revoke a live key; revoking a revoked key changes nothing and returns it. None when
+    there is no such key (of `property_id`, when given)."""
     row = await db.fetchrow(
         f"""UPDATE api_keys AS k SET revoked_at = coalesce(revoked_at, $2)
-            WHERE k.id = $1 RETURNING {_KEY_COLUMNS}""",
-        key_id, at,
+            WHERE k.id = $1 AND ($3::bigint IS NULL OR k.property_id = $3) RETURNING {_KEY_COLUMNS}""",
+        key_id, at, property_id,
     )
     return None if row is None else _key_of(row)
 
 
-async def rotate_key(db: Database, key_id: int, digest: bytes, prefix: str, at: datetime) -> ApiKey:
-    """A new key with the old one's label, scopes and allowlist; the old one is revoked."""
+async def rotate_key(
+    db: Database, key_id: int, digest: bytes, prefix: str, at: datetime, property_id: int | None = None
+) -> ApiKey:
+    """A new key with the old one's label, scopes and allowlist; the old one is revoked.
+    NoSuchKey when there is no such live key (of `property_id`, when given)."""
 
     async def work(conn: asyncpg.Connection) -> ApiKey:
         old = await conn.fetchrow(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys k WHERE k.id = $1 AND k.revoked_at IS NULL FOR UPDATE", key_id
+            f"""SELECT {_KEY_COLUMNS} FROM api_keys k
+                WHERE k.id = $1 AND k.revoked_at IS NULL AND ($2::bigint IS NULL OR k.property_id = $2)
+                FOR UPDATE""",
+            key_id, property_id,
         )
         if old is None:
             raise NoSuchKey(key_id)
