@@ -7,6 +7,7 @@ from __future__ import annotations
 from quart import Blueprint, Response
 
 from . import auth, pages
+from . import grid
 from .session import PREFIX, ConsoleRefusal, admit, after_page, check_form_token, load_session, refusal_page
 
 blueprint = Blueprint("console", __name__, url_prefix=PREFIX, template_folder="templates",
@@ -36,3 +37,4 @@ blueprint.add_url_rule("/logout", view_func=auth.logout, methods=["POST"])
 blueprint.add_url_rule("/setup/<token>", view_func=auth.setup_form, methods=["GET"])
 blueprint.add_url_rule("/setup/<token>", view_func=auth.setup, methods=["POST"], endpoint="setup_post")
 pages.register(blueprint)
+grid.register(blueprint)
