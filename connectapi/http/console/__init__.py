@@ -7,7 +7,7 @@ from __future__ import annotations
 from quart import Blueprint, Response
 
 from . import auth, pages
-from . import grid, notifications, settings
+from . import bookings, grid, notifications, settings
 from .session import PREFIX, ConsoleRefusal, admit, after_page, check_form_token, load_session, refusal_page
 
 blueprint = Blueprint("console", __name__, url_prefix=PREFIX, template_folder="templates",
@@ -38,5 +38,6 @@ blueprint.add_url_rule("/setup/<token>", view_func=auth.setup_form, methods=["GE
 blueprint.add_url_rule("/setup/<token>", view_func=auth.setup, methods=["POST"], endpoint="setup_post")
 pages.register(blueprint)
 grid.register(blueprint)
+bookings.register(blueprint)
 notifications.register(blueprint)
 settings.register(blueprint)
