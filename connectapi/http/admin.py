@@ -17,7 +17,7 @@ from ..domain.errors import ApiError
 from ..domain.validation import parse_model
 from ..storage import properties
 from ..storage.records import Property
-from . import key_actions
+from . import key_actions, property_actions
 from .body import raw_body
 from .channel_calls import when_allowed
 from .envelope import ok
@@ -97,12 +97,8 @@ async def read_property(property_id: int) -> Response:
 @blueprint.patch("/properties/<int:property_id>")
 async def patch_property(property_id: int) -> Response:
     patch = parse_model(PropertyPatch, await raw_body())
-    ctx = context()
-    prop = await properties.patch_property(ctx.db, property_id, patch)
-    ctx.keys.invalidate()
-    if prop is None:
-        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
-    return ok(property_view(prop, await properties.get_catalog(ctx.db, property_id)))
+    prop = await property_actions.patch_property(property_id, patch)
+    return ok(property_view(prop, await properties.get_catalog(context().db, property_id)))
 
 
 @blueprint.post("/properties/<int:property_id>/room-types")

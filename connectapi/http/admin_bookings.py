@@ -7,9 +7,9 @@ from __future__ import annotations
 from quart import Blueprint, Response
 
 from ..domain.errors import ApiError
-from ..engine import Wake
 from ..domain.paths import ADMIN_PREFIX
-from ..storage import bookings, notifications, ota, properties
+from ..storage import notifications, ota, properties
+from . import property_actions
 from .envelope import ok
 from .gates import context
 
@@ -36,29 +36,15 @@ async def list_ota_revisions(property_id: int) -> Response:
 
 @blueprint.post("/properties/<int:property_id>/ota-revisions/<revision_id>/apply")
 async def apply_ota_revision_again(property_id: int, revision_id: str) -> Response:
-    """Once the owner has fixed what kept it (a mapping, most often), the intake's next round
-    applies the revision as if it had just come; its outcome shows in the list."""
+    """Its outcome shows in the list."""
     ctx = context()
     if await properties.get_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
-    # No stored id holds NUL (PostgreSQL text cannot), and the query would be refused.
-    before = None if "\x00" in revision_id else await ota.apply_again(ctx.db, property_id, revision_id)
-    if before is None:
-        raise ApiError("REVISION_NOT_FOUND", "no such OTA revision of this property")
-    if before not in ota.KEPT_STATES:
-        raise ApiError("REVISION_NOT_KEPT", f"the revision is {before}: only an unmapped or refused one is applied "
-                                            "again", {"state": before})
-    ctx.intake.try_tell(Wake())
+    before = await property_actions.apply_revision_again(property_id, revision_id)
     return ok({"revisionId": revision_id, "state": "received", "before": before}, 202)
 
 
 @blueprint.post("/bookings/<int:booking_id>/check-in")
 async def check_in(booking_id: int) -> Response:
-    ctx = context()
-    moved = await bookings.check_in(ctx.db, booking_id, ctx.clock.now())
-    if moved is None:
-        raise ApiError("BOOKING_NOT_FOUND", f"no booking {booking_id}")
-    before, property_id = moved
-    if before == "CANCELLED":
-        raise ApiError("BOOKING_CANCELLED", "a cancelled booking cannot be checked in")
+    property_id = await property_actions.check_in(booking_id)
     return ok({"bookingId": booking_id, "propertyId": property_id, "status": "CHECKED_IN"})

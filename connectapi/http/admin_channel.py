@@ -8,22 +8,18 @@ from typing import Any
 
 from quart import Blueprint, Response, request
 
-from ..actors.messages.channel_manager import ReadGrid
-from ..actors.channel_manager import CALL_ASK_TIMEOUT
 from ..channel.sandbox.bookings import Stay
 from ..channel.sandbox.state import SandboxState
 from ..domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaGuestIn, SandboxFaultsIn
 from ..domain import dates
-from ..domain.channel_values import CM_RESTRICTIONS
 from ..domain.errors import ApiError
-from ..domain.money import currency_exponent
 from ..domain.paths import ADMIN_PREFIX
 from ..domain.validation import parse_model
 from ..storage import properties
 from .body import raw_body
-from .channel_calls import when_allowed
 from .envelope import ok
 from .gates import context
+from .held_grid import read_held_grid
 
 blueprint = Blueprint("admin_channel", __name__, url_prefix=ADMIN_PREFIX)
 
@@ -66,49 +62,21 @@ def _day(name: str, default: date) -> date:
 @blueprint.get("/properties/<int:property_id>/channel-grid")
 async def channel_grid(property_id: int) -> Response:
     ctx = context()
-    ids = await properties.channel_ids(ctx.db, property_id)
-    if ids is None:
+    if await properties.get_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
-    if ids.property_id is None:
-        raise ApiError("VALIDATION", "the property is not mapped to the channel manager",
-                       [{"path": "$", "message": "set its channel mapping first"}])
     first = _day("from", ctx.clock.now().date())
     last = _day("to", dates.plus_days(first, GRID_DEFAULT_DAYS) or date.max)
     if not 0 <= (last - first).days <= GRID_MAX_DAYS:
         # As the Connect API's reads: a range a channel manager can be asked for in one go.
         raise ApiError("VALIDATION", "query does not match the schema",
                        [{"path": "to", "message": f"must be from `from` to {GRID_MAX_DAYS} days after it"}])
-    if ctx.sandbox is not None:
-        # Our own sandbox is looked at directly: a look must not spend the account's
-        # ten reads a minute, which the reconciler needs.
-        held_availability = ctx.sandbox.read_availability(ids.property_id, first, last)
-        held_restrictions = ctx.sandbox.read_restrictions(ids.property_id, first, last)
-    else:
-        cm_property = ids.property_id
-        read_a = await when_allowed(lambda: ctx.channel.ask(ReadGrid("availability", cm_property, first, last),
-                                                             CALL_ASK_TIMEOUT))
-        read_r = await when_allowed(lambda: ctx.channel.ask(ReadGrid("restrictions", cm_property, first, last),
-                                                             CALL_ASK_TIMEOUT))
-        if read_a.grid is None or read_r.grid is None:
-            raise ApiError("SERVICE_UNAVAILABLE", f"the channel manager did not answer: "
-                                                  f"{read_a.error or read_r.error or 'its read budget is spent'}",
-                           retry_after_seconds=5)
-        held_availability, held_restrictions = read_a.grid, read_r.grid
-    rooms = {cm: ours for ours, cm in ids.room_types.items()}
-    plans = {cm: ours for ours, cm in ids.rate_plans.items()}
-    scale = 10 ** currency_exponent(ids.currency)
-    availability = [{"roomTypeId": rooms[cm], "date": day, "available": count}
-                    for cm, nights in held_availability.items() if cm in rooms for day, count in nights.items()]
-    rates, restrictions = [], []
-    for cm, nights in held_restrictions.items():
-        if cm not in plans:
-            continue
-        for day, fields in nights.items():
-            if "rate" in fields:
-                rates.append({"ratePlanId": plans[cm], "date": day, "rateMinor": int(Decimal(fields["rate"]) * scale)})
-            held = {ours: fields[theirs] for ours, (theirs, _) in CM_RESTRICTIONS.items() if theirs in fields}
-            if held:
-                restrictions.append({"ratePlanId": plans[cm], "date": day, **held})
+    held = await read_held_grid(property_id, first, last)
+    availability = [{"roomTypeId": room, "date": day, "available": count}
+                    for room, nights in held.availability.items() for day, count in nights.items()]
+    rates = [{"ratePlanId": plan, "date": day, "rateMinor": rate}
+             for plan, nights in held.rates.items() for day, rate in nights.items()]
+    restrictions = [{"ratePlanId": plan, "date": day, **fields}
+                    for plan, nights in held.restrictions.items() for day, fields in nights.items()]
     return ok({"from": first.isoformat(), "to": last.isoformat(), "availability": availability, "rates": rates,
                "restrictions": restrictions})
 

@@ -25,9 +25,10 @@ class Deferrable(Protocol):
 D = TypeVar("D", bound=Deferrable)
 
 
-async def when_allowed(call: Callable[[], Awaitable[D]]) -> D:
-    """`call` the channel-manager actor again while it answers "not yet, at T"."""
-    give_up = context().clock.monotonic() + MAX_WAIT
+async def when_allowed(call: Callable[[], Awaitable[D]], wait: float = MAX_WAIT) -> D:
+    """`call` the channel-manager actor again while it answers "not yet, at T" (T at most
+    `wait` seconds away)."""
+    give_up = context().clock.monotonic() + wait
     while True:
         answer = await call()
         if not answer.deferred or answer.retry_at is None or answer.retry_at > give_up:

@@ -59,13 +59,7 @@ async def booking_in(conn: asyncpg.Connection, booking_id: int) -> Booking | Non
 
 async def api_booking(db: Database, property_id: int, booking_id: int) -> Booking | None:
     """A booking the Connect API created on this property; None for any other."""
-    async def work(conn: asyncpg.Connection) -> Booking | None:
-        rows = await conn.fetch(_BOOKING + " WHERE b.id = $1 AND b.property_id = $2 AND b.source = 'api'",
-                                booking_id, property_id)
-        found = await _with_rooms(conn, rows)
-        return found[0] if found else None
-
-    return await db.run(work)
+    return await property_booking(db, property_id, booking_id, ("api",))
 
 
 async def api_booking_by_reference(db: Database, property_id: int, external_reference: str) -> Booking | None:
@@ -89,6 +83,29 @@ async def list_api_bookings(db: Database, property_id: int, since: datetime, ext
                            ORDER BY b.created_at DESC, b.id DESC LIMIT $4""",
             property_id, since, external_reference, limit)
         return await _with_rooms(conn, rows)
+
+    return await db.run(work)
+
+
+async def property_bookings(db: Database, property_id: int, source: str, limit: int = 100) -> list[Booking]:
+    """The property's bookings from one source ('api', 'ota'), newest first."""
+    async def work(conn: asyncpg.Connection) -> list[Booking]:
+        rows = await conn.fetch(_BOOKING + """ WHERE b.property_id = $1 AND b.source = $2
+                                               ORDER BY b.created_at DESC, b.id DESC LIMIT $3""",
+                                property_id, source, limit)
+        return await _with_rooms(conn, rows)
+
+    return await db.run(work)
+
+
+async def property_booking(db: Database, property_id: int, booking_id: int,
+                           sources: tuple[str, ...] = ("api", "ota")) -> Booking | None:
+    """A booking of the property from one of `sources`; None for any other."""
+    async def work(conn: asyncpg.Connection) -> Booking | None:
+        rows = await conn.fetch(_BOOKING + " WHERE b.id = $1 AND b.property_id = $2 AND b.source = ANY($3::text[])",
+                                booking_id, property_id, list(sources))
+        found = await _with_rooms(conn, rows)
+        return found[0] if found else None
 
     return await db.run(work)
 
@@ -273,10 +290,14 @@ async def mark_cancelled(conn: asyncpg.Connection, booking_id: int, reason: str 
     await conn.execute("UPDATE booking_rooms SET status = 'CANCELLED' WHERE booking_id = $1", booking_id)
 
 
-async def check_in(db: Database, booking_id: int, at: datetime) -> tuple[str, int] | None:
-    """Move an UPCOMING booking to CHECKED_IN; answers (its status before, property), None if absent."""
+async def check_in(db: Database, booking_id: int, at: datetime,
+                   property_id: int | None = None) -> tuple[str, int] | None:
+    """Move an UPCOMING booking to CHECKED_IN; answers (its status before, property), None if
+    absent (or, with `property_id`, not that property's)."""
     async def work(conn: asyncpg.Connection) -> tuple[str, int] | None:
-        row = await conn.fetchrow("SELECT status, property_id FROM bookings WHERE id = $1 FOR UPDATE", booking_id)
+        row = await conn.fetchrow(
+            """SELECT status, property_id FROM bookings
+               WHERE id = $1 AND ($2::bigint IS NULL OR property_id = $2) FOR UPDATE""", booking_id, property_id)
         if row is None:
             return None
         if row["status"] == "UPCOMING":

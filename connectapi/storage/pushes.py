@@ -8,6 +8,7 @@ version and stays dirty.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -119,28 +120,49 @@ async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
         prop = await conn.fetchrow(
             """SELECT cm_last_push_at, cm_last_outcome, cm_last_error, cm_next_attempt_at, cm_failures
                FROM properties WHERE id = $1""", property_id)
-        newest = await conn.fetchrow(
-            """SELECT id, pending FROM (
-               SELECT b.id, b.created_at, (SELECT count(*) FROM availability_cells c WHERE c.last_batch_id = b.id
-                                                                        AND c.version > c.pushed_version)
-                          + (SELECT count(*) FROM rate_cells c WHERE c.last_batch_id = b.id
-                                                                 AND c.version > c.pushed_version)
-                          + (SELECT count(*) FROM restriction_cells c WHERE c.last_batch_id = b.id
-                                                                        AND c.version > c.pushed_version) AS pending
-               FROM write_batches b
-               WHERE b.property_id = $1 AND b.accepted_cells > 0
-               ORDER BY b.created_at DESC, b.id DESC LIMIT 50) AS recent
-               WHERE pending > 0 ORDER BY created_at DESC, id DESC LIMIT 1""",
-            property_id,
-        )
+        newest = await _pending_batches(conn, property_id, 1)
         return {"last_push_at": prop["cm_last_push_at"], "last_outcome": prop["cm_last_outcome"],
                 "last_error": prop["cm_last_error"], "next_attempt_at": prop["cm_next_attempt_at"],
                 "failures": prop["cm_failures"],
-                "newest_pending": (newest["id"], newest["pending"]) if newest else None}
+                "newest_pending": (newest[0].id, newest[0].pending_cells) if newest else None}
 
     view = await db.run(work)
     view["dirty"] = await dirty_counts(db, property_id)
     return view
+
+
+@dataclass(frozen=True, slots=True)
+class PendingBatch:
+    id: uuid.UUID
+    resource: str
+    created_at: datetime
+    pending_cells: int  # its own cells (last written by it) not yet pushed
+
+
+async def _pending_batches(conn: asyncpg.Connection, property_id: int, limit: int) -> list[PendingBatch]:
+    """Of the property's 50 newest batches that changed cells, those with cells still to
+    push, newest first."""
+    rows = await conn.fetch(
+        """SELECT id, resource, created_at, pending FROM (
+           SELECT b.id, b.resource, b.created_at,
+                  (SELECT count(*) FROM availability_cells c WHERE c.last_batch_id = b.id
+                                                               AND c.version > c.pushed_version)
+                  + (SELECT count(*) FROM rate_cells c WHERE c.last_batch_id = b.id
+                                                         AND c.version > c.pushed_version)
+                  + (SELECT count(*) FROM restriction_cells c WHERE c.last_batch_id = b.id
+                                                                AND c.version > c.pushed_version) AS pending
+           FROM write_batches b
+           WHERE b.property_id = $1 AND b.accepted_cells > 0
+           ORDER BY b.created_at DESC, b.id DESC LIMIT 50) AS recent
+           WHERE pending > 0 ORDER BY created_at DESC, id DESC LIMIT $2""",
+        property_id, limit,
+    )
+    return [PendingBatch(r["id"], r["resource"], r["created_at"], int(r["pending"])) for r in rows]
+
+
+async def pending_batches(db: Database, property_id: int, limit: int = 50) -> list[PendingBatch]:
+    """The batches GET /sync's newestPendingBatch is the first of (the console lists them)."""
+    return await db.run(lambda conn: _pending_batches(conn, property_id, limit))
 
 
 async def next_attempt(db: Database, property_id: int) -> datetime | None:

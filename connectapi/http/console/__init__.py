@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from quart import Blueprint, Response
 
-from . import auth, pages
-from . import keys, webhooks
+from . import auth, bookings, grid, keys, notifications, pages, settings, webhooks
 from .session import PREFIX, ConsoleRefusal, admit, after_page, check_form_token, load_session, refusal_page
 
 blueprint = Blueprint("console", __name__, url_prefix=PREFIX, template_folder="templates",
@@ -37,5 +36,5 @@ blueprint.add_url_rule("/logout", view_func=auth.logout, methods=["POST"])
 blueprint.add_url_rule("/setup/<token>", view_func=auth.setup_form, methods=["GET"])
 blueprint.add_url_rule("/setup/<token>", view_func=auth.setup, methods=["POST"], endpoint="setup_post")
 pages.register(blueprint)
-keys.register(blueprint)
-webhooks.register(blueprint)
+for screen in (keys, webhooks, grid, bookings, notifications, settings):
+    screen.register(blueprint)

@@ -1,0 +1,74 @@
+"""What the channel manager holds of a property over a range of nights, in our ids: the one
+read behind the admin route GET /properties/{id}/channel-grid and the console's grid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from ..actors.channel_manager import CALL_ASK_TIMEOUT
+from ..actors.messages.channel_manager import ReadGrid
+from ..domain.channel_values import CM_RESTRICTIONS
+from ..domain.errors import ApiError
+from ..domain.money import currency_exponent
+from ..storage import properties
+from .channel_calls import MAX_WAIT, when_allowed
+from .gates import context
+
+
+@dataclass(frozen=True, slots=True)
+class HeldGrid:
+    """Per our room type / rate plan and night (ISO date text, as the channel manager keys them)."""
+
+    availability: dict[int, dict[str, int]] = field(default_factory=dict)
+    rates: dict[int, dict[str, int]] = field(default_factory=dict)  # minor units
+    restrictions: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)  # our field names, as held
+
+
+async def read_held_grid(property_id: int, first: date, last: date, wait: float = MAX_WAIT) -> HeldGrid:
+    """PROPERTY_NOT_FOUND; VALIDATION when the property is not mapped; SERVICE_UNAVAILABLE when
+    the channel manager does not answer or its read budget stays spent longer than `wait`."""
+    ctx = context()
+    ids = await properties.channel_ids(ctx.db, property_id)
+    if ids is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    if ids.property_id is None:
+        raise ApiError("VALIDATION", "the property is not mapped to the channel manager",
+                       [{"path": "$", "message": "set its channel mapping first"}])
+    if ctx.sandbox is not None:
+        # Our own sandbox is looked at directly: a look must not spend the account's
+        # ten reads a minute, which the reconciler needs.
+        held_availability: dict[str, dict[str, Any]] = ctx.sandbox.read_availability(ids.property_id, first, last)
+        held_restrictions: dict[str, dict[str, Any]] = ctx.sandbox.read_restrictions(ids.property_id, first, last)
+    else:
+        cm_property = ids.property_id
+        read_a = await when_allowed(lambda: ctx.channel.ask(ReadGrid("availability", cm_property, first, last),
+                                                             CALL_ASK_TIMEOUT), wait)
+        read_r = await when_allowed(lambda: ctx.channel.ask(ReadGrid("restrictions", cm_property, first, last),
+                                                             CALL_ASK_TIMEOUT), wait)
+        if read_a.grid is None or read_r.grid is None:
+            raise ApiError("SERVICE_UNAVAILABLE", f"the channel manager did not answer: "
+                                                  f"{read_a.error or read_r.error or 'its read budget is spent'}",
+                           retry_after_seconds=5)
+        held_availability, held_restrictions = read_a.grid, read_r.grid
+    rooms = {cm: ours for ours, cm in ids.room_types.items()}
+    plans = {cm: ours for ours, cm in ids.rate_plans.items()}
+    scale = 10 ** currency_exponent(ids.currency)
+    grid = HeldGrid()
+    for cm, nights in held_availability.items():
+        if cm in rooms:
+            grid.availability[rooms[cm]] = {str(day): int(count) for day, count in nights.items()}
+    for cm, nights in held_restrictions.items():
+        if cm not in plans:
+            continue
+        rates = grid.rates.setdefault(plans[cm], {})
+        restrictions = grid.restrictions.setdefault(plans[cm], {})
+        for day, fields in nights.items():
+            if "rate" in fields:
+                rates[str(day)] = int(Decimal(fields["rate"]) * scale)
+            held = {ours: fields[theirs] for ours, (theirs, _) in CM_RESTRICTIONS.items() if theirs in fields}
+            if held:
+                restrictions[str(day)] = held
+    return grid
