@@ -122,6 +122,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     @app.errorhandler(StorageUnavailable)
     async def unavailable(err: Exception) -> Response:
         log.error("service unavailable for request %s: %s", g.get("request_id"), err)
+        if is_console_path(request.path):
+            return await error_page(503, "The service cannot answer right now; try again in a few seconds.")
         return _unavailable()
 
     @app.errorhandler(RecordRefused)
@@ -142,6 +144,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     @app.errorhandler(Exception)
     async def unexpected(err: Exception) -> Response:
         log.exception("unhandled error in request %s", g.get("request_id"), exc_info=err)
+        if is_console_path(request.path):
+            return await error_page(500, f"Something went wrong on our side (request {g.get('request_id')}).")
         return _internal()
 
     return app

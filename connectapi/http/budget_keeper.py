@@ -268,6 +268,12 @@ class BudgetKeeper:
         charges = [self._charge("ip-auth", budget_subject(address), 1, 1, 0)]
         return refusal(charges, await self._count(charges))
 
+    async def attempt_auth(self, address: str) -> ApiError | None:
+        """A console login from `address`: its `ip-auth` budget asked and charged in one
+        statement, whatever the outcome (a password is checked at a cost of its own)."""
+        charges = [self._charge("ip-auth", budget_subject(address), 1, 1, 1)]
+        return refusal(charges, await self._count(charges))
+
     async def auth_failed(self, address: str) -> None:
         """An answer of 401 (or an allowlist refusal) was given: counted whatever the count."""
         await self._count([self._charge("ip-auth", budget_subject(address), 1, None, 1)])

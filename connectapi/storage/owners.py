@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -190,29 +191,40 @@ async def replace_hash(db: Database, owner_id: int, old_hash: str, new_hash: str
                      owner_id, old_hash, new_hash)
 
 
-async def login_failures(db: Database, email: str, since: datetime) -> list[datetime]:
-    rows = await db.fetch("SELECT at FROM owner_login_failures WHERE email = $1 AND at > $2 ORDER BY at",
-                          email_key(email), since)
-    return [r["at"] for r in rows]
-
-
-async def record_failure(db: Database, email: str, now: datetime, forget_before: datetime) -> None:
-    """One more failed login for an e-mail; its failures too old to count are forgotten."""
-    async def work(conn: asyncpg.Connection) -> None:
+async def count_attempt(db: Database, email: str, now: datetime, since: datetime,
+                        locked: Callable[[list[datetime]], datetime | None]) -> datetime | None:
+    """A login attempt for an e-mail, counted before its password is checked: under a lock
+    on the e-mail, its failures since `since` are read and, unless `locked` says they make
+    it wait (answered: until when), this attempt is written as one more (a success forgets
+    them). Parallel attempts are thus counted one after the other, never all let through.
+    Failures too old to count are forgotten on the way."""
+    async def work(conn: asyncpg.Connection) -> datetime | None:
         key = email_key(email)
-        await conn.execute("DELETE FROM owner_login_failures WHERE email = $1 AND at <= $2", key, forget_before)
-        await conn.execute("INSERT INTO owner_login_failures (email, at) VALUES ($1, $2)", key, now)
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('owner-login'), hashtext($1))", key)
+        await conn.execute("DELETE FROM owner_login_failures WHERE email = $1 AND at <= $2", key, since)
+        rows = await conn.fetch("SELECT at FROM owner_login_failures WHERE email = $1 ORDER BY at", key)
+        until = locked([r["at"] for r in rows])
+        if until is None:
+            await conn.execute("INSERT INTO owner_login_failures (email, at) VALUES ($1, $2)", key, now)
+        return until
 
-    await db.transaction(work)
+    return await db.transaction(work)
 
 
 async def forget_failures(db: Database, email: str) -> None:
     await db.execute("DELETE FROM owner_login_failures WHERE email = $1", email_key(email))
 
 
-async def open_session(db: Database, owner_id: int, session_id: str, csrf: str, now: datetime) -> None:
-    await db.execute("""INSERT INTO owner_sessions (digest, owner_id, csrf, created_at, last_seen_at)
-                        VALUES ($1, $2, $3, $4, $4)""", digest(session_id), owner_id, csrf, now)
+async def open_session(db: Database, owner_id: int, password_hash: str, session_id: str, csrf: str,
+                       now: datetime) -> bool:
+    """A session for an owner whose password was just verified against `password_hash`:
+    opened only if that is still its password and it is still enabled (a login that raced
+    a reset or a disable opens nothing)."""
+    status = await db.execute(
+        """INSERT INTO owner_sessions (digest, owner_id, csrf, created_at, last_seen_at)
+           SELECT $1, id, $3, $4, $4 FROM owners WHERE id = $2 AND password_hash = $5 AND disabled_at IS NULL""",
+        digest(session_id), owner_id, csrf, now, password_hash)
+    return status.endswith(" 1")
 
 
 async def session(db: Database, session_id: str) -> Session | None:

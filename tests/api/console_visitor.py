@@ -40,8 +40,8 @@ class Visitor:
     async def get(self, path: str) -> Page:
         return await self._open("GET", path)
 
-    async def post(self, path: str, form: dict[str, str]) -> Page:
-        return await self._open("POST", path, form=form)
+    async def post(self, path: str, form: dict[str, str], headers: dict[str, str] | None = None) -> Page:
+        return await self._open("POST", path, form=form, headers=headers or {})
 
     async def submit(self, page_path: str, action: str, fields: dict[str, str]) -> Page:
         """Open a page, then post one of its forms with the page's token."""

@@ -39,10 +39,20 @@ def _no_owner_hash() -> str:
 MOST_EMAIL = 254
 
 
+# argon2 takes tens of milliseconds of CPU and 64 MiB on purpose: off the event loop, and
+# two at a time at most (forty at once, trio's default, took 2 GiB and 5 s here), in a
+# limiter of their own so that they never hold up the other work sent to threads.
+HASHING = trio.CapacityLimiter(2)
+
+
 async def _hash(password: str) -> str:
-    # argon2 takes tens of milliseconds of CPU on purpose: off the event loop.
-    hashed: str = await trio.to_thread.run_sync(HASHER.hash, password)
+    hashed: str = await trio.to_thread.run_sync(HASHER.hash, password, limiter=HASHING)
     return hashed
+
+
+async def _dummy_hash() -> str:
+    made: str = await trio.to_thread.run_sync(_no_owner_hash, limiter=HASHING)
+    return made
 
 
 async def _verifies(password_hash: str, password: str) -> bool:
@@ -52,7 +62,7 @@ async def _verifies(password_hash: str, password: str) -> bool:
         except (VerifyMismatchError, VerificationError, InvalidHashError):
             return False
 
-    return await trio.to_thread.run_sync(verify)
+    return await trio.to_thread.run_sync(verify, limiter=HASHING)
 
 
 async def login_form() -> Response:
@@ -68,39 +78,50 @@ async def login() -> Response:
     password = form.get("password", "")[:PASSWORD_MAX + 1]
     target = safe_next(form.get("next"))
     address = client_address()
-    refused = await ctx.budgets_kept.may_authenticate(address)
+    # Every attempt is counted on the address before any work, checked and counted at once:
+    # attempts sent in parallel cannot all pass a check made before any of them counted.
+    refused = await ctx.budgets_kept.attempt_auth(address)
     if refused is not None:
         raise as_console_refusal(refused)
     now = ctx.clock.now()
-    failures = await owners.login_failures(ctx.db, email, now - LOCKOUT_WINDOW - LOCKOUT_WAIT)
-    until = locked_until(failures, now)
-    if until is not None:
-        wait = max(1, int((until - now).total_seconds()))
-        raise ConsoleRefusal(429, "Try again later", f"Too many failed logins for this e-mail: wait "
-                             f"{(wait + 59) // 60} minute(s), or ask your operator for a password reset.", wait)
-    found = await owners.password_hash_of(ctx.db, email)
+    found = None
+    if _plain(email):
+        until = await owners.count_attempt(ctx.db, email, now, now - LOCKOUT_WINDOW - LOCKOUT_WAIT,
+                                           lambda failures: locked_until(failures, now))
+        if until is not None:
+            wait = max(1, int((until - now).total_seconds()))
+            raise ConsoleRefusal(429, "Try again later", f"Too many failed logins for this e-mail: wait "
+                                 f"{(wait + 59) // 60} minute(s) before trying again.", wait)
+        found = await owners.password_hash_of(ctx.db, email)
     good = False
     if found is None or found[1] is None or found[2]:
-        await trio.to_thread.run_sync(_no_owner_hash)
-        await _verifies(_no_owner_hash(), password)  # the same work, whatever the reason
+        await _verifies(await _dummy_hash(), password)  # the same work, whatever the reason
     else:
         good = await _verifies(found[1], password)
-    if not good or found is None:
-        await owners.record_failure(ctx.db, email, now, now - LOCKOUT_WINDOW - LOCKOUT_WAIT)
-        await ctx.budgets_kept.auth_failed(address)
+    if not good or found is None or found[1] is None:
         return await page("login.html", 401, next=target, email=email, error="Wrong e-mail or password.")
-    owner_id, password_hash, _ = found
-    assert password_hash is not None
-    if HASHER.check_needs_rehash(password_hash):
-        await owners.replace_hash(ctx.db, owner_id, password_hash, await _hash(password))
-    await owners.forget_failures(ctx.db, email_key(email))
+    owner_id, password_hash = found[0], found[1]
     # A new session id at every login: one planted before it (session fixation) is worth nothing.
     session_id, csrf = new_secret(), new_secret()
-    await owners.open_session(ctx.db, owner_id, session_id, csrf, now)
+    if not await owners.open_session(ctx.db, owner_id, password_hash, session_id, csrf, now):
+        # The password changed, or the owner was disabled, while this one was checked.
+        return await page("login.html", 401, next=target, email=email, error="Wrong e-mail or password.")
+    await owners.forget_failures(ctx.db, email_key(email))
+    if HASHER.check_needs_rehash(password_hash):
+        await owners.replace_hash(ctx.db, owner_id, password_hash, await _hash(password))
+    earlier = g.get("session_id")
+    if earlier:
+        await owners.end_session(ctx.db, earlier)
     response: Response = redirect(target)  # type: ignore[assignment]
     set_cookie(response, SESSION_COOKIE, session_id, SESSION_MAX_AGE)
     forget_cookie(response, FORM_COOKIE)
     return response
+
+
+def _plain(email: str) -> bool:
+    """An e-mail the record can hold and compare: no control characters (a NUL would be
+    refused by PostgreSQL). Anything else is answered as an unknown e-mail."""
+    return bool(email) and not any(ord(c) < 32 or ord(c) == 127 for c in email)
 
 
 async def logout() -> Response:

@@ -55,7 +55,14 @@ async def property_page(template: str, prop: Property, tab: str, status: int = 2
     return await page(template, status, prop=prop, tab=tab, **values)
 
 
+async def bare() -> Response:
+    """/console without its slash: to /console/ by a relative redirect of ours (werkzeug's
+    own would carry none of the console's headers, and an absolute URL from the Host header)."""
+    return redirect(f"{PREFIX}/")  # type: ignore[return-value]
+
+
 def register(blueprint: Blueprint) -> None:
+    blueprint.add_url_rule("", view_func=bare, methods=["GET"], strict_slashes=True)
     blueprint.add_url_rule("/", view_func=home, methods=["GET"])
     blueprint.add_url_rule("/properties", view_func=property_list, methods=["GET"])
     blueprint.add_url_rule("/properties/<int:property_id>", view_func=overview, methods=["GET"])

@@ -10,7 +10,9 @@ choosing a password) carry a token that must equal a cookie of their own (double
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import posixpath
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -98,31 +100,49 @@ async def load_session() -> None:
 
 
 async def check_form_token() -> None:
-    """Every POST to the console: its form's CSRF token must be the session's, or, with no
-    session, the form cookie's."""
+    """Every POST to the console: not sent by another site (Sec-Fetch-Site, where the
+    browser says), and its form's CSRF token the session's, or, with no session, the one
+    made from the form cookie with the service's key (so a cookie planted by someone else,
+    a sibling subdomain say, does not let them make a matching form)."""
     if request.method != "POST":
         return
+    if request.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
+        raise _expired()
     form = await request.form
     sent = form.get(CSRF_FIELD, "")
-    expected = g.csrf if g.owner is not None else request.cookies.get(FORM_COOKIE)
+    if g.owner is not None:
+        expected: str | None = g.csrf
+    else:
+        cookie = request.cookies.get(FORM_COOKIE)
+        expected = _signed(cookie) if cookie else None
     if not expected or not sent or not hmac.compare_digest(sent.encode(), expected.encode()):
-        raise ConsoleRefusal(403, "Form expired", "This form is no longer valid (it may be from an earlier "
-                                                  "session). Go back, reload the page and send it again.")
+        raise _expired()
+
+
+def _expired() -> ConsoleRefusal:
+    return ConsoleRefusal(403, "Form expired", "This form is no longer valid (it may be from an earlier session). "
+                                               "Go back, reload the page and send it again.")
+
+
+def _signed(cookie: str) -> str:
+    """The form token of a form cookie: an HMAC with a key only the service has (derived
+    from the operator token, which never leaves it)."""
+    key = hashlib.sha256(b"connectapi console form\0" + context().admin_token.encode()).digest()
+    return hmac.new(key, cookie.encode(), hashlib.sha256).hexdigest()
 
 
 def form_token() -> str:
-    """The token to put in a form: the session's, or a form cookie's (made if need be, and
-    set on the answer by `after_page`)."""
+    """The token to put in a form: the session's, or the one made from the form cookie (a
+    new cookie when there is none, set on the answer by `after_page`)."""
     if g.get("owner") is not None:
         token: str = g.csrf
         return token
     existing = request.cookies.get(FORM_COOKIE)
     if existing and 20 <= len(existing) <= 100:
-        return existing
+        return _signed(existing)
     if g.get("new_form_token") is None:
         g.new_form_token = new_secret()
-    fresh: str = g.new_form_token
-    return fresh
+    return _signed(g.new_form_token)
 
 
 def after_page(response: Response) -> Response:
@@ -164,13 +184,18 @@ def not_found() -> ConsoleRefusal:
 
 
 def safe_next(target: str | None) -> str:
-    """Where to go after login: a console path of ours only (never another site)."""
-    if not target:
-        return f"{PREFIX}/"
+    """Where to go after login: a console path of ours only (never another site, never a
+    path that leaves the console once normalised, nothing a header could not carry)."""
+    home = f"{PREFIX}/"
+    if not target or len(target) > 500 or any(ord(c) < 32 or ord(c) == 127 for c in target):
+        return home
     parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith(PREFIX + "/") or "\\" in target or "//" in target:
-        return f"{PREFIX}/"
-    return target
+    if parts.scheme or parts.netloc or "\\" in target or target.startswith("//"):
+        return home
+    path = posixpath.normpath(parts.path)
+    if not (path + "/").startswith(home):
+        return home
+    return path + (f"?{parts.query}" if parts.query else "")
 
 
 async def page(template: str, status: int = 200, **values: Any) -> Response:
