@@ -5,9 +5,11 @@ each screen saved into docs/console/ for docs/console.md."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
+from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -185,3 +187,87 @@ def test_webhooks_register_ping_pause_resume_redeliver(console_service: ConsoleS
     page.goto(f"{console_service.url}/console/properties/{mine['id']}/webhooks")
     page.get_by_role("link", name="Deliveries").click()
     save_screen(page, "webhook-deliveries")
+
+
+API = "/api/v1/connect-api/v1"
+
+
+def api_call(service: ConsoleService, method: str, path: str, key: str, body: Any = None) -> httpx.Response:
+    return httpx.request(method, f"{service.url}{API}{path}", json=body, timeout=30,
+                         headers={"Authorization": f"Bearer {key}"})
+
+
+def test_keys_grid_and_bookings(console_service: ConsoleService, page: Page) -> None:
+    """A key made in the console drives the API; a rate written with it shows on the grid
+    with the channel manager's value beside it; a booking made with it is checked in from
+    the bookings screen (then the API's cancel answers 409); its scopes narrowed, the API
+    answers 403 SCOPE_MISSING; revoked, 401 API_KEY_REVOKED."""
+    mine = logged_in_owner(console_service, page)
+    base = f"{console_service.url}/console/properties/{mine['id']}"
+    room, plan = mine["roomTypes"][0]["id"], mine["ratePlans"][0]["id"]
+
+    page.goto(f"{base}/keys")
+    page.get_by_label("Label").fill("front desk PMS")
+    for scope in ("ari:read", "ari:write", "bookings:read", "bookings:write"):
+        page.get_by_label(scope, exact=True).check()
+    page.get_by_role("button", name="Create key").click()
+    key = page.locator("#key-secret").inner_text().strip()
+    assert key.startswith("cak_live_")
+    save_screen(page, "key-created")
+    assert api_call(console_service, "GET", "/property", key).status_code == 200
+
+    night = (date.today() + timedelta(days=3)).isoformat()
+    after = (date.today() + timedelta(days=4)).isoformat()
+    wrote = api_call(console_service, "PUT", "/rates", key, {"updates": [
+        {"ratePlanId": plan, "dateFrom": night, "dateTo": night, "rate": "135.00", "currency": "EUR"}]})
+    assert wrote.status_code == 202, wrote.text
+    deadline = time.monotonic() + 60
+    while True:
+        page.goto(f"{base}/grid?from={night}&to={night}")
+        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=night[5:], exact=False))
+        cells = [c.strip() for c in row.first.locator("td").all_inner_texts()]
+        if cells[2:4] == ["135.00", "135.00"]:  # availability R, CM; then the rate: the record's, the CM's
+            break
+        assert time.monotonic() < deadline, f"the grid never showed the pushed rate: {cells}"
+        time.sleep(0.5)
+    save_screen(page, "grid")
+
+    booked = api_call(console_service, "POST", "/bookings", key, {
+        "externalReference": "WEB-1001", "checkIn": night, "checkOut": after, "currency": "EUR",
+        "guest": {"name": "Ana Silva", "phone": "+351 912 345 678"},
+        "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 2, "nightlyRate": "135.00"}]})
+    assert booked.status_code == 201, booked.text
+    booking = booked.json()["data"]
+    page.goto(f"{base}/bookings")
+    save_screen(page, "bookings")
+    page.get_by_role("link", name=booking["reference"]).click()
+    page.get_by_role("button", name="Check in").click()
+    expect(page.get_by_role("cell", name="checked in")).to_be_visible()
+    save_screen(page, "booking")
+    cancel = api_call(console_service, "POST", f"/bookings/{booking['bookingId']}/cancel", key,
+                      {"reason": "guest changed plans"})
+    assert (cancel.status_code, cancel.json()["data"]["code"]) == (409, "BOOKING_NOT_CANCELLABLE")
+
+    page.goto(f"{base}/keys")
+    page.get_by_role("link", name="edit, rotate or revoke").click()
+    page.get_by_label("bookings:write", exact=True).uncheck()
+    page.get_by_role("button", name="Save").click()
+    refused = api_call(console_service, "POST", "/bookings", key, {
+        "externalReference": "WEB-1002", "checkIn": night, "checkOut": after, "currency": "EUR",
+        "guest": {"name": "Bo", "phone": "+351 912 345 679"},
+        "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 1, "nightlyRate": "135.00"}]})
+    assert (refused.status_code, refused.json()["data"]["code"]) == (403, "SCOPE_MISSING")
+    save_screen(page, "key-edit")
+
+    page.get_by_role("link", name="Revoke this key…").click()
+    page.get_by_role("button", name=re.compile("^Revoke key")).click()
+    revoked = api_call(console_service, "GET", "/property", key)
+    assert (revoked.status_code, revoked.json()["data"]["code"]) == (401, "API_KEY_REVOKED")
+    page.goto(f"{base}/keys")
+    expect(page.get_by_text(key)).to_have_count(0)  # the secret was shown once
+    save_screen(page, "keys")
+
+    for screen in ("notifications", "settings"):
+        page.goto(f"{base}/{screen}")
+        expect(page.get_by_role("heading", level=1)).to_be_visible()
+        save_screen(page, screen)
