@@ -271,3 +271,75 @@ def test_keys_grid_and_bookings(console_service: ConsoleService, page: Page) -> 
         page.goto(f"{base}/{screen}")
         expect(page.get_by_role("heading", level=1)).to_be_visible()
         save_screen(page, screen)
+
+
+def console_rules() -> list[tuple[str, str]]:
+    """Every console route of a property (path template, method), from the blueprint itself:
+    a screen added later is covered without this list being touched."""
+    from quart_trio import QuartTrio
+
+    from connectapi.http import console
+
+    app = QuartTrio("rules")
+    app.register_blueprint(console.blueprint)
+    found = []
+    for rule in app.url_map.iter_rules():
+        if "<int:property_id>" in rule.rule:
+            for method in sorted((rule.methods or set()) & {"GET", "POST"}):
+                found.append((rule.rule, method))
+    return found
+
+
+def test_an_owner_of_one_property_gets_404_for_every_page_and_action_of_another(
+        console_service: ConsoleService, page: Page, receiver: Receiver) -> None:
+    theirs = a_property(console_service, "Casa Verde")
+    their_key = admin(console_service, "POST", f"/properties/{theirs['id']}/keys",
+                      {"label": "theirs", "scopes": ["ari:read", "bookings:write"]})
+    their_hook = admin(console_service, "POST", f"/properties/{theirs['id']}/webhooks", {"url": receiver.url})
+    booked = api_call(console_service, "POST", "/bookings", their_key["key"], {
+        "externalReference": "THEIRS-1", "checkIn": (date.today() + timedelta(days=5)).isoformat(),
+        "checkOut": (date.today() + timedelta(days=6)).isoformat(), "currency": "EUR",
+        "guest": {"name": "Bo", "phone": "+351 912 345 679"},
+        "rooms": [{"roomTypeId": theirs["roomTypes"][0]["id"], "ratePlanId": theirs["ratePlans"][0]["id"],
+                   "adults": 1, "nightlyRate": "99.00"}]})
+    assert booked.status_code == 201, booked.text
+    mine = logged_in_owner(console_service, page)
+    token = page.locator("input[name=csrf]").first.get_attribute("value")
+    assert token
+
+    ids = {"key_id": their_key["id"], "endpoint_id": their_hook["id"], "booking_id": booked.json()["data"]["bookingId"],
+           "revision_id": "rev-1"}
+
+    def url(template: str, property_id: int) -> str:
+        path = template.replace("<int:property_id>", str(property_id))
+        path = re.sub(r"<(?:int:)?(\w+)>", lambda m: str(ids[m.group(1)]), path)
+        return console_service.url + path
+
+    rules = console_rules()
+    assert len(rules) >= 20, rules  # the screens are all there
+    for template, method in rules:
+        targets = [url(template, theirs["id"])]
+        if re.search(r"<(?:int:)?\w+>", template.replace("<int:property_id>", "")):
+            targets.append(url(template, mine["id"]))  # their object under my property
+        for target in targets:
+            if method == "GET":
+                status = page.goto(target).status  # type: ignore[union-attr]
+            else:
+                status = page.request.post(target, form={"csrf": token}, max_redirects=0).status
+            assert status == 404, (method, target, status)
+    # Nothing of theirs changed: the key still works, the endpoint still active.
+    assert api_call(console_service, "GET", "/property", their_key["key"]).status_code == 200
+    assert admin(console_service, "GET", f"/properties/{theirs['id']}/webhooks")[0]["status"] == "active"
+
+    # A form posted without its token is refused; a disabled owner cannot log in.
+    refused = page.request.post(f"{console_service.url}/console/properties/{mine['id']}/keys", form={"label": "x"},
+                                max_redirects=0)
+    assert refused.status == 403
+    owners = admin(console_service, "GET", "/owners")
+    admin(console_service, "PATCH", f"/owners/{owners[0]['ownerId']}", {"disabled": True})
+    page.goto(f"{console_service.url}/console/properties")
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()  # its session ended
+    page.get_by_label("E-mail").fill("ana@casa-azul.example")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_text("Wrong e-mail or password.")).to_be_visible()
