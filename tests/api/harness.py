@@ -5,11 +5,14 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import trio.testing
+import trio_asyncio
 from quart.typing import TestClientProtocol
 from quart.wrappers import Response
 
@@ -143,3 +146,26 @@ class Harness:
         """Failed channel-manager calls in a row for the property, as the record has them."""
         found: int = await self.ctx.db.fetchval("SELECT cm_failures FROM properties WHERE id = $1", property_id)
         return found
+
+
+@dataclass
+class HeldElsewhere:
+    """Another connection's open transaction: `commit` or `rollback` ends it."""
+    commit: Callable[[], Awaitable[None]]
+    rollback: Callable[[], Awaitable[None]]
+
+
+@asynccontextmanager
+async def held_elsewhere(dsn: str, *statements: tuple[str, tuple[Any, ...]]) -> AsyncIterator[HeldElsewhere]:
+    """Another connection (a request, the janitor) runs `statements` in a transaction and
+    holds what they lock until the test ends it; rolled back if the test does not."""
+    other = await trio_asyncio.aio_as_trio(asyncpg.connect)(dsn)
+    try:
+        transaction = other.transaction()
+        await trio_asyncio.aio_as_trio(transaction.start)()
+        for sql, args in statements:
+            await trio_asyncio.aio_as_trio(other.execute)(sql, *args)
+        yield HeldElsewhere(trio_asyncio.aio_as_trio(transaction.commit),
+                            trio_asyncio.aio_as_trio(transaction.rollback))
+    finally:
+        await trio_asyncio.aio_as_trio(other.close)()

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import asyncpg
 import pytest
 import trio
-import trio_asyncio
 
-from .harness import API, Answer, Harness, eventually
+from .harness import API, Answer, Harness, HeldElsewhere, eventually, held_elsewhere
 
 EVERY_SCOPE = ["bookings:read", "bookings:write", "bookings:payments", "ari:read"]
 TABLES = ("bookings", "booking_rooms", "guests", "folio_lines", "activity_log", "inventory_events", "domain_events",
@@ -490,7 +487,7 @@ async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone
     async def one(reference: str, name: str = "Ana Silva") -> None:
         answers[reference] = await book(api, key, stay(prop, reference, guest={"name": name, "phone": "+351912345678"}))
 
-    async with lock_held_elsewhere(db_dsn, prop["id"]) as release, trio.open_nursery() as nursery:
+    async with lock_held_elsewhere(db_dsn, prop["id"]) as held, trio.open_nursery() as nursery:
         nursery.start_soon(one, "FIRST")
         mailbox = await api.ctx.writers.mailbox(prop["id"])
         await eventually(lambda: waiting_on_a_lock(api))
@@ -498,7 +495,7 @@ async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone
             nursery.start_soon(one, f"QUEUED-{i}", name)
         nursery.start_soon(one, "QUEUED-1")  # a repeat inside the batch: it sees the first
         await eventually(lambda: mailbox.queued == 6)
-        await release()
+        await held.rollback()
     statuses = {ref: (a.status, a.code if a.status >= 400 else "") for ref, a in answers.items()}
     assert statuses.pop("QUEUED-2") == (500, "INTERNAL")
     assert statuses == {"FIRST": (201, ""), "QUEUED-0": (201, ""), "QUEUED-1": statuses["QUEUED-1"],
@@ -523,7 +520,7 @@ async def test_a_run_of_queued_bookings_counts_the_rooms_each_one_took(api: Harn
         answers[reference] = await book(api, key, stay(prop, reference, checkIn=check_in, checkOut=check_out,
                                                        rooms=stay(prop)["rooms"] * rooms))
 
-    async with lock_held_elsewhere(db_dsn, prop["id"]) as release, trio.open_nursery() as nursery:
+    async with lock_held_elsewhere(db_dsn, prop["id"]) as held, trio.open_nursery() as nursery:
         nursery.start_soon(one, "FIRST", "2026-12-10", "2026-12-11", 1)
         mailbox = await api.ctx.writers.mailbox(prop["id"])
         await eventually(lambda: waiting_on_a_lock(api))
@@ -533,7 +530,7 @@ async def test_a_run_of_queued_bookings_counts_the_rooms_each_one_took(api: Harn
         for n, booking in enumerate(queued, start=1):
             nursery.start_soon(one, *booking)
             await eventually(lambda: mailbox.queued == n)  # in this order
-        await release()
+        await held.rollback()
     assert {ref: (a.status, a.code if a.status >= 400 else "") for ref, a in answers.items()} == {
         "FIRST": (201, ""), "A": (201, ""), "B": (201, ""), "C": (409, "NO_AVAILABILITY"), "D": (201, ""),
         "E": (201, "")}
@@ -546,19 +543,10 @@ async def test_a_run_of_queued_bookings_counts_the_rooms_each_one_took(api: Harn
     assert await api.ctx.db.fetchval("SELECT last_value FROM booking_ids") == answers["FIRST"].data["bookingId"] + 5
 
 
-@asynccontextmanager
-async def lock_held_elsewhere(db_dsn: str, property_id: int) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """Another connection holds the property's lock until the answered function lets go: the
+def lock_held_elsewhere(db_dsn: str, property_id: int) -> AbstractAsyncContextManager[HeldElsewhere]:
+    """Another connection holds the property's lock until the test lets go (`rollback`): the
     first booking waits on it in the writer, and those queued behind it are served as one run."""
-    blocker = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
-    try:
-        hold = blocker.transaction()
-        await trio_asyncio.aio_as_trio(hold.start)()
-        await trio_asyncio.aio_as_trio(blocker.execute)("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE",
-                                                        property_id)
-        yield trio_asyncio.aio_as_trio(hold.rollback)
-    finally:
-        await trio_asyncio.aio_as_trio(blocker.close)()
+    return held_elsewhere(db_dsn, ("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", (property_id,)))
 
 
 async def waiting_on_a_lock(api: Harness) -> bool:

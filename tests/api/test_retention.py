@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
 import trio
-import trio_asyncio
 
 from connectapi.actors.janitors import RetentionJanitor
 from connectapi.domain.retention import Retention
@@ -26,7 +22,7 @@ from connectapi.storage import notifications, retention, webhooks
 from connectapi.storage.database import Database
 
 from .conftest import START
-from .harness import API, Answer, Harness, after_janitor_rounds, eventually
+from .harness import API, Answer, Harness, after_janitor_rounds, eventually, held_elsewhere
 
 DAY = 24 * 3600
 SCOPES = ["ari:read", "ari:write", "bookings:read", "bookings:write"]
@@ -197,20 +193,6 @@ async def a_round(janitor: RetentionJanitor) -> NextRound:
     return done[0]
 
 
-@asynccontextmanager
-async def row_held_elsewhere(dsn: str, batch_id: uuid.UUID) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """Another connection (a request, say) holds one old batch's row until it lets go."""
-    blocker = await trio_asyncio.aio_as_trio(asyncpg.connect)(dsn)
-    try:
-        hold = blocker.transaction()
-        await trio_asyncio.aio_as_trio(hold.start)()
-        await trio_asyncio.aio_as_trio(blocker.execute)("SELECT 1 FROM write_batches WHERE id = $1 FOR UPDATE",
-                                                        batch_id)
-        yield trio_asyncio.aio_as_trio(hold.rollback)
-    finally:
-        await trio_asyncio.aio_as_trio(blocker.close)()
-
-
 @pytest.mark.parametrize("env", [{"CONNECTAPI_BUDGETS": ROOMY, **CENTURY}])
 async def test_a_backlog_goes_in_bounded_rounds_while_writes_go_on(api: Harness, db_dsn: str) -> None:
     prop, key = await api.keyed_property(SCOPES)
@@ -239,7 +221,8 @@ async def test_a_backlog_goes_in_bounded_rounds_while_writes_go_on(api: Harness,
     async def left() -> int:
         return int(await db.fetchval("SELECT count(*) FROM write_batches WHERE id = ANY($1)", old))
 
-    async with row_held_elsewhere(db_dsn, old[0]) as let_go, trio.open_nursery() as nursery:
+    async with held_elsewhere(db_dsn, ("SELECT 1 FROM write_batches WHERE id = $1 FOR UPDATE", (old[0],))) as held, \
+            trio.open_nursery() as nursery:
         nursery.start_soon(write_on)
         await eventually(lambda: len(written) >= 3, "writes under way")
         while True:
@@ -250,7 +233,7 @@ async def test_a_backlog_goes_in_bounded_rounds_while_writes_go_on(api: Harness,
                 break
         await eventually(lambda: len(written) >= 10, "writes going on through the rounds")
         assert await left() == 1  # the row another transaction holds was skipped, not waited for
-        await let_go()
+        await held.rollback()
         assert not (await a_round(janitor)).more
         stop_writing.set()
     # 100 rows a statement, 3 statements a round; a round that met its bound says there is more.
@@ -303,26 +286,20 @@ async def test_redeliver_of_an_event_pruned_meanwhile_is_not_found(api: Harness,
                                 {"url": "https://hooks.example.net/in"})).data
     await webhooks.pause(api.ctx.db, endpoint["id"], api.ctx.clock.now())
     event_id = endpoint["pingEventId"]
-    pruner = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
-    try:
-        pruning = pruner.transaction()
-        await trio_asyncio.aio_as_trio(pruning.start)()
-        await trio_asyncio.aio_as_trio(pruner.execute)("DELETE FROM webhook_deliveries WHERE event_id = $1", event_id)
-        await trio_asyncio.aio_as_trio(pruner.execute)("DELETE FROM webhook_events WHERE id = $1", event_id)
-        answers: list[Answer] = []
+    pruning = held_elsewhere(db_dsn, ("DELETE FROM webhook_deliveries WHERE event_id = $1", (event_id,)),
+                             ("DELETE FROM webhook_events WHERE id = $1", (event_id,)))
+    answers: list[Answer] = []
 
-        async def redeliver() -> None:
-            answers.append(await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": event_id}))
+    async def redeliver() -> None:
+        answers.append(await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": event_id}))
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(redeliver)
+    async with pruning as pruner, trio.open_nursery() as nursery:
+        nursery.start_soon(redeliver)
 
-            async def waits_for_the_delete() -> bool:
-                return bool(await api.ctx.db.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "
-                    "'%INSERT INTO webhook_deliveries%'"))
-            await eventually(waits_for_the_delete, "the redeliver waits for the pruning transaction")
-            await trio_asyncio.aio_as_trio(pruning.commit)()
-    finally:
-        await trio_asyncio.aio_as_trio(pruner.close)()
+        async def waits_for_the_delete() -> bool:
+            return bool(await api.ctx.db.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "
+                "'%INSERT INTO webhook_deliveries%'"))
+        await eventually(waits_for_the_delete, "the redeliver waits for the pruning transaction")
+        await pruner.commit()
     assert [(a.status, a.code) for a in answers] == [(404, "EVENT_NOT_FOUND")]
