@@ -16,7 +16,7 @@ from connectapi.storage import ota
 from .harness import API, Harness, eventually
 from .test_bookings import EVERY_SCOPE, book, stay
 from .test_console_settings import OWNER, owner_of
-from .test_ota_bookings import NOTIFY_SECRET, cm_ids, revisions, sold_on_a_room_type_we_do_not_map
+from .test_ota_bookings import NOTIFY_SECRET, map_first_room_type, revisions, sold_on_a_room_type_we_do_not_map
 
 
 async def booked(api: Harness, reference: str = "WEB-1001") -> tuple[dict[str, Any], str, int]:
@@ -99,14 +99,7 @@ async def test_an_unmapped_ota_revision_is_applied_again_from_the_bookings_page(
     assert "unmapped" in part and "a-room-type-mapped-late" in part and f'action="{action}"' in part
 
     # The owner's operator maps the channel manager's room type; the owner applies it again.
-    rooms = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
-        "SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
-    plans = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
-        "SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
-    rooms[str(prop["roomTypes"][0]["id"])] = "a-room-type-mapped-late"
-    mapped = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping",
-                             {"cmPropertyId": cm_ids(api, prop)[0], "roomTypes": rooms, "ratePlans": plans})
-    assert mapped.status == 200, mapped.body
+    await map_first_room_type(api, prop, "a-room-type-mapped-late")
     applied = await visitor.submit(base, action, {})
     assert (applied.status, applied.location) == (303, f"{base}?done=applied#revisions")
     [done] = await revisions(api, prop, 1)

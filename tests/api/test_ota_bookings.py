@@ -64,6 +64,19 @@ async def ota_booking(api: Harness, prop: dict[str, Any], room: int = 0, check_i
     return str(made.data["reference"])
 
 
+async def map_first_room_type(api: Harness, prop: dict[str, Any], cm_room_type: str) -> None:
+    """The property's channel mapping with its first room type mapped to `cm_room_type`,
+    the rest as they were."""
+    rooms = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
+        "SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
+    plans = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
+        "SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
+    rooms[str(prop["roomTypes"][0]["id"])] = cm_room_type
+    mapped = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping",
+                             {"cmPropertyId": cm_ids(api, prop)[0], "roomTypes": rooms, "ratePlans": plans})
+    assert mapped.status == 200, mapped.body
+
+
 async def revisions(api: Harness, prop: dict[str, Any], count: int) -> list[dict[str, Any]]:
     """The property's revisions (newest first), once `count` of them are settled and acknowledged."""
     found: list[dict[str, Any]] = []
@@ -331,14 +344,7 @@ async def test_a_kept_revision_is_applied_again_once_its_mapping_is_fixed(api: H
     assert [r["state"] for r in await revisions(api, prop, 1)] == ["unmapped"]
 
     # The owner maps the channel manager's room type to the first room type, keeping the rest.
-    rooms = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
-        "SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
-    plans = {str(r["id"]): r["cm_id"] for r in await api.ctx.db.fetch(
-        "SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL", prop["id"])}
-    rooms[str(prop["roomTypes"][0]["id"])] = "a-room-type-mapped-late"
-    mapped = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping",
-                             {"cmPropertyId": cm_ids(api, prop)[0], "roomTypes": rooms, "ratePlans": plans})
-    assert mapped.status == 200, mapped.body
+    await map_first_room_type(api, prop, "a-room-type-mapped-late")
 
     again = await api.admin("POST", apply_path)
     assert (again.status, again.data) == (202, {"revisionId": sent["id"], "state": "received", "before": "unmapped"})
