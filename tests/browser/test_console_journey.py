@@ -49,10 +49,10 @@ def choose_password(page: Page, setup_url: str) -> None:
 def log_in_by_keyboard(page: Page, url: str, email: str) -> None:
     """The login form by keyboard alone: the e-mail field has the focus on arrival."""
     page.goto(f"{url}/console/login")
-    assert page.evaluate("document.activeElement.id") == "email"
+    expect(page.get_by_label("E-mail")).to_be_focused()
     page.keyboard.type(email)
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.id") == "password"
+    expect(page.get_by_label("Password")).to_be_focused()
     page.keyboard.type(PASSWORD)
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Your properties")).to_be_visible()
@@ -82,7 +82,9 @@ def test_setup_link_password_login_and_the_properties(console_service: ConsoleSe
     assert len(session) == 1 and session[0]["httpOnly"] and session[0]["sameSite"] == "Lax"
     page.get_by_role("button", name="Log out").click()
     expect(page.get_by_role("heading", name="Log in")).to_be_visible()
-    page.context.add_cookies(session)  # the cookie kept from before the logout, sent again
+    kept = session[0]
+    page.context.add_cookies([{"name": kept["name"], "value": kept["value"], "url": console_service.url + "/console/"}])
+    # (the cookie kept from before the logout, sent again)
     page.goto(f"{console_service.url}/console/properties/{mine['id']}")
     expect(page.get_by_role("heading", name="Log in")).to_be_visible()  # the session is over server-side
 
