@@ -41,4 +41,7 @@ def booking_view(b: Booking, replay: bool) -> dict[str, Any]:
         "replay": replay,
         "createdAt": _timestamp(b.created_at),
         "cancelledAt": _timestamp(b.cancelled_at),
+        "revision": b.revision,
+        "modifiedAt": _timestamp(b.modified_at),
     }
+

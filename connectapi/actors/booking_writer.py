@@ -1,4 +1,5 @@
-"""Creating and cancelling a PMS booking: one transaction each, under the property's lock.
+"""Creating, changing and cancelling a PMS booking: one transaction each, under the
+property's lock.
 
 Run by the property's writer actor, so a property's bookings and ARI writes are applied
 one at a time in this process; the row lock on the property serialises them across
@@ -8,8 +9,9 @@ and leaves nothing else written.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -17,15 +19,16 @@ import outcome
 
 from ..domain import bookings as rules
 from ..domain import emails
-from ..domain.booking_models import BookingIn
+from ..domain.booking_models import BookingIn, GuestIn, RoomIn
 from ..domain.errors import ApiError
+from ..domain.money import currency_exponent
 from ..storage import ari, idempotency, notifications
 from ..storage import bookings as store
 from ..storage.database import Database, StorageError, Tx
 from ..storage.properties import catalog_in
 from ..storage.records import Booking, BookingRoom
 from .booking_views import booking_view
-from .messages.property_writer import BookingDone, BookingOutcome, CreateBooking, Refused
+from .messages.property_writer import BookingDone, BookingOutcome, CreateBooking, ModifyBooking, Refused
 
 
 async def create_booking(db: Database, property_id: int, request: CreateBooking) -> BookingOutcome:
@@ -149,11 +152,115 @@ async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int,
         check_out=planned.check_out, currency=planned.currency, guest_name=planned.guest_name,
         guest_phone=body.guest.phone, guest_email=planned.guest_email, total_minor=planned.total_minor,
         paid_minor=planned.payment.amount_minor if planned.payment else 0, created_at=request.now,
-        cancelled_at=None, channel_manager=prop.channel_manager, event_recorded=True,
-        rooms=tuple(BookingRoom(room_ids[r.index], r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults,
+        cancelled_at=None, channel_manager=prop.channel_manager, event_recorded=True, revision=1,
+        modified_at=request.now, rooms=tuple(BookingRoom(room_ids[r.index], r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults,
                                 r.children, r.nightly_minor, "UPCOMING") for r in planned.rooms))
     run.made[body.externalReference] = booking
     return BookingDone(booking_view(booking, replay=False), made=True, inventory_moved=True, mails_queued=bool(mails))
+
+
+async def modify_booking(db: Database, property_id: int, request: ModifyBooking) -> BookingOutcome:
+    async def work(tx: Tx) -> BookingOutcome:
+        done = await _modify(tx, property_id, request)
+        if request.claim is not None:
+            await idempotency.finish(tx, property_id, request.claim.route, request.claim.key, done.stored())
+        return done
+
+    return await db.transaction(work)
+
+
+async def _modify(tx: Tx, property_id: int, request: ModifyBooking) -> BookingOutcome:
+    """The booking under the property's lock (so every sale of the property waits), then
+    the rules of creation on the booking as it would stand, then only the nights it needs
+    beyond those it holds are checked, and the cells move by the difference."""
+    today_utc = request.now.date()
+    prop = await store.lock_for_bookings(tx, property_id, [], [], today_utc, today_utc)
+    locked = await store.lock_api_booking(tx, property_id, request.booking_id)
+    if locked is None:
+        return Refused(ApiError("BOOKING_NOT_FOUND", f"no booking {request.booking_id} on this property"))
+    old = locked.booking
+    if old.status != "UPCOMING":
+        return Refused(ApiError("BOOKING_NOT_MODIFIABLE", "only an upcoming booking can change",
+                                {"status": old.status}))
+    if request.if_match is not None and old.revision not in request.if_match:
+        return Refused(ApiError("BOOKING_REVISION_STALE", f"the booking is at revision {old.revision}",
+                                {"revision": old.revision, "etag": f'"{old.revision}"'}))
+    patch = request.patch
+    current = _as_asked(old, locked)
+    asked = rules.patched(current, patch)
+    old_ids = [room.id for room in old.rooms]
+    kept: list[int | None] = list(old_ids)
+    if patch.rooms is not None:
+        kept = [room.bookingRoomId for room in patch.rooms]
+        foreign = [{"path": f"rooms[{i}].bookingRoomId", "message": "not a room of this booking"}
+                   for i, room_id in enumerate(kept) if room_id is not None and room_id not in old_ids]
+        if foreign:
+            return Refused(ApiError("VALIDATION", "request does not match the schema", foreign))
+
+    room_types = {r.id: r for r in prop.catalog.room_types}
+    rate_plans = {p.id: p for p in prop.catalog.rate_plans}
+    today = request.now.astimezone(ZoneInfo(prop.timezone)).date()
+    try:
+        # No payment is asked for (payments cannot change), so no payment scope is needed.
+        planned = rules.plan_booking(asked, prop.currency, today, (), room_types, rate_plans)
+        rules.check_paid(old.paid_minor, planned.total_minor, planned.exponent)
+    except ApiError as refusal:
+        return Refused(refusal)
+
+    before = rules.booking_summary(current, old_ids, planned.exponent)
+    after = rules.booking_summary(asked, kept, planned.exponent)
+    changed = [name for name in before if before[name] != after[name]]
+    if not changed:
+        return BookingDone(booking_view(old, replay=False), made=False)
+
+    held = rules.rooms_per_night((r.room_type_id for r in old.rooms), rules.stay_nights_of(old.check_in,
+                                                                                          old.check_out))
+    wanted = rules.rooms_per_night((r.room_type_id for r in planned.rooms), planned.stay_nights())
+    deltas = {cell: held[cell] - wanted[cell] for cell in held | wanted if held[cell] != wanted[cell]}
+    beyond = {cell: -delta for cell, delta in deltas.items() if delta < 0}
+    available = await store.availability_of(tx, property_id, set(beyond)) if beyond else {}
+    short = rules.first_short_cell(beyond, available, room_types)
+    if short is not None:
+        return Refused(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}", short.details()))
+
+    stay_moved = "rooms" in changed or "checkIn" in changed or "checkOut" in changed
+    await store.change_booking(tx, property_id, old.id, store.BookingChange(
+        planned, kept, asked.guest.phone, patch.guest is not None and "notes" in patch.guest.model_fields_set,
+        rules.folio(replace(planned, payment=None), room_types) if stay_moved else None), request.now)
+    await store.move_cells(tx, property_id, old.id, deltas, "booking.modified", request.now)
+    before["totalAmount"] = rules.money(old.total_minor, planned.exponent)
+    after["totalAmount"] = rules.money(planned.total_minor, planned.exponent)
+    await store.log_activity(tx, property_id, old.id, request.key_id, "booking.modified",
+                             f"booking {old.reference} changed through the Connect API: "
+                             + "; ".join(f"{name} {_shown(before[name])} -> {_shown(after[name])}"
+                                         for name in [*changed, "totalAmount"]), request.now)
+    await store.record_domain_event(tx, property_id, old.id, "booking.modified",
+                                    {"bookingId": old.id, "reference": old.reference, "revision": old.revision + 1,
+                                     "changes": changed, "previous": before, "current": after}, request.now)
+    booking = await store.booking_in(tx, old.id)
+    assert booking is not None
+    if prop.owner_email:
+        await _enqueue(tx, property_id, old.id, prop.owner_email, emails.owner_booking_modified(
+            _facts(prop.name, old), _facts(prop.name, booking), changed), request.now)
+    return BookingDone(booking_view(booking, replay=False), made=True, inventory_moved=bool(deltas),
+                       mails_queued=bool(prop.owner_email))
+
+
+def _as_asked(b: Booking, locked: store.LockedBooking) -> BookingIn:
+    """The booking as POST /bookings would have asked for it (no payment: it cannot change)."""
+    exponent = currency_exponent(b.currency)
+    assert b.external_reference is not None, "an API booking has the caller's reference"
+    assert all(r.rate_plan_id is not None for r in b.rooms), "an API booking's rooms have their rate plans"
+    return BookingIn(
+        externalReference=b.external_reference, checkIn=b.check_in, checkOut=b.check_out, currency=b.currency,
+        guest=GuestIn(name=b.guest_name, phone=b.guest_phone, email=b.guest_email, notes=locked.guest_notes),
+        rooms=[RoomIn(roomTypeId=r.room_type_id, ratePlanId=r.rate_plan_id or 0, adults=r.adults, children=r.children,
+                      nightlyRate=rules.money(r.nightly_minor, exponent)) for r in b.rooms],
+        notes=locked.notes)
+
+
+def _shown(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _mail(to: str, email: emails.Email) -> store.Mail:

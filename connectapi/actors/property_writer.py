@@ -16,9 +16,9 @@ from ..domain.errors import ApiError
 from ..engine import Actor
 from ..storage.database import Database, StorageError
 from .ari_writer import apply_write
-from .booking_writer import cancel_booking, create_booking, create_bookings
-from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, CancelBooking, CreateBooking, RefuseOtaRevision,
-                                       WriterMessage)
+from .booking_writer import cancel_booking, create_booking, create_bookings, modify_booking
+from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, CancelBooking, CreateBooking, ModifyBooking,
+                                       RefuseOtaRevision, WriterMessage)
 from .ota_writer import apply_revision, refuse_revision
 
 
@@ -48,6 +48,8 @@ class PropertyWriter(Actor[WriterMessage]):
                                          message.claim)
             case CreateBooking():
                 return await create_booking(self._db, self.property_id, message)
+            case ModifyBooking():
+                return await modify_booking(self._db, self.property_id, message)
             case CancelBooking():
                 return await cancel_booking(self._db, self.property_id, message.key_id, message.booking_id,
                                             message.reason, message.now)

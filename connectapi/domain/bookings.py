@@ -5,14 +5,14 @@ the nights it needs, the first short night, its folio, and how amounts are writt
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol
 
 from .ari_write import HORIZON_DAYS  # the last writable night is also the last bookable arrival
-from .booking_models import BookingIn
+from .booking_models import BookingIn, BookingPatchIn
 from .errors import ApiError
 from .money import currency_exponent
 
@@ -188,11 +188,49 @@ def plan_booking(body: BookingIn, currency: str, today: date, scopes: Iterable[s
         currency=currency, exponent=exponent, guest_name=body.guest.name.strip(),
         guest_phone=normalise_phone(body.guest.phone), guest_email=body.guest.email,
         guest_notes=body.guest.notes, notes=body.notes, rooms=tuple(rooms), payment=payment)
-    if payment is not None and payment.amount_minor > planned.total_minor:
-        raise ApiError("PAYMENT_EXCEEDS_TOTAL", "the payment is more than the stay's total",
-                       {"amount": money(payment.amount_minor, exponent),
-                        "total": money(planned.total_minor, exponent)})
+    if payment is not None:
+        check_paid(payment.amount_minor, planned.total_minor, exponent)
     return planned
+
+
+def check_paid(paid_minor: int, total_minor: int, exponent: int) -> None:
+    """What was paid (on creation, or before a change) is never above the stay's total."""
+    if paid_minor > total_minor:
+        raise ApiError("PAYMENT_EXCEEDS_TOTAL", "the payment is more than the stay's total",
+                       {"amount": money(paid_minor, exponent), "total": money(total_minor, exponent)})
+
+
+def patched(current: BookingIn, patch: BookingPatchIn) -> BookingIn:
+    """A booking as creation would have been asked for it, with a merge patch applied: the
+    fields sent replace the booking's (the guest's are merged one by one, the rooms are the
+    whole array). The result passes through the rules of creation as it is."""
+    given = patch.model_fields_set
+    changes: dict[str, object] = {name: getattr(patch, name) for name in ("checkIn", "checkOut", "rooms", "notes")
+                                  if name in given}
+    if patch.guest is not None:
+        changes["guest"] = current.guest.model_copy(update={
+            name: getattr(patch.guest, name) for name in patch.guest.model_fields_set})
+    return current.model_copy(update=changes)
+
+
+def booking_summary(b: BookingIn, room_ids: Sequence[int | None], exponent: int) -> dict[str, Any]:
+    """What a change compares and the activity log keeps, before and after: the stay, the
+    rooms (with the booking room each keeps; None for a new one), the guest and the notes.
+    Rates are compared as amounts ("120.5" is "120.50")."""
+    return {
+        "checkIn": b.checkIn.isoformat(), "checkOut": b.checkOut.isoformat(),
+        "rooms": [{"bookingRoomId": room_id, "roomTypeId": r.roomTypeId, "ratePlanId": r.ratePlanId,
+                   "adults": r.adults, "children": r.children,
+                   "nightlyRate": money(to_minor(r.nightlyRate, exponent) or 0, exponent)}
+                  for room_id, r in zip(room_ids, b.rooms, strict=True)],
+        "guest": {"name": b.guest.name, "phone": b.guest.phone, "email": b.guest.email, "notes": b.guest.notes},
+        "notes": b.notes,
+    }
+
+
+def rooms_per_night(room_type_ids: Iterable[int], nights: list[date]) -> Counter[tuple[int, date]]:
+    """Rooms a stay holds per (room type, night): one entry per room."""
+    return Counter((room_type_id, night) for room_type_id in room_type_ids for night in nights)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,16 +247,26 @@ class ShortNight:
 
 def first_short_night(needed: Mapping[int, int], nights: list[date], held: Mapping[tuple[int, date], int],
                       room_types: Mapping[int, CatalogRoomType]) -> ShortNight | None:
-    """The earliest night (then lowest room type) without enough rooms.
+    """The earliest night (then lowest room type) without enough rooms for a stay that needs
+    `needed` rooms of each type on every night."""
+    return first_short_cell({(room_type_id, night): count for room_type_id, count in needed.items()
+                             for night in nights}, held, room_types)
+
+
+def first_short_cell(needed: Mapping[tuple[int, date], int], held: Mapping[tuple[int, date], int],
+                     room_types: Mapping[int, CatalogRoomType]) -> ShortNight | None:
+    """The earliest night (then lowest room type) with fewer rooms than `needed` there.
 
     A night the record holds no count for counts as the room type's full `rooms`: the
     record starts every night at that and nothing has been sold or closed there.
     """
-    for night in nights:
-        for room_type_id in sorted(needed):
-            available = held.get((room_type_id, night), room_types[room_type_id].rooms)
-            if available < needed[room_type_id]:
-                return ShortNight(room_type_id, night, available, needed[room_type_id])
+    for (room_type_id, night) in sorted(needed, key=lambda cell: (cell[1], cell[0])):
+        wanted = needed[room_type_id, night]
+        if wanted <= 0:
+            continue
+        available = held.get((room_type_id, night), room_types[room_type_id].rooms)
+        if available < wanted:
+            return ShortNight(room_type_id, night, available, wanted)
     return None
 
 

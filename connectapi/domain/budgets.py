@@ -60,6 +60,11 @@ PROPERTY_BUDGETS: dict[RequestKind, tuple[str, ...]] = {
 }
 BOOKING_KEY_BUDGETS: tuple[str, ...] = ("bookings",)
 BOOKING_PROPERTY_BUDGETS: tuple[str, ...] = ("property-bookings", "property-bookings-day")
+# A change of a booking (PATCH) sells and gives back nights as a new booking does, and its
+# nights reach the channels the same way: it pays the two per-minute booking budgets. It
+# makes no new booking, so the owner's daily count of them is left alone.
+BOOKING_CHANGE_KEY_BUDGETS: tuple[str, ...] = ("bookings",)
+BOOKING_CHANGE_PROPERTY_BUDGETS: tuple[str, ...] = ("property-bookings",)
 
 
 @dataclass(frozen=True, slots=True)

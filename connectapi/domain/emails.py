@@ -46,6 +46,14 @@ def owner_booking_cancelled(f: BookingFacts, reason: str | None) -> Email:
                  f"Guest: {f.guest_name}\nStay: {_stay(f)}\nReason: {reason or '-'}\n")
 
 
+def owner_booking_modified(before: BookingFacts, after: BookingFacts, changed: list[str]) -> Email:
+    return Email("booking.modified", f"Booking {after.reference} changed at {after.property_name}",
+                 f"A booking was changed through the Connect API ({', '.join(changed)}).\n\n"
+                 f"Reference: {after.reference}\nTheir reference: {after.external_reference or '-'}\n"
+                 f"Guest: {after.guest_name}\nStay: {_stay(after)}\nTotal: {after.total} {after.currency}\n\n"
+                 f"Before: {before.guest_name}, {_stay(before)}, total {before.total} {before.currency}\n")
+
+
 def guest_confirmation(f: BookingFacts) -> Email:
     return Email("guest.confirmation", f"Your booking at {f.property_name}: {f.reference}",
                  f"Dear {f.guest_name},\n\nyour booking at {f.property_name} is confirmed.\n\n"

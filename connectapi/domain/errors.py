@@ -47,6 +47,8 @@ STATUS_OF_CODE: dict[str, int] = {
     "PAYMENT_EXCEEDS_TOTAL": 400,
     "BOOKING_NOT_FOUND": 404,
     "BOOKING_NOT_CANCELLABLE": 409,
+    "BOOKING_NOT_MODIFIABLE": 409,  # PATCH of a cancelled or checked-in booking
+    "BOOKING_REVISION_STALE": 412,  # PATCH with an If-Match of another revision
     "BOOKING_CANCELLED": 409,  # admin check-in of a cancelled booking
     "WEBHOOK_NOT_FOUND": 404,
     "EVENT_NOT_FOUND": 404,

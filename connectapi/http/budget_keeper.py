@@ -17,7 +17,8 @@ import trio
 
 from ..domain.budget_charges import Charge, Counted, Verdict, refusal, state_of
 from ..domain.budget_subjects import budget_subject
-from ..domain.budgets import (BOOKING_KEY_BUDGETS, BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
+from ..domain.budgets import (BOOKING_CHANGE_KEY_BUDGETS, BOOKING_CHANGE_PROPERTY_BUDGETS, BOOKING_KEY_BUDGETS,
+                              BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
                               RequestKind)
 from ..domain.errors import ApiError
 from ..domain.sliding_window import WindowState, whole_seconds
@@ -323,6 +324,15 @@ class BudgetKeeper:
     async def charge_cells(self, property_id: int, cells: int) -> None:
         """The `cells` budget; raises its 429 when `cells` do not fit."""
         charges = [self._charge("cells", property_id, 1, cells, cells)]
+        found = refusal(charges, await self._count(charges))
+        if found is not None:
+            raise found
+
+    async def charge_booking_change(self, key_id: int, property_id: int) -> None:
+        """The booking budgets a change of a booking pays (BOOKING_CHANGE_*); raises the 429
+        of the first spent."""
+        charges = [self._charge(name, key_id, 1, 1, 1) for name in BOOKING_CHANGE_KEY_BUDGETS]
+        charges += [self._charge(name, property_id, 1, 1, 1) for name in BOOKING_CHANGE_PROPERTY_BUDGETS]
         found = refusal(charges, await self._count(charges))
         if found is not None:
             raise found

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document of the Connect API, built from the models that validate the bodies
-and from one table of the fourteen routes: their scope, parameters, answers and error codes.
+and from one table of the fifteen routes: their scope, parameters, answers and error codes.
 
 A test holds the table to the app's routes both ways, so a route cannot be added or removed
 without the document following.
@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from ..domain.ari_models import AvailabilityBody, RatesBody, RestrictionsBody
-from ..domain.booking_models import BookingIn, CancelIn
+from ..domain.booking_models import BookingIn, BookingPatchIn, CancelIn
 from ..domain.errors import STATUS_OF_CODE
 from ..domain.idempotency import HEADER as IDEMPOTENCY_HEADER
 from .gates import CONNECT_PREFIX, MAX_BODY_BYTES
@@ -46,6 +46,8 @@ class Operation:
     body: type[BaseModel] | None = None
     params: tuple[Param, ...] = ()
     idempotent: bool = False  # takes x-idempotency-key
+    etag: bool = False  # success answers carry the booking's ETag
+    conditional: bool = False  # takes If-Match
 
 
 _RANGE = (
@@ -101,7 +103,7 @@ OPERATIONS: tuple[Operation, ...] = (
               )),
     Operation("GET", "/bookings/{bookingId}", "getBooking", "One booking the API created", "bookings:read", "pms",
               {200: "Booking"}, {"BOOKING_NOT_FOUND": "not on this property, or not created by the API"},
-              params=(_BOOKING_ID,)),
+              params=(_BOOKING_ID,), etag=True),
     Operation("POST", "/bookings", "createBooking", "Create a booking in the PMS", "bookings:write", "pms",
               {201: "Booking", 200: "Booking"}, {
                   "VALIDATION": "the body does not match the schema", "CURRENCY_MISMATCH": "not the property's",
@@ -114,13 +116,33 @@ OPERATIONS: tuple[Operation, ...] = (
                   "NO_AVAILABILITY": "a night with no room left", "IDEMPOTENCY_KEY_INVALID": "malformed",
                   "IDEMPOTENCY_KEY_REUSED": "used with another body", "IDEMPOTENCY_IN_FLIGHT": "still running",
                   "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
-              BookingIn, idempotent=True),
+              BookingIn, idempotent=True, etag=True),
+    Operation("PATCH", "/bookings/{bookingId}", "modifyBooking",
+              "Change a booking's dates, rooms, guest or notes, all or nothing", "bookings:write", "pms",
+              {200: "Booking"}, {
+                  "VALIDATION": "the body does not match the schema, or names externalReference, currency or "
+                                "payment, which cannot change, or keeps a bookingRoomId not of this booking",
+                  "CURRENCY_MISMATCH": "the property's currency is no longer the booking's",
+                  "STAY_INVALID": "in the past, beyond the horizon or over 90 nights",
+                  "UNKNOWN_ROOM_TYPE": "not of this property", "UNKNOWN_RATE_PLAN": "not of this property",
+                  "UNKNOWN_ROOM_TYPE_FOR_PLAN": "the plan is not the room type's",
+                  "OCCUPANCY_EXCEEDED": "more guests than the room type takes",
+                  "PAYMENT_EXCEEDS_TOTAL": "the new total is below what was paid",
+                  "MODULE_NOT_ENTITLED": "no PMS in the plan",
+                  "BOOKING_NOT_FOUND": "not on this property, or not created by the API",
+                  "BOOKING_NOT_MODIFIABLE": "cancelled or checked in",
+                  "BOOKING_REVISION_STALE": "If-Match names another revision; details.revision is the current one",
+                  "NO_AVAILABILITY": "a night the booking does not hold has no room left; nothing changed",
+                  "IDEMPOTENCY_KEY_INVALID": "malformed", "IDEMPOTENCY_KEY_REUSED": "used with another body",
+                  "IDEMPOTENCY_IN_FLIGHT": "still running",
+                  "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
+              BookingPatchIn, params=(_BOOKING_ID,), idempotent=True, etag=True, conditional=True),
     Operation("POST", "/bookings/{bookingId}/cancel", "cancelBooking", "Cancel the whole booking", "bookings:write",
               "pms", {200: "Booking"}, {"VALIDATION": "the body does not match the schema",
                                         "BOOKING_NOT_FOUND": "not on this property, or not created by the API",
                                         "BOOKING_NOT_CANCELLABLE": "checked in or moved on",
                                         "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
-              CancelIn, params=(_BOOKING_ID,)),
+              CancelIn, params=(_BOOKING_ID,), etag=True),
 )
 
 # What every route can answer, by the gates.
@@ -200,7 +222,12 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
                     "guest": {"type": "object", "properties": {"name": {"type": "string"}}},
                     "rooms": {"type": "array", "items": {"type": "object"}}, "inventory": {"type": "object"},
                     "replay": {"type": "boolean"}, "createdAt": {"type": "string"},
-                    "cancelledAt": _NULLABLE_TIME}},
+                    "cancelledAt": _NULLABLE_TIME,
+                    "revision": {"type": "integer", "minimum": 1,
+                                 "description": "1 at creation, one more per change (a PATCH, the cancellation, "
+                                                "the check-in); the ETag is this number, quoted"},
+                    "modifiedAt": {"type": "string", "format": "date-time",
+                                   "description": "the last change; the creation until one"}}},
     "BookingList": {"type": "object", "required": ["bookings", "count", "limit"], "properties": {
         "bookings": {"type": "array", "items": {"$ref": "#/components/schemas/Booking"}},
         "count": {"type": "integer"}, "limit": {"type": "integer"}}},
@@ -246,6 +273,9 @@ def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     for status, schema in sorted(op.success.items()):
         headers = dict(_RATELIMIT_HEADERS)
+        if op.etag:
+            headers["ETag"] = {"description": "the booking's revision, quoted: send it as If-Match to change "
+                                              "only this revision", "schema": {"type": "string"}}
         if op.idempotent:
             headers["X-Idempotent-Replay"] = {"description": "true when this is a stored answer replayed",
                                               "schema": {"type": "string", "enum": ["true"]}}
@@ -258,6 +288,11 @@ def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
         responses[str(status)] = _error_response(status_codes)
     parameters = [{"name": p.name, "in": p.where, "required": p.required, "description": p.description,
                    "schema": p.schema} for p in op.params]
+    if op.conditional:
+        parameters.append({"name": "If-Match", "in": "header", "required": False,
+                           "description": "the ETag of the revision the change is meant for (or a list of them, "
+                                          "or *); another revision answers 412 BOOKING_REVISION_STALE",
+                           "schema": {"type": "string"}})
     if op.idempotent:
         parameters.append({"name": IDEMPOTENCY_HEADER, "in": "header", "required": False,
                            "description": "the same key and body within 7 days replays the stored answer",
@@ -268,7 +303,11 @@ def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
         "security": [{"bearerAuth": []}], "parameters": parameters, "responses": responses,
     }
     if op.body is not None:
-        made["requestBody"] = {"required": True, "content": {"application/json": {"schema": body_refs[op.body.__name__]}}}
+        body = {"schema": body_refs[op.body.__name__]}
+        content = {"application/json": body}
+        if op.method == "PATCH":  # a JSON merge patch (RFC 7396), under either name
+            content = {"application/merge-patch+json": body, "application/json": body}
+        made["requestBody"] = {"required": True, "content": content}
     return made
 
 

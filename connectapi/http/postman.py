@@ -30,6 +30,7 @@ _BODIES: dict[str, dict[str, Any]] = {
                       "guest": {"name": "Ana Lima", "phone": "+351 912 345 678", "email": "ana@example.com"},
                       "rooms": [{"roomTypeId": "{{roomTypeId}}", "ratePlanId": "{{ratePlanId}}", "adults": 1,
                                  "nightlyRate": "120.00"}]},
+    "modifyBooking": {"checkOut": "{{checkOutLater}}", "guest": {"email": "ana.lima@example.com"}},
     "cancelBooking": {"reason": "guest changed plans"},
 }
 # Ids are numbers in the bodies: a variable standing for one is written without quotes.
@@ -44,7 +45,16 @@ _KEEPS: dict[str, list[str]] = {
                    'p => p.roomTypeId === catalog.roomTypes[0].id).id);'],
     "putAvailability": ['pm.collectionVariables.set("batchId", pm.response.json().data.batchId);'],
     "createBooking": ['pm.collectionVariables.set("bookingId", pm.response.json().data.bookingId);'],
+    "getBooking": ['pm.collectionVariables.set("bookingETag", pm.response.headers.get("ETag"));'],
+    "modifyBooking": ['pm.test("the stay is one night longer, as a new revision", function () {',
+                      '    const booking = pm.response.json().data;',
+                      '    pm.expect(booking.checkOut).to.eql(pm.collectionVariables.get("checkOutLater"));',
+                      '    pm.expect(booking.revision).to.eql(2);',
+                      '    pm.expect(pm.response.headers.get("ETag")).to.eql(\'"2"\');',
+                      '});'],
 }
+# Headers beyond the body's type: a change names the revision it was meant for.
+_HEADERS: dict[str, list[dict[str, str]]] = {"modifyBooking": [{"key": "If-Match", "value": "{{bookingETag}}"}]}
 _PATH_VALUES = {"batchId": "{{batchId}}", "bookingId": "{{bookingId}}"}
 
 # Dates a week ahead, and a reference of this run's own: computed before each request.
@@ -53,6 +63,7 @@ _PRE_REQUEST = [
     'pm.collectionVariables.set("night", day(7));',
     'pm.collectionVariables.set("nightAfter", day(8));',
     'pm.collectionVariables.set("checkOut", day(9));',
+    'pm.collectionVariables.set("checkOutLater", day(10));',
     'if (!pm.collectionVariables.get("externalReference")) {',
     '    pm.collectionVariables.set("externalReference", "POSTMAN-" + Date.now());',
     "}",
@@ -61,7 +72,7 @@ _PRE_REQUEST = [
 # The order a newcomer reads them in, and the order they can run in.
 _ORDER = ("getProperty", "getCatalog", "getAvailability", "putAvailability", "getRates", "putRates",
           "getRestrictions", "putRestrictions", "getSync", "getBatch", "createBooking", "listBookings",
-          "getBooking", "cancelBooking")
+          "getBooking", "modifyBooking", "cancelBooking")
 
 
 def _item(op: Operation) -> dict[str, Any]:
@@ -79,6 +90,7 @@ def _item(op: Operation) -> dict[str, Any]:
             raw = raw.replace(quoted, quoted.strip('"'))
         request["header"].append({"key": "Content-Type", "value": "application/json"})
         request["body"] = {"mode": "raw", "raw": raw, "options": {"raw": {"language": "json"}}}
+    request["header"] += _HEADERS.get(op.operation_id, [])
     expected = next(iter(op.success))  # the first listed: a new booking is 201, its replay 200
     tests = [f'pm.test("answers {expected}", function () {{ pm.response.to.have.status({expected}); }});',
              'pm.test("answers in the envelope", function () { pm.expect(pm.response.json()).to.have.property('
@@ -97,8 +109,8 @@ def collection() -> dict[str, Any]:
         "auth": {"type": "bearer", "bearer": [{"key": "token", "value": "{{apiKey}}", "type": "string"}]},
         "event": [{"listen": "prerequest", "script": {"type": "text/javascript", "exec": _PRE_REQUEST}}],
         "variable": [{"key": name, "value": ""} for name in
-                     ("currency", "roomTypeId", "ratePlanId", "batchId", "bookingId", "night", "nightAfter",
-                      "checkOut", "externalReference")],
+                     ("currency", "roomTypeId", "ratePlanId", "batchId", "bookingId", "bookingETag", "night",
+                      "nightAfter", "checkOut", "checkOutLater", "externalReference")],
         "item": [_item(by_id[name]) for name in _ORDER],
     }
 

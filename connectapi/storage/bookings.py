@@ -13,14 +13,14 @@ from typing import Any
 
 import asyncpg
 
-from ..domain.bookings import FolioLine, PlannedBooking
+from ..domain.bookings import FolioLine, PlannedBooking, PlannedRoom
 from .database import Database
 from .records import Booking, BookingLock, BookingRoom, Catalog, RatePlan, RoomType
 
 _BOOKING = """
     SELECT b.id, b.property_id, b.source, b.reference, b.external_reference, b.status, b.check_in, b.check_out,
            b.currency, b.guest_name, b.guest_phone, b.guest_email, b.total_minor, b.created_at, b.cancelled_at,
-           p.channel_manager,
+           b.revision, COALESCE(b.modified_at, b.created_at) AS modified_at, p.channel_manager,
            COALESCE((SELECT sum(f.amount_minor) FROM folio_lines f
                      WHERE f.booking_id = b.id AND f.kind = 'PAYMENT'), 0) AS paid_minor,
            EXISTS (SELECT 1 FROM inventory_events e WHERE e.booking_id = b.id) AS event_recorded
@@ -48,7 +48,7 @@ async def _with_rooms(conn: asyncpg.Connection, rows: Sequence[asyncpg.Record]) 
         guest_phone=r["guest_phone"], guest_email=r["guest_email"], total_minor=r["total_minor"],
         paid_minor=r["paid_minor"], created_at=r["created_at"], cancelled_at=r["cancelled_at"],
         channel_manager=r["channel_manager"], event_recorded=r["event_recorded"],
-        rooms=tuple(rooms.get(r["id"], ())),
+        rooms=tuple(rooms.get(r["id"], ())), revision=r["revision"], modified_at=r["modified_at"],
     ) for r in rows]
 
 
@@ -183,6 +183,43 @@ async def move_availability(conn: asyncpg.Connection, property_id: int, booking_
         list(move.deltas), list(move.deltas.values()))
 
 
+async def availability_of(conn: asyncpg.Connection, property_id: int,
+                          cells: set[tuple[int, date]]) -> dict[tuple[int, date], int]:
+    """The cells' counts now; a night without a cell holds the room type's full count."""
+    ids = [rt for rt, _ in cells]
+    nights = [night for _, night in cells]
+    rows = await conn.fetch(
+        """SELECT w.id, w.night, COALESCE(c.available, rt.rooms) AS available
+           FROM unnest($2::bigint[], $3::date[]) AS w (id, night)
+           JOIN room_types rt ON rt.id = w.id AND rt.property_id = $1
+           LEFT JOIN availability_cells c ON c.room_type_id = w.id AND c.night = w.night""",
+        property_id, ids, nights)
+    return {(r["id"], r["night"]): int(r["available"]) for r in rows}
+
+
+async def move_cells(conn: asyncpg.Connection, property_id: int, booking_id: int,
+                     deltas: Mapping[tuple[int, date], int], reason: str, at: datetime) -> None:
+    """Move cells by their own deltas (positive: given back; dirty for the drain, never
+    below zero) and record one inventory event per cell moved: for a change of a booking,
+    or an OTA booking, whose nights do not all move alike."""
+    moved = {cell: delta for cell, delta in deltas.items() if delta}
+    if not moved:
+        return
+    cells = sorted(moved)
+    await conn.execute(
+        """WITH moved AS (
+               SELECT connectapi_move_availability(
+                   $1, $2::bigint[], $3::date[], $4::integer[],
+                   ARRAY(SELECT rt.rooms FROM unnest($2::bigint[]) WITH ORDINALITY AS w (id, ord)
+                         JOIN room_types rt ON rt.id = w.id ORDER BY w.ord)))
+           INSERT INTO inventory_events (property_id, booking_id, room_type_id, first_night, last_night, delta,
+                                         reason, at)
+           SELECT $1, $5, e.id, e.night, e.night, e.delta, $6, $7
+           FROM unnest($2::bigint[], $3::date[], $4::integer[]) AS e (id, night, delta), moved""",
+        property_id, [rt for rt, _ in cells], [night for _, night in cells], [moved[c] for c in cells],
+        booking_id, reason, at)
+
+
 @dataclass(frozen=True, slots=True)
 class Mail:
     kind: str
@@ -277,6 +314,110 @@ async def lock_booking(conn: asyncpg.Connection, property_id: int, booking_id: i
     return BookingLock(row["id"], row["status"], row["check_in"], row["check_out"], row["reference"])
 
 
+@dataclass(frozen=True, slots=True)
+class LockedBooking:
+    """An API booking locked for a change, with what its view does not show."""
+
+    booking: Booking
+    notes: str | None
+    guest_notes: str | None
+
+
+async def lock_api_booking(conn: asyncpg.Connection, property_id: int, booking_id: int) -> LockedBooking | None:
+    """An API booking of the property, locked for a change (after the property's lock)."""
+    row = await conn.fetchrow(
+        """SELECT b.notes, g.notes AS guest_notes FROM bookings b JOIN guests g ON g.id = b.guest_id
+           WHERE b.id = $1 AND b.property_id = $2 AND b.source = 'api' FOR UPDATE OF b""",
+        booking_id, property_id)
+    if row is None:
+        return None
+    booking = await booking_in(conn, booking_id)
+    assert booking is not None, "locked"
+    return LockedBooking(booking, row["notes"], row["guest_notes"])
+
+
+@dataclass(frozen=True, slots=True)
+class BookingChange:
+    """A booking as it is to stand after a change: the stay as planned by the rules of
+    creation, the booking room kept by each planned room (None: a new room), and the folio's
+    room and meal lines when the rooms or the nights changed (else the folio stays)."""
+
+    planned: PlannedBooking
+    kept: Sequence[int | None]
+    guest_phone_as_sent: str
+    guest_notes_given: bool
+    lines: list[FolioLine] | None
+
+
+async def change_booking(conn: asyncpg.Connection, property_id: int, booking_id: int, change: BookingChange,
+                         at: datetime) -> None:
+    """Write a change: the guest (found or made by phone, as on creation), the booking's
+    stay, total and a new revision, and, when the rooms or nights changed, its rooms (the
+    kept ones updated in place, the dropped ones deleted, the new ones added, positions
+    as asked) and its folio's room and meal lines (payments stay)."""
+    b = change.planned
+    await conn.execute(
+        """WITH g AS (INSERT INTO guests (property_id, phone, name, email, notes, created_at)
+                      VALUES ($2, $3, $4, $5, $6, $7)
+                      ON CONFLICT (property_id, phone) DO UPDATE
+                      SET email = COALESCE(guests.email, EXCLUDED.email),
+                          notes = CASE WHEN $8 THEN EXCLUDED.notes ELSE guests.notes END
+                      RETURNING id)
+           UPDATE bookings SET check_in = $9, check_out = $10, guest_id = g.id, guest_name = $4, guest_phone = $11,
+                               guest_email = $5, total_minor = $12, notes = $13, revision = revision + 1,
+                               modified_at = $7
+           FROM g WHERE bookings.id = $1""",
+        booking_id, property_id, b.guest_phone, b.guest_name, b.guest_email, b.guest_notes, at,
+        change.guest_notes_given, b.check_in, b.check_out, change.guest_phone_as_sent, b.total_minor, b.notes)
+    if change.lines is None:
+        return
+    kept = [room_id for room_id in change.kept if room_id is not None]
+    await conn.execute("DELETE FROM folio_lines WHERE booking_id = $1 AND kind <> 'PAYMENT'", booking_id)
+    await conn.execute("DELETE FROM booking_rooms WHERE booking_id = $1 AND id <> ALL($2::bigint[])", booking_id, kept)
+    # Positions are unique per booking: the kept rooms move to negative ones first, so no
+    # two rows ever hold one position on the way to the new order.
+    updated = [(room_id, room) for room_id, room in zip(change.kept, b.rooms, strict=True) if room_id is not None]
+    added = [room for room_id, room in zip(change.kept, b.rooms, strict=True) if room_id is None]
+    await conn.execute(
+        """UPDATE booking_rooms r SET position = -1 - x.position, room_type_id = x.room_type_id,
+                                      rate_plan_id = x.rate_plan_id, meal_plan = x.meal_plan, adults = x.adults,
+                                      children = x.children, nightly_minor = x.nightly
+           FROM unnest($2::bigint[], $3::integer[], $4::bigint[], $5::bigint[], $6::text[], $7::integer[],
+                       $8::integer[], $9::bigint[])
+                AS x (id, position, room_type_id, rate_plan_id, meal_plan, adults, children, nightly)
+           WHERE r.id = x.id AND r.booking_id = $1""",
+        booking_id, *_room_arrays([room for _, room in updated], [room_id for room_id, _ in updated]))
+    await conn.execute(
+        """INSERT INTO booking_rooms (booking_id, position, room_type_id, rate_plan_id, meal_plan, adults, children,
+                                      nightly_minor, status)
+           SELECT $1, -1 - x.position, x.room_type_id, x.rate_plan_id, x.meal_plan, x.adults, x.children, x.nightly,
+                  'UPCOMING'
+           FROM unnest($2::bigint[], $3::integer[], $4::bigint[], $5::bigint[], $6::text[], $7::integer[],
+                       $8::integer[], $9::bigint[])
+                AS x (id, position, room_type_id, rate_plan_id, meal_plan, adults, children, nightly)""",
+        booking_id, *_room_arrays(added, [None] * len(added)))
+    rows = await conn.fetch(
+        "UPDATE booking_rooms SET position = -1 - position WHERE booking_id = $1 AND position < 0 "
+        "RETURNING id, position", booking_id)
+    room_ids = {r["position"]: r["id"] for r in rows}
+    lines = change.lines
+    await conn.execute(
+        """INSERT INTO folio_lines (booking_id, booking_room_id, kind, night, description, amount_minor, created_at)
+           SELECT $1, l.room_id, l.kind, l.night, l.description, l.amount, $7
+           FROM unnest($2::bigint[], $3::text[], $4::date[], $5::text[], $6::bigint[]) WITH ORDINALITY
+                AS l (room_id, kind, night, description, amount, ord)
+           ORDER BY l.ord""",
+        booking_id, [room_ids[line.room_index] if line.room_index is not None else None for line in lines],
+        [line.kind for line in lines], [line.night for line in lines], [line.description for line in lines],
+        [line.amount_minor for line in lines], at)
+
+
+def _room_arrays(rooms: Sequence[PlannedRoom], ids: Sequence[int | None]) -> list[list[Any]]:
+    return [list(ids), [r.index for r in rooms], [r.room_type_id for r in rooms], [r.rate_plan_id for r in rooms],
+            [r.meal_plan for r in rooms], [r.adults for r in rooms], [r.children for r in rooms],
+            [r.nightly_minor for r in rooms]]
+
+
 async def room_types_of(conn: asyncpg.Connection, booking_id: int) -> list[int]:
     """The room type of each of the booking's rooms (one entry per room)."""
     rows = await conn.fetch("SELECT room_type_id FROM booking_rooms WHERE booking_id = $1", booking_id)
@@ -285,7 +426,9 @@ async def room_types_of(conn: asyncpg.Connection, booking_id: int) -> list[int]:
 
 async def mark_cancelled(conn: asyncpg.Connection, booking_id: int, reason: str | None, at: datetime) -> None:
     await conn.execute(
-        "UPDATE bookings SET status = 'CANCELLED', cancelled_at = $2, cancel_reason = $3 WHERE id = $1",
+        """UPDATE bookings SET status = 'CANCELLED', cancelled_at = $2, cancel_reason = $3, revision = revision + 1,
+                               modified_at = $2
+           WHERE id = $1""",
         booking_id, at, reason)
     await conn.execute("UPDATE booking_rooms SET status = 'CANCELLED' WHERE booking_id = $1", booking_id)
 
@@ -301,8 +444,9 @@ async def check_in(db: Database, booking_id: int, at: datetime,
         if row is None:
             return None
         if row["status"] == "UPCOMING":
-            await conn.execute("UPDATE bookings SET status = 'CHECKED_IN', checked_in_at = $2 WHERE id = $1",
-                               booking_id, at)
+            await conn.execute("""UPDATE bookings SET status = 'CHECKED_IN', checked_in_at = $2,
+                                                     revision = revision + 1, modified_at = $2
+                                  WHERE id = $1""", booking_id, at)
             await conn.execute("UPDATE booking_rooms SET status = 'CHECKED_IN' WHERE booking_id = $1", booking_id)
             await log_activity(conn, row["property_id"], booking_id, None, "booking.checked_in",
                                "checked in at the front desk", at)

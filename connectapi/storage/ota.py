@@ -16,6 +16,8 @@ from typing import Any
 import asyncpg
 
 from ..domain.ota_bookings import CellMove, Mapping, OtaBooking
+from . import bookings
+from .bookings import availability_of as availability_of  # the OTA intake's, as the PMS's
 from .database import Database
 
 
@@ -194,40 +196,12 @@ async def rooms_held(conn: asyncpg.Connection, booking_id: int) -> Counter[tuple
     return Counter({(r["room_type_id"], r["night"]): int(r["held"]) for r in rows if r["held"]})
 
 
-async def availability_of(conn: asyncpg.Connection, property_id: int,
-                          cells: set[tuple[int, date]]) -> dict[tuple[int, date], int]:
-    """The cells' counts now; a night without a cell holds the room type's full count."""
-    ids = [rt for rt, _ in cells]
-    nights = [night for _, night in cells]
-    rows = await conn.fetch(
-        """SELECT w.id, w.night, COALESCE(c.available, rt.rooms) AS available
-           FROM unnest($2::bigint[], $3::date[]) AS w (id, night)
-           JOIN room_types rt ON rt.id = w.id AND rt.property_id = $1
-           LEFT JOIN availability_cells c ON c.room_type_id = w.id AND c.night = w.night""",
-        property_id, ids, nights)
-    return {(r["id"], r["night"]): int(r["available"]) for r in rows}
-
-
 async def move_cells(conn: asyncpg.Connection, property_id: int, booking_id: int,
                      moves: dict[tuple[int, date], CellMove], reason: str, at: datetime) -> None:
     """Move the cells (dirty for the drain) and record one inventory event per cell moved:
     an OTA booking is taken per night, since a night may have had fewer rooms than it sold."""
-    moved = {cell: move.delta for cell, move in moves.items() if move.delta}
-    if not moved:
-        return
-    cells = sorted(moved)
-    await conn.execute(
-        """WITH moved AS (
-               SELECT connectapi_move_availability(
-                   $1, $2::bigint[], $3::date[], $4::integer[],
-                   ARRAY(SELECT rt.rooms FROM unnest($2::bigint[]) WITH ORDINALITY AS w (id, ord)
-                         JOIN room_types rt ON rt.id = w.id ORDER BY w.ord)))
-           INSERT INTO inventory_events (property_id, booking_id, room_type_id, first_night, last_night, delta,
-                                         reason, at)
-           SELECT $1, $5, e.id, e.night, e.night, e.delta, $6, $7
-           FROM unnest($2::bigint[], $3::date[], $4::integer[]) AS e (id, night, delta), moved""",
-        property_id, [rt for rt, _ in cells], [night for _, night in cells], [moved[c] for c in cells],
-        booking_id, reason, at)
+    await bookings.move_cells(conn, property_id, booking_id, {cell: move.delta for cell, move in moves.items()},
+                              reason, at)
 
 
 async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[dict[str, Any]]:

@@ -102,6 +102,8 @@ class Booking:
     channel_manager: bool  # the property's: whether channels hear of its inventory
     event_recorded: bool
     rooms: tuple[BookingRoom, ...]
+    revision: int  # 1 at creation, one more per change
+    modified_at: datetime  # the last change; the creation until one
 
 
 @dataclass(frozen=True, slots=True)

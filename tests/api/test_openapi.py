@@ -36,7 +36,7 @@ async def test_the_document_holds_every_route_and_no_other(api: Harness) -> None
               for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}}
     documented = {(method.upper(), shape(path)) for path, item in doc["paths"].items() for method in item}
     assert served == documented
-    assert len(documented) == 14
+    assert len(documented) == 15
 
 
 async def test_every_route_names_its_errors_and_headers(api: Harness) -> None:
@@ -55,6 +55,24 @@ async def test_every_route_names_its_errors_and_headers(api: Harness) -> None:
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
     puts = [op for item in doc["paths"].values() for m, op in item.items() if m == "put"]
     assert all(any(p["name"] == "x-idempotency-key" for p in op["parameters"]) for op in puts)
+
+
+async def test_a_change_of_a_booking_is_conditional_and_tagged(api: Harness) -> None:
+    doc = await document(api)
+    booking = doc["paths"][CONNECT_PREFIX + "/bookings/{bookingId}"]
+    change = booking["patch"]
+    assert {p["name"] for p in change["parameters"]} == {"bookingId", "If-Match", "x-idempotency-key"}
+    assert "ETag" in change["responses"]["200"]["headers"] and "ETag" in booking["get"]["responses"]["200"]["headers"]
+    assert set(change["requestBody"]["content"]) == {"application/merge-patch+json", "application/json"}
+    codes = {status: response["content"]["application/json"]["schema"]["allOf"][1]["properties"]["data"][
+        "properties"]["code"]["enum"] for status, response in change["responses"].items() if int(status) >= 400}
+    assert "BOOKING_REVISION_STALE" in codes["412"] and "BOOKING_NOT_MODIFIABLE" in codes["409"]
+    assert {"revision", "modifiedAt"} <= set(doc["components"]["schemas"]["Booking"]["properties"])
+    registry: Registry[Any] = Registry().with_resource("urn:doc", Resource.opaque(doc))
+    validator = Draft202012Validator({"$ref": "urn:doc#/components/schemas/BookingPatchIn"}, registry=registry)
+    assert not list(validator.iter_errors({"checkOut": "2026-12-05", "guest": {"email": None}, "notes": None}))
+    assert list(validator.iter_errors({"checkIn": None}))  # null removes only what may be empty
+    assert list(validator.iter_errors({"surprise": 1}))
 
 
 async def test_the_body_schemas_are_the_validating_models(api: Harness) -> None:

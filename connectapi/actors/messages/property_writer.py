@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ...domain.ari_write import WritePlan
-from ...domain.booking_models import BookingIn
+from ...domain.booking_models import BookingIn, BookingPatchIn
 from ...domain.errors import ApiError
 from ...engine import Ask
 from ...storage.ota import Received
@@ -55,8 +55,8 @@ class WriteAccepted:
 
 @dataclass(frozen=True, slots=True)
 class BookingDone:
-    """A booking as it stands after the request: `made` when this request created or
-    cancelled it (False for a repeat); whether its inventory moved and e-mails were queued
+    """A booking as it stands after the request: `made` when this request created, changed
+    or cancelled it (False for a repeat, or a change that changed nothing); whether its inventory moved and e-mails were queued
     (work for the inventory drain and the outbox)."""
 
     booking: dict[str, Any]  # the contract's Booking resource
@@ -108,6 +108,18 @@ class CreateBooking(Ask[BookingOutcome]):
 
 
 @dataclass(frozen=True, slots=True)
+class ModifyBooking(Ask[BookingOutcome]):
+    """Change an API booking by a merge patch; its budgets are already charged."""
+
+    key_id: int
+    booking_id: int
+    patch: BookingPatchIn
+    if_match: frozenset[int] | None  # the revisions the caller's If-Match names; None: any
+    now: datetime
+    claim: IdempotencyClaim | None
+
+
+@dataclass(frozen=True, slots=True)
 class CancelBooking(Ask[BookingOutcome]):
     key_id: int
     booking_id: int
@@ -145,4 +157,4 @@ class RefuseOtaRevision(Ask[RevisionSettled]):
     now: datetime
 
 
-WriterMessage = ApplyWrite | CreateBooking | CancelBooking | ApplyOtaRevision | RefuseOtaRevision
+WriterMessage = ApplyWrite | CreateBooking | ModifyBooking | CancelBooking | ApplyOtaRevision | RefuseOtaRevision

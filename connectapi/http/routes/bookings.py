@@ -1,16 +1,18 @@
-"""The PMS booking routes: create, list, read and cancel the bookings the API made."""
+"""The PMS booking routes: create, list, read, change and cancel the bookings the API made."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from quart import Blueprint, Response, request
 
 from ...actors.booking_views import booking_view
 from ...actors.messages.property_writer import (BookingDone, BookingOutcome, CancelBooking, CreateBooking,
-                                                IdempotencyClaim, Refused)
+                                                IdempotencyClaim, ModifyBooking, Refused)
 from ...domain import idempotency as idem
-from ...domain.booking_models import BookingIn, CancelIn
+from ...domain.booking_models import BookingIn, BookingPatchIn, CancelIn
 from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
 from ...domain.ids import MAX_ID, bounded_int
@@ -25,6 +27,9 @@ from ..gates import caller, context, rule
 blueprint = Blueprint("connect_bookings", __name__)
 
 CREATE_ROUTE = "POST /bookings"
+IF_MATCH = "If-Match"
+# An entity tag of ours: a booking's revision, quoted (strong, so If-Match can compare it).
+_OUR_TAG = re.compile(r'"([0-9]{1,9})"')
 LIST_DEFAULT_DAYS = 7
 LIST_DEFAULT_LIMIT = 50
 LIST_MAX_LIMIT = 100
@@ -63,8 +68,28 @@ def _created(done: BookingOutcome) -> Response:
     if isinstance(done, Refused):
         raise done.error
     if done.made:
-        return ok(done.booking, 201, "Created")
-    return ok(done.booking, 200)
+        return _booking_answer(done.booking, 201, "Created")
+    return _booking_answer(done.booking)
+
+
+def _booking_answer(view: dict[str, Any], status: int = 200, message: str | None = None) -> Response:
+    """One booking, with its entity tag: what a later PATCH names in If-Match."""
+    response = ok(view, status, message)
+    if "revision" in view:  # an answer kept under an idempotency key by an older version has none
+        response.headers["ETag"] = f'"{view["revision"]}"'
+    return response
+
+
+def _if_match(value: str | None) -> frozenset[int] | None:
+    """The revisions an If-Match header names; None when any will do (no header, or `*`).
+    A tag that is not one of ours (a weak one included: If-Match compares strongly) names
+    none, so the change is refused as stale."""
+    if value is None:
+        return None
+    tags = [tag.strip() for tag in value.split(",")]
+    if "*" in tags:
+        return None
+    return frozenset(int(found.group(1)) for tag in tags if (found := _OUR_TAG.fullmatch(tag)) is not None)
 
 
 async def _wake_after(done: BookingOutcome) -> None:
@@ -126,7 +151,44 @@ async def read_booking(booking_id: str) -> Response:
     found = await bookings.api_booking(context().db, caller().property.id, wanted)
     if found is None:
         raise ApiError("BOOKING_NOT_FOUND", f"no booking {wanted} on this property")
-    return ok(booking_view(found, replay=False))
+    return _booking_answer(booking_view(found, replay=False))
+
+
+@blueprint.patch("/bookings/<booking_id>")
+@rule(scope="bookings:write", product="pms", kind=RequestKind.BOOKING_OTHER)
+async def modify_booking(booking_id: str) -> Response:
+    """A JSON merge patch of the booking, in creation's order: strict body, the module, the
+    booking budgets of a change, then one transaction under the property's lock."""
+    ctx, who = context(), caller()
+    pid = who.property.id
+    wanted = _booking_id(booking_id)
+    key = idem.checked_key(request.headers.get(idem.HEADER))
+    condition = request.headers.get(IF_MATCH)
+    payload = parse_json(await raw_body())
+    patch = parse_payload(BookingPatchIn, payload)
+
+    async def run(claim: IdempotencyClaim | None) -> BookingOutcome:
+        if not who.property.pms_entitled:
+            raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
+        try:
+            await ctx.budgets_kept.charge_booking_change(who.key.id, pid)
+        except AskTimeout:
+            raise ActorUnavailable(f"property[{pid}] did not answer in time") from None
+        done = await ctx.writers.ask(
+            pid, ModifyBooking(who.key.id, wanted, patch, _if_match(condition), ctx.clock.now(), claim),
+            ctx.ask_timeout)
+        await _wake_after(done)
+        return done
+
+    # The key's request is the body under its condition: another If-Match is another request.
+    return await idempotent_write(pid, f"PATCH /bookings/{wanted}", key, {"body": payload, IF_MATCH: condition},
+                                  run, _changed)
+
+
+def _changed(done: BookingOutcome) -> Response:
+    if isinstance(done, Refused):
+        raise done.error
+    return _booking_answer(done.booking)
 
 
 @blueprint.post("/bookings/<booking_id>/cancel")
@@ -141,4 +203,4 @@ async def cancel_booking(booking_id: str) -> Response:
     await _wake_after(done)
     if isinstance(done, Refused):
         raise done.error
-    return ok(done.booking, 200)
+    return _booking_answer(done.booking)
