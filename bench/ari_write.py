@@ -55,7 +55,7 @@ async def timed_put(port: int, key: str, body: bytes) -> tuple[float, int, dict[
         started = time.perf_counter()
         await stream.send_all(head + body)
         buffer = bytearray()
-        status = await _read_response(stream, buffer)
+        status, _ = await _read_response(stream, buffer)
         elapsed = time.perf_counter() - started
     return elapsed, status, {}
 
