@@ -56,6 +56,12 @@ def good_bodies(prop: dict[str, Any], booking_id: int) -> dict[tuple[str, str], 
                       "notes": "quiet"},
             "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 1, "nightlyRate": "90.00"}],
             "payment": {"amount": "10.00", "method": "ONLINE", "reference": "psp-1"}, "notes": "late"},
+        # Changed before it is cancelled (a cancelled booking no longer changes).
+        ("PATCH", f"/bookings/{booking_id}"): {
+            "checkIn": "2026-12-10", "checkOut": "2026-12-13",
+            "guest": {"name": "Ana Silva", "email": "ana@example.com", "notes": "quiet"},
+            "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 1, "nightlyRate": "90.00"}],
+            "notes": "later"},
         ("POST", f"/bookings/{booking_id}/cancel"): {"reason": "changed plans"},
     }
 
