@@ -197,6 +197,15 @@ async def _modify(tx: Tx, property_id: int, request: ModifyBooking) -> BookingOu
         if foreign:
             return Refused(ApiError("VALIDATION", "request does not match the schema", foreign))
 
+    # A patch that changes nothing answers the booking as it is, before any rule is asked
+    # (a catalog changed since the booking was made must not refuse it).
+    exponent = currency_exponent(old.currency)
+    before = rules.booking_summary(current, old_ids, exponent)
+    after = rules.booking_summary(asked, kept, exponent)
+    changed = [name for name in before if before[name] != after[name]]
+    if not changed:
+        return BookingDone(booking_view(old, replay=False), made=False)
+
     room_types = {r.id: r for r in prop.catalog.room_types}
     rate_plans = {p.id: p for p in prop.catalog.rate_plans}
     today = request.now.astimezone(ZoneInfo(prop.timezone)).date()
@@ -206,12 +215,6 @@ async def _modify(tx: Tx, property_id: int, request: ModifyBooking) -> BookingOu
         rules.check_paid(old.paid_minor, planned.total_minor, planned.exponent)
     except ApiError as refusal:
         return Refused(refusal)
-
-    before = rules.booking_summary(current, old_ids, planned.exponent)
-    after = rules.booking_summary(asked, kept, planned.exponent)
-    changed = [name for name in before if before[name] != after[name]]
-    if not changed:
-        return BookingDone(booking_view(old, replay=False), made=False)
 
     held = rules.rooms_per_night((r.room_type_id for r in old.rooms), rules.stay_nights_of(old.check_in,
                                                                                           old.check_out))
@@ -251,12 +254,17 @@ def _as_asked(b: Booking, locked: store.LockedBooking) -> BookingIn:
     exponent = currency_exponent(b.currency)
     assert b.external_reference is not None, "an API booking has the caller's reference"
     assert all(r.rate_plan_id is not None for r in b.rooms), "an API booking's rooms have their rate plans"
-    return BookingIn(
+    # Built, not validated: what the record holds was valid when it was written, and a rule
+    # tightened since (a character refused today, say) must not make the booking unchangeable
+    # (a validation error here crashed the writer). The patch itself was validated.
+    return BookingIn.model_construct(
         externalReference=b.external_reference, checkIn=b.check_in, checkOut=b.check_out, currency=b.currency,
-        guest=GuestIn(name=b.guest_name, phone=b.guest_phone, email=b.guest_email, notes=locked.guest_notes),
-        rooms=[RoomIn(roomTypeId=r.room_type_id, ratePlanId=r.rate_plan_id or 0, adults=r.adults, children=r.children,
-                      nightlyRate=rules.money(r.nightly_minor, exponent)) for r in b.rooms],
-        notes=locked.notes)
+        guest=GuestIn.model_construct(name=b.guest_name, phone=b.guest_phone, email=b.guest_email,
+                                      notes=locked.guest_notes),
+        rooms=[RoomIn.model_construct(roomTypeId=r.room_type_id, ratePlanId=r.rate_plan_id or 0, adults=r.adults,
+                                      children=r.children, nightlyRate=rules.money(r.nightly_minor, exponent))
+               for r in b.rooms],
+        notes=locked.notes, payment=None)
 
 
 def _shown(value: object) -> str:

@@ -223,7 +223,9 @@ def booking_summary(b: BookingIn, room_ids: Sequence[int | None], exponent: int)
                    "adults": r.adults, "children": r.children,
                    "nightlyRate": money(to_minor(r.nightlyRate, exponent) or 0, exponent)}
                   for room_id, r in zip(room_ids, b.rooms, strict=True)],
-        "guest": {"name": b.guest.name, "phone": b.guest.phone, "email": b.guest.email, "notes": b.guest.notes},
+        # The name as it is kept (trimmed): spaces around it change nothing.
+        "guest": {"name": b.guest.name.strip(), "phone": b.guest.phone, "email": b.guest.email,
+                  "notes": b.guest.notes},
         "notes": b.notes,
     }
 

@@ -351,14 +351,15 @@ class BookingChange:
 
 async def change_booking(conn: asyncpg.Connection, property_id: int, booking_id: int, change: BookingChange,
                          at: datetime) -> None:
-    """Write a change: the guest (found or made by phone, as on creation), the booking's
+    """Write a change: the guest (found or made by phone, as on creation; a guest made for a
+    new phone gets notes only if the patch sent them, never the previous guest's), the booking's
     stay, total and a new revision, and, when the rooms or nights changed, its rooms (the
     kept ones updated in place, the dropped ones deleted, the new ones added, positions
     as asked) and its folio's room and meal lines (payments stay)."""
     b = change.planned
     await conn.execute(
         """WITH g AS (INSERT INTO guests (property_id, phone, name, email, notes, created_at)
-                      VALUES ($2, $3, $4, $5, $6, $7)
+                      VALUES ($2, $3, $4, $5, CASE WHEN $8 THEN $6 END, $7)
                       ON CONFLICT (property_id, phone) DO UPDATE
                       SET email = COALESCE(guests.email, EXCLUDED.email),
                           notes = CASE WHEN $8 THEN EXCLUDED.notes ELSE guests.notes END

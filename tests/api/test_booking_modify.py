@@ -466,3 +466,42 @@ async def settled(api: Harness, property_id: int) -> None:
 def grid(api: Harness, prop: dict[str, Any]) -> Any:
     assert api.ctx.sandbox is not None
     return next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+
+
+async def test_a_booking_stored_under_older_rules_can_still_change(api: Harness) -> None:
+    """A booking written before a text rule was tightened (a line separator in its notes, which
+    creation refuses today) is changed, never a crash of the property's writer."""
+    prop, key = await setup(api)
+    made = await book(api, key, stay(prop))
+    booking_id = made.data["bookingId"]
+    await api.ctx.db.execute("UPDATE bookings SET notes = 'x \u2028 y' WHERE id = $1", booking_id)
+    for _ in range(7):  # past the writer's crash budget, had it crashed
+        changed = await patch(api, key, booking_id, {"guest": {"email": "ana@example.com"}})
+        assert changed.status == 200, changed.body
+    fixed = await patch(api, key, booking_id, {"notes": "late arrival"})
+    assert (fixed.status, fixed.data["revision"]) == (200, 2), fixed.body  # the e-mail was already so
+    assert await api.ctx.db.fetchval("SELECT notes FROM bookings WHERE id = $1", booking_id) == "late arrival"
+    assert (await book(api, key, {**stay(prop), "externalReference": "WEB-AFTER"})).status == 201
+
+
+async def test_a_patch_that_changes_nothing_is_never_refused(api: Harness) -> None:
+    """Nothing changes: 200 and the same revision, even where the catalog changed since and
+    creation's rules would refuse the booking as it stands."""
+    prop, key = await setup(api)
+    made = await book(api, key, {**stay(prop), "rooms": [{**stay(prop)["rooms"][0], "adults": 2}]})
+    booking_id = made.data["bookingId"]
+    await api.ctx.db.execute("UPDATE room_types SET max_adults = 1 WHERE id = $1", prop["roomTypes"][0]["id"])
+    for body in ({}, {"checkIn": made.data["checkIn"]}, {"guest": {"name": " " + made.data["guest"]["name"] + " "}}):
+        same = await patch(api, key, booking_id, body)
+        assert (same.status, same.data["revision"]) == (200, 1), (body, same.body)
+
+
+async def test_a_new_phone_does_not_carry_the_old_guests_notes(api: Harness) -> None:
+    prop, key = await setup(api)
+    made = await book(api, key, {**stay(prop), "guest": {**stay(prop)["guest"], "notes": "allergic to nuts"}})
+    booking_id = made.data["bookingId"]
+    moved = await patch(api, key, booking_id, {"guest": {"phone": "+351 911 000 111"}})
+    assert moved.status == 200, moved.body
+    notes = await api.ctx.db.fetchval(
+        "SELECT g.notes FROM bookings b JOIN guests g ON g.id = b.guest_id WHERE b.id = $1", booking_id)
+    assert notes is None
