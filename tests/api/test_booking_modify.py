@@ -11,7 +11,7 @@ import trio
 from connectapi.storage import pushes
 
 from .harness import API, Answer, Harness
-from .test_bookings import available, book, counts, sent_notifications, setup, stay
+from .test_bookings import available, book, counts, desk_and_ota_copies, sent_notifications, setup, stay
 
 ROOMY = "bookings=1000,property-bookings=1000,requests=10000,property=10000,writes=1000,property-writes=1000"
 
@@ -250,13 +250,7 @@ async def test_desk_ota_and_other_properties_bookings_are_not_found(api: Harness
     other, other_key = await setup(api)
     made = (await book(api, key, stay(prop))).data
     db = api.ctx.db
-    for source in ("desk", "ota"):
-        await db.execute(
-            """INSERT INTO bookings (property_id, source, reference, status, check_in, check_out, currency, guest_id,
-                                     guest_name, guest_phone, total_minor, created_at)
-               SELECT property_id, $2, $3, 'UPCOMING', check_in, check_out, currency, guest_id, guest_name,
-                      guest_phone, total_minor, created_at FROM bookings WHERE id = $1""",
-            made["bookingId"], source, f"{source.upper()}-1")
+    await desk_and_ota_copies(api, made["bookingId"])
     before = await counts(api)
     hidden = [r["id"] for r in await db.fetch("SELECT id FROM bookings WHERE source <> 'api'")]
     for booking_id, who in [(hidden[0], key), (hidden[1], key), (made["bookingId"], other_key), (999999, key)]:

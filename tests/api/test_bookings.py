@@ -323,17 +323,22 @@ async def test_bad_list_queries(api: Harness, query: str) -> None:
     assert (answer.status, answer.code) == (400, "VALIDATION")
 
 
-async def test_desk_and_ota_bookings_are_never_visible(api: Harness) -> None:
-    prop, key = await setup(api)
-    made = (await book(api, key, stay(prop))).data
-    db = api.ctx.db
+async def desk_and_ota_copies(api: Harness, booking_id: int) -> None:
+    """A desk booking and an OTA booking on the property, copies of an API one."""
     for source in ("desk", "ota"):
-        await db.execute(
+        await api.ctx.db.execute(
             """INSERT INTO bookings (property_id, source, reference, status, check_in, check_out, currency, guest_id,
                                      guest_name, guest_phone, total_minor, created_at)
                SELECT property_id, $2, $3, 'UPCOMING', check_in, check_out, currency, guest_id, guest_name,
                       guest_phone, total_minor, created_at FROM bookings WHERE id = $1""",
-            made["bookingId"], source, f"{source.upper()}-1")
+            booking_id, source, f"{source.upper()}-1")
+
+
+async def test_desk_and_ota_bookings_are_never_visible(api: Harness) -> None:
+    prop, key = await setup(api)
+    made = (await book(api, key, stay(prop))).data
+    db = api.ctx.db
+    await desk_and_ota_copies(api, made["bookingId"])
     hidden = await db.fetch("SELECT id FROM bookings WHERE source <> 'api'")
     listed = await api.call("GET", f"{API}/bookings", key=key)
     assert [b["bookingId"] for b in listed.data["bookings"]] == [made["bookingId"]]
