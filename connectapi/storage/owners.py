@@ -263,9 +263,3 @@ async def prune(db: Database, idle_before: datetime, failed_before: datetime, no
         status = await db.execute(sql, *args)
         total += int(status.split()[-1])
     return total
-
-
-async def owners_of_property(db: Database, property_id: int) -> list[Owner]:
-    rows = await db.fetch(f"""{_OWNER} WHERE o.id IN (SELECT owner_id FROM owner_properties WHERE property_id = $1)
-                              GROUP BY o.id ORDER BY o.id""", property_id)
-    return [_of(r) for r in rows]
