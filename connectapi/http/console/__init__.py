@@ -7,10 +7,13 @@ from __future__ import annotations
 from quart import Blueprint, Response
 
 from . import auth, bookings, grid, keys, notifications, pages, settings, webhooks
-from .session import PREFIX, ConsoleRefusal, admit, after_page, check_form_token, load_session, refusal_page
+from .session import (PREFIX, ConsoleRefusal, admit, after_page, check_form_token, load_session, refusal_page,
+                      utc_minute, utc_second)
 
 blueprint = Blueprint("console", __name__, url_prefix=PREFIX, template_folder="templates",
                       static_folder="static", static_url_path="/static")
+blueprint.add_app_template_filter(utc_minute, "utc")
+blueprint.add_app_template_filter(utc_second, "utc_second")
 
 
 @blueprint.before_request

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import posixpath
+from datetime import UTC, datetime
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -214,6 +215,16 @@ async def error_page(status: int, message: str) -> Response:
     """The app's own errors (404 of an unknown console path, 405, 500) on a console path."""
     titles = {404: "Not found", 405: "Not allowed", 429: "Too many requests", 503: "Unavailable"}
     return await refusal_page(ConsoleRefusal(status, titles.get(status, "Something went wrong"), message))
+
+
+def utc_minute(moment: datetime) -> str:
+    """An instant as the console's pages show it (the `utc` filter): in UTC, said so."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def utc_second(moment: datetime | None) -> str:
+    """The same to the second (the `utc_second` filter; nothing for no instant)."""
+    return "" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def is_console_path(path: str) -> bool:

@@ -26,7 +26,7 @@ from ...storage.webhooks import Endpoint
 from .. import webhook_endpoints
 from ..gates import context
 from .pages import property_page
-from .session import PREFIX, login_required, not_found, owned_property
+from .session import PREFIX, login_required, not_found, owned_property, utc_second
 
 TAB = "/webhooks"
 FIELD_LABELS = {"url": "URL", "description": "Description", "eventId": "Event id", "since": "Since"}
@@ -41,11 +41,6 @@ DONE = {
                    "can tell a repeat.",
 }
 BACK_TO_ENDPOINT = "endpoint"  # a form's `back` field: land on the endpoint's page, not the list
-
-
-def when(moment: datetime | None) -> str:
-    """An instant as the screen shows it: in UTC, said so."""
-    return "" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def as_local_input(moment: datetime) -> str:
@@ -95,7 +90,7 @@ async def list_page(prop: Property, status: int = 200, **values: Any) -> Respons
         about = request.args.get("endpoint", "")
         named = next((e for e in endpoints if str(e.id) == about), None)
         values["notice"] = f"{named.url}: {done}" if done and named else done
-    return await property_page("webhooks.html", prop, TAB, status, endpoints=endpoints, when=when, **values)
+    return await property_page("webhooks.html", prop, TAB, status, endpoints=endpoints, **values)
 
 
 async def endpoint_page(prop: Property, endpoint: Endpoint, status: int = 200, **values: Any) -> Response:
@@ -106,7 +101,7 @@ async def endpoint_page(prop: Property, endpoint: Endpoint, status: int = 200, *
     values.setdefault("since", "")
     values.setdefault("event_id", "")
     return await property_page(
-        "webhook.html", prop, TAB, status, endpoint=fresh, when=when,
+        "webhook.html", prop, TAB, status, endpoint=fresh,
         deliveries=await webhooks.deliveries_of(ctx.db, endpoint.id),
         kept_since=events_kept_since(ctx.retention, ctx.clock.now()), kept_days=ctx.retention.deliveries, **values)
 
@@ -224,8 +219,8 @@ async def recover(property_id: int, endpoint_id: int) -> Response:
     events = "1 event" if made.events == 1 else f"{made.events} events"
     return await endpoint_page(
         prop, found, since=since,
-        notice=f"{events} since {when(reached)} queued for the endpoint again. Events are kept since "
-               f"{when(made.kept_since)}: recover reaches no further back.")
+        notice=f"{events} since {utc_second(reached)} queued for the endpoint again. Events are kept since "
+               f"{utc_second(made.kept_since)}: recover reaches no further back.")
 
 
 def register(blueprint: Blueprint) -> None:
