@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import signal
 import socket
@@ -39,7 +40,7 @@ from .http.app import create_app
 from .http.budget_keeper import BudgetCounter, BudgetKeeper, RecordCounter
 from .http.context import FrontContext
 from .http.connections import connection_cap
-from .http.serving import hypercorn_config, serve_http
+from .http.serving import hypercorn_config, listening_socket, serve_http
 from .storage.database import Database, StorageError, open_database
 from .storage.embedded import EmbeddedPostgres, dsn_for_database, ensure_database
 from .storage.key_directory import KeyDirectory
@@ -256,16 +257,17 @@ def run_migrate(settings: Settings) -> list[int]:
 
 def run_serve(settings: Settings) -> None:
     token, generated = resolve_admin_token(settings)
-    dsn, embedded = start_record(settings)
-    try:
-        trio.run(_serve, settings, dsn, embedded, token, generated)
-    finally:
-        if embedded is not None:
-            embedded.stop()
+    with listening_socket(f"{settings.host}:{settings.port}") as listener:
+        dsn, embedded = start_record(settings)
+        try:
+            trio.run(_serve, settings, dsn, embedded, token, generated, listener)
+        finally:
+            if embedded is not None:
+                embedded.stop()
 
 
 async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None, token: str,
-                 generated: bool) -> None:
+                 generated: bool, listener: socket.socket) -> None:
     async with trio_asyncio.open_loop():
         app_dsn = await ensure_database(dsn, EMBEDDED_DATABASE) if embedded is not None else dsn
         async with open_database(app_dsn) as db:
@@ -276,7 +278,9 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
             async def serving(binds: list[str]) -> None:
                 announce(binds, settings, token, generated)
 
-            await _run_front(settings, db, token, embedded, f"{settings.host}:{settings.port}", serving)
+            # hypercorn makes a socket object of its own from the number: a duplicate for it to
+            # own, so that neither closes a descriptor the other still holds.
+            await _run_front(settings, db, token, embedded, f"fd://{os.dup(listener.fileno())}", serving)
         log.info("stopped")
 
 

@@ -59,16 +59,17 @@ def run_workers(settings: Settings, count: int) -> int:
     """Serve with `count` worker processes until SIGINT or SIGTERM; the exit status (1 when
     a worker ended before it ever served, at start)."""
     token, generated = resolve_admin_token(settings)
-    dsn, embedded = start_record(settings)
-    try:
-        return trio.run(_supervise, settings, count, dsn, embedded, token, generated)
-    finally:
-        if embedded is not None:
-            embedded.stop()
+    with listening_socket(f"{settings.host}:{settings.port}") as listener:
+        dsn, embedded = start_record(settings)
+        try:
+            return trio.run(_supervise, settings, count, dsn, embedded, token, generated, listener)
+        finally:
+            if embedded is not None:
+                embedded.stop()
 
 
 async def _supervise(settings: Settings, count: int, dsn: str, embedded: EmbeddedPostgres | None, token: str,
-                     generated: bool) -> int:
+                     generated: bool, listener: socket.socket) -> int:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         app_dsn = await _prepare_record(dsn, embedded)
         if not settings.cm_url:
@@ -76,36 +77,35 @@ async def _supervise(settings: Settings, count: int, dsn: str, embedded: Embedde
                         "manager; for one shared channel manager set CONNECTAPI_CM_URL (connectapi sandbox-cm "
                         "serves one)", count)
         env = {**os.environ, "DATABASE_URL": app_dsn, "CONNECTAPI_ADMIN_TOKEN": token}
-        with listening_socket(f"{settings.host}:{settings.port}") as listener:
-            async with open_supervisor(SERVICE_POLICY, shutdown_grace=0) as watchers:
-                if embedded is not None:
-                    # Here alone: workers are given the record by its DSN and never start it.
-                    await watchers.spawn("record-watchdog",
-                                         lambda: RecordWatchdog(embedded, settings.watchdog_seconds), mailbox_size=1,
-                                         degraded="a dead embedded PostgreSQL is not started again")
-                async with trio.open_nursery() as watching:
-                    pool = WorkerPool(watching, listener.fileno(), env, count)
-                    stop = trio.Event()
-                    failed = False
-                    reloads_send, reloads = trio.open_memory_channel[None](1)
+        async with open_supervisor(SERVICE_POLICY, shutdown_grace=0) as watchers:
+            if embedded is not None:
+                # Here alone: workers are given the record by its DSN and never start it.
+                await watchers.spawn("record-watchdog",
+                                     lambda: RecordWatchdog(embedded, settings.watchdog_seconds), mailbox_size=1,
+                                     degraded="a dead embedded PostgreSQL is not started again")
+            async with trio.open_nursery() as watching:
+                pool = WorkerPool(watching, listener.fileno(), env, count)
+                stop = trio.Event()
+                failed = False
+                reloads_send, reloads = trio.open_memory_channel[None](1)
 
-                    async def start_then_keep() -> None:
-                        nonlocal failed
-                        if not await pool.start_all():
-                            failed = True
-                            stop.set()
-                            return
-                        announce([socket_url(listener)], settings, token, generated)
-                        log.info("serving with %d workers: %s", count, pool.pids(), extra={"workers": pool.pids()})
-                        keeping.start_soon(pool.keep)
-                        keeping.start_soon(pool.serve_reloads, reloads)
+                async def start_then_keep() -> None:
+                    nonlocal failed
+                    if not await pool.start_all():
+                        failed = True
+                        stop.set()
+                        return
+                    announce([socket_url(listener)], settings, token, generated)
+                    log.info("serving with %d workers: %s", count, pool.pids(), extra={"workers": pool.pids()})
+                    keeping.start_soon(pool.keep)
+                    keeping.start_soon(pool.serve_reloads, reloads)
 
-                    async with trio.open_nursery() as keeping:
-                        keeping.start_soon(_on_signals, signals, stop, reloads_send)
-                        keeping.start_soon(start_then_keep)
-                        await stop.wait()
-                        keeping.cancel_scope.cancel()
-                    await pool.stop()
+                async with trio.open_nursery() as keeping:
+                    keeping.start_soon(_on_signals, signals, stop, reloads_send)
+                    keeping.start_soon(start_then_keep)
+                    await stop.wait()
+                    keeping.cancel_scope.cancel()
+                await pool.stop()
         log.info("stopped")
         return 1 if failed else 0
 

@@ -11,6 +11,7 @@ import trio
 from hypercorn.trio import serve
 from hypercorn.utils import repr_socket_addr
 
+from ..config import ConfigError
 from .connections import MAX_CONNECTIONS, REQUEST_READ_LIMIT, ServingConfig, serve_guarded
 
 # Requests in flight when the service is told to stop get this long to be answered.
@@ -83,9 +84,15 @@ def hypercorn_config(bind: str, *, max_connections: int = MAX_CONNECTIONS,
 
 def listening_socket(bind: str) -> socket.socket:
     """Bind and listen on `host:port` once, as hypercorn itself would (same options, same
-    backlog), for worker processes to share as `fd://N`."""
+    backlog), served as `fd://N` (by worker processes, or this one's hypercorn).
+
+    Bound before anything else starts: an address in use (another service, or this one
+    started twice) is a one-line refusal, not a traceback after the record has started."""
     config = hypercorn_config(bind)
-    sock = config.create_sockets().insecure_sockets[0]
+    try:
+        sock = config.create_sockets().insecure_sockets[0]
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
     sock.listen(config.backlog)
     return sock
 

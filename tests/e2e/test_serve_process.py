@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+import pytest
 
 from connectapi import __version__
 
@@ -125,3 +126,18 @@ def test_a_single_process_outlives_sighup(tmp_path: Path) -> None:
     finally:
         served.proc.send_signal(signal.SIGTERM)
         assert served.proc.wait(30) == 0
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_address_in_use_is_refused_in_a_line_before_the_record_starts(tmp_path: Path, workers: str) -> None:
+    data_dir = tmp_path / "var"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", free_port()))
+        taken.listen()
+        port = taken.getsockname()[1]
+        served = Served(data_dir, port, args=("--workers", workers))
+        assert served.proc.wait(60) == 2
+        printed = served.read_until_blocked()
+    assert f"connectapi: cannot listen on 127.0.0.1:{port}: Address already in use\n" in printed
+    assert not any("Traceback" in line for line in printed), printed
+    assert postmaster_pid(data_dir) is None and not (data_dir / "pgdata").exists(), "the record was never started"
