@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -15,9 +16,22 @@ from typing import Any
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on, chosen below the kernel's ephemeral range.
+
+    `bind(0)` hands out a port from that range, where any outgoing connection (a service's
+    own to PostgreSQL, a client's) may take it before the service binds it: the service
+    then fails to start, now and then, for no fault of its own (a CI run lost a test so).
+    """
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(200):
+        port = random.randrange(10_000, ephemeral_low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # in use, or lingering after a test that used it
+                continue
+            return port
+    raise RuntimeError(f"no free port in 10000–{ephemeral_low}")
 
 
 @contextmanager

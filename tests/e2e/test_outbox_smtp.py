@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from email import message_from_bytes
@@ -18,6 +17,8 @@ from connectapi.actors.outbox import OutboxSender, SmtpTransport
 from connectapi.domain.mail_settings import SmtpSettings
 from connectapi.storage import notifications
 from connectapi.storage.database import Database
+
+from .test_serve_process import free_port
 
 
 class Inbox:
@@ -46,12 +47,6 @@ class SteppedClock:
 
     def shared_time(self) -> float | None:
         return self.at.timestamp()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

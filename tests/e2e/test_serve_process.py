@@ -15,13 +15,8 @@ import httpx
 import psutil
 import pytest
 
+from bench.process import free_port as free_port  # the e2e tests take it from here
 from connectapi import __version__
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Served:
@@ -35,7 +30,8 @@ class Served:
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pumping = threading.Thread(target=self._pump, daemon=True)
+        self._pumping.start()
         self.url = f"http://127.0.0.1:{port}"
 
     def _pump(self) -> None:
@@ -44,9 +40,22 @@ class Served:
             self.lines.put(line)
 
     def wait_for(self, text: str, timeout: float = 90) -> list[str]:
+        """The lines up to the first holding `text`; a process that dies first, or stays
+        silent for `timeout` seconds, fails the test with what it printed."""
         seen: list[str] = []
+        silent = 0.0
         while True:
-            line = self.lines.get(timeout=timeout)
+            try:
+                line = self.lines.get(timeout=1)
+            except queue.Empty:
+                silent += 1
+                # Every line is queued once the pump has read to the end of a dead process's output.
+                exited = not self._pumping.is_alive() and self.lines.empty()
+                if exited or silent >= timeout:
+                    state = f"output closed, exit {self.proc.poll()}" if exited else f"silent {silent:.0f} s"
+                    raise AssertionError(f"no {text!r} ({state}); it printed:\n{''.join(seen[-40:])}") from None
+                continue
+            silent = 0.0
             seen.append(line)
             if text in line:
                 return seen
