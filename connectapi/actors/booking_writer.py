@@ -209,10 +209,14 @@ async def _modify(tx: Tx, property_id: int, request: ModifyBooking) -> BookingOu
     room_types = {r.id: r for r in prop.catalog.room_types}
     rate_plans = {p.id: p for p in prop.catalog.rate_plans}
     today = request.now.astimezone(ZoneInfo(prop.timezone)).date()
+    stay_moved = "rooms" in changed or "checkIn" in changed or "checkOut" in changed
     try:
-        # No payment is asked for (payments cannot change), so no payment scope is needed.
-        planned = rules.plan_booking(asked, prop.currency, today, (), room_types, rate_plans)
-        rules.check_paid(old.paid_minor, planned.total_minor, planned.exponent)
+        if stay_moved:
+            # No payment is asked for (payments cannot change), so no payment scope is needed.
+            planned = rules.plan_booking(asked, prop.currency, today, (), room_types, rate_plans)
+            rules.check_paid(old.paid_minor, planned.total_minor, planned.exponent)
+        else:
+            planned = rules.plan_guest_change(asked, old.currency, _booked(old))
     except ApiError as refusal:
         return Refused(refusal)
 
@@ -226,7 +230,6 @@ async def _modify(tx: Tx, property_id: int, request: ModifyBooking) -> BookingOu
     if short is not None:
         return Refused(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}", short.details()))
 
-    stay_moved = "rooms" in changed or "checkIn" in changed or "checkOut" in changed
     await store.change_booking(tx, property_id, old.id, store.BookingChange(
         planned, kept, asked.guest.phone, patch.guest is not None and "notes" in patch.guest.model_fields_set,
         rules.folio(replace(planned, payment=None), room_types) if stay_moved else None), request.now)
@@ -265,6 +268,12 @@ def _as_asked(b: Booking, locked: store.LockedBooking) -> BookingIn:
                                       children=r.children, nightlyRate=rules.money(r.nightly_minor, exponent))
                for r in b.rooms],
         notes=locked.notes, payment=None)
+
+
+def _booked(b: Booking) -> list[rules.PlannedRoom]:
+    """The booking's rooms as planned when it was made, read back from the record."""
+    return [rules.PlannedRoom(index, r.room_type_id, r.rate_plan_id or 0, r.meal_plan, r.adults, r.children,
+                              r.nightly_minor) for index, r in enumerate(b.rooms)]
 
 
 def _shown(value: object) -> str:

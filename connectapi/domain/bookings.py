@@ -183,14 +183,27 @@ def plan_booking(body: BookingIn, currency: str, today: date, scopes: Iterable[s
                 {"path": "payment.amount", "message": f"{currency} has no minor unit that small"}])
         payment = PlannedPayment(amount, body.payment.method, body.payment.reference)
 
-    planned = PlannedBooking(
-        external_reference=body.externalReference, check_in=body.checkIn, check_out=body.checkOut,
-        currency=currency, exponent=exponent, guest_name=body.guest.name.strip(),
-        guest_phone=normalise_phone(body.guest.phone), guest_email=body.guest.email,
-        guest_notes=body.guest.notes, notes=body.notes, rooms=tuple(rooms), payment=payment)
+    planned = _planned(body, currency, rooms, payment)
     if payment is not None:
         check_paid(payment.amount_minor, planned.total_minor, exponent)
     return planned
+
+
+def plan_guest_change(body: BookingIn, currency: str, booked: Iterable[PlannedRoom]) -> PlannedBooking:
+    """A change of the guest or the notes alone: the stay stands as booked (its rooms, rates
+    and meal plans as the record holds them), so none of its rules is asked again. A catalog
+    changed since the booking was made (a rate plan withdrawn, an occupancy lowered) or a
+    check-in day come must not refuse a guest's name corrected."""
+    return _planned(body, currency, booked, None)
+
+
+def _planned(body: BookingIn, currency: str, rooms: Iterable[PlannedRoom],
+             payment: PlannedPayment | None) -> PlannedBooking:
+    return PlannedBooking(
+        external_reference=body.externalReference, check_in=body.checkIn, check_out=body.checkOut,
+        currency=currency, exponent=currency_exponent(currency), guest_name=body.guest.name.strip(),
+        guest_phone=normalise_phone(body.guest.phone), guest_email=body.guest.email,
+        guest_notes=body.guest.notes, notes=body.notes, rooms=tuple(rooms), payment=payment)
 
 
 def check_paid(paid_minor: int, total_minor: int, exponent: int) -> None:

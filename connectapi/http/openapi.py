@@ -123,7 +123,8 @@ OPERATIONS: tuple[Operation, ...] = (
                   "VALIDATION": "the body does not match the schema, or names externalReference, currency or "
                                 "payment, which cannot change, or keeps a bookingRoomId not of this booking",
                   "CURRENCY_MISMATCH": "the property's currency is no longer the booking's",
-                  "STAY_INVALID": "in the past, beyond the horizon or over 90 nights",
+                  "STAY_INVALID": "the dates or rooms change, and the stay is in the past, beyond the horizon or "
+                                  "over 90 nights (creation's rules judge only a changed stay)",
                   "UNKNOWN_ROOM_TYPE": "not of this property", "UNKNOWN_RATE_PLAN": "not of this property",
                   "UNKNOWN_ROOM_TYPE_FOR_PLAN": "the plan is not the room type's",
                   "OCCUPANCY_EXCEEDED": "more guests than the room type takes",

@@ -499,3 +499,27 @@ async def test_a_new_phone_does_not_carry_the_old_guests_notes(api: Harness) -> 
     notes = await api.ctx.db.fetchval(
         "SELECT g.notes FROM bookings b JOIN guests g ON g.id = b.guest_id WHERE b.id = $1", booking_id)
     assert notes is None
+
+
+async def test_the_guest_or_the_notes_change_where_the_stay_could_no_longer_be_booked(api: Harness) -> None:
+    """Only the stay is judged by creation's rules again: a guest's name is corrected on a
+    booking whose room type takes fewer guests since, and after its check-in day has come."""
+    prop, key = await setup(api)
+    made = await book(api, key, {**stay(prop), "rooms": [{**stay(prop)["rooms"][0], "adults": 2}]})
+    booking_id = made.data["bookingId"]
+    await api.ctx.db.execute("UPDATE room_types SET max_adults = 1 WHERE id = $1", prop["roomTypes"][0]["id"])
+
+    renamed = await patch(api, key, booking_id, {"guest": {"name": "Ana Lima Costa"}})
+    assert (renamed.status, renamed.data["revision"]) == (200, 2), renamed.body
+    assert renamed.data["guest"]["name"] == "Ana Lima Costa"
+    assert (renamed.data["rooms"], renamed.data["totalAmount"]) == (made.data["rooms"], made.data["totalAmount"])
+    moved = await patch(api, key, booking_id, {"checkOut": "2026-12-05"})
+    assert (moved.status, moved.code) == (400, "OCCUPANCY_EXCEEDED"), moved.body
+
+    api.advance(10 * 86400)  # 2026-12-02: the stay began yesterday, the guest has not checked in
+    noted = await patch(api, key, booking_id, {"notes": "arrives late, keep the room"})
+    assert (noted.status, noted.data["revision"]) == (200, 3), noted.body
+    assert await api.ctx.db.fetchval("SELECT notes FROM bookings WHERE id = $1", booking_id) == "arrives late, keep the room"
+    late = await patch(api, key, booking_id, {"guest": {"name": "Ana Costa"}, "checkOut": "2026-12-05"})
+    assert (late.status, late.code) == (400, "STAY_INVALID"), late.body
+    assert (await read(api, key, booking_id)).data["revision"] == 3

@@ -16,6 +16,7 @@ from connectapi.domain.bookings import (
     money,
     normalise_phone,
     plan_booking,
+    plan_guest_change,
     stay_nights_of,
     to_minor,
 )
@@ -92,6 +93,17 @@ def test_a_plan_totals_the_nights_of_every_room() -> None:
     assert planned.guest_phone == "+351912345678"
     assert planned.rooms_needed() == {1: 1, 2: 1}
     assert [r.meal_plan for r in planned.rooms] == ["CP", "RO"]
+
+
+def test_a_guest_change_keeps_the_stay_as_booked_and_asks_no_rule_of_it() -> None:
+    booked = plan_booking(body(), "EUR", TODAY, ["bookings:write"], ROOMS, PLANS)
+    later = TODAY + timedelta(days=20)  # the arrival has passed, and the catalog is gone
+    renamed = plan_guest_change(body(guest={"name": " Ana Lima ", "phone": "+351 913 000 000"}), "EUR",
+                                booked.rooms)
+    assert (renamed.rooms, renamed.total_minor) == (booked.rooms, booked.total_minor)
+    assert (renamed.guest_name, renamed.guest_phone) == ("Ana Lima", "+351913000000")
+    with pytest.raises(ApiError):
+        plan_booking(body(), "EUR", later, ["bookings:write"], {}, {})
 
 
 def test_the_first_refusal_in_the_contract_s_order_wins() -> None:
