@@ -108,3 +108,76 @@ async def test_a_key_changed_in_one_process_is_changed_in_the_other_within_a_sec
         for one in served:
             one.proc.terminate()
             one.proc.wait(30)
+
+
+async def test_changes_and_new_bookings_through_two_processes_never_take_more_than_the_last_two_rooms(
+        fresh_dsn: str, tmp_path: Path) -> None:
+    """Fifteen new bookings and fifteen changes moving a booking into a night with two rooms
+    left, sent at once through both processes: two win, every other is 409 NO_AVAILABILITY,
+    and the record's count for every night is its rooms less those its bookings hold."""
+    env = {"DATABASE_URL": fresh_dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
+           "CONNECTAPI_BUDGETS": "bookings=1000,property-bookings=1000,requests=10000,property=10000,"
+                                 "writes=1000,property-writes=1000"}
+    served = [Served(tmp_path / name, free_port(), env) for name in ("a", "b")]
+    try:
+        for one in served:
+            await trio.to_thread.run_sync(one.wait_for, "listening on")
+        async with httpx.AsyncClient(timeout=60) as http:
+            admin = {"Authorization": f"Bearer {TOKEN}"}
+            example = json.loads((Path(__file__).parents[2] / "docs/examples/property.json").read_text())
+            example["roomTypes"][0]["rooms"] = 20
+            prop = (await http.post(f"{served[0].url}/api/v1/admin/properties", json=example,
+                                    headers=admin)).json()["data"]
+            room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+            created = await http.post(f"{served[1].url}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
+                                      json={"label": "web", "scopes": ["bookings:write", "ari:read", "ari:write"]})
+            key = {"Authorization": f"Bearer {created.json()['data']['key']}"}
+            target = date.today() + timedelta(days=10)
+            elsewhere = target + timedelta(days=20)
+
+            def stay(reference: str, check_in: date) -> dict[str, object]:
+                return {"externalReference": reference, "checkIn": check_in.isoformat(),
+                        "checkOut": (check_in + timedelta(days=1)).isoformat(), "currency": "EUR",
+                        "guest": {"name": f"Guest {reference}", "phone": "+351912340000"},
+                        "rooms": [{"roomTypeId": room, "ratePlanId": plan, "adults": 2, "nightlyRate": "80.00"}]}
+
+            moving = []
+            for i in range(15):
+                made = await http.post(f"{served[i % 2].url}{API}/bookings", headers=key,
+                                       json=stay(f"HELD-{i}", elsewhere))
+                assert made.status_code == 201, made.text
+                moving.append(made.json()["data"]["bookingId"])
+            put = await http.put(f"{served[0].url}{API}/availability", headers=key, json={"updates": [
+                {"roomTypeId": room, "dateFrom": target.isoformat(), "dateTo": target.isoformat(), "available": 2}]})
+            assert put.status_code == 202, put.text
+            answers: list[tuple[str, int, dict[str, object]]] = []
+
+            async def new(i: int) -> None:
+                answer = await http.post(f"{served[i % 2].url}{API}/bookings", headers=key, json=stay(f"NEW-{i}", target))
+                answers.append(("new", answer.status_code, answer.json()["data"]))
+
+            async def move(i: int) -> None:
+                answer = await http.patch(f"{served[(i + 1) % 2].url}{API}/bookings/{moving[i]}", headers=key, json={
+                    "checkIn": target.isoformat(), "checkOut": (target + timedelta(days=1)).isoformat()})
+                answers.append(("move", answer.status_code, answer.json()["data"]))
+
+            async with trio.open_nursery() as nursery:
+                for i in range(15):
+                    nursery.start_soon(new, i)
+                    nursery.start_soon(move, i)
+            won = [kind for kind, status, _ in answers if status < 400]
+            refused = [(status, data.get("code")) for _, status, data in answers if status >= 400]
+            assert len(won) == 2 and refused == [(409, "NO_AVAILABILITY")] * 28, (won, refused)
+            last = elsewhere + timedelta(days=1)
+            for one in served:
+                read = (await http.get(f"{one.url}{API}/availability?from={target}&to={target}",
+                                       headers=key)).json()
+                assert read["data"]["roomTypes"][0]["nights"][0]["available"] == 0
+                read = (await http.get(f"{one.url}{API}/availability?from={elsewhere}&to={last}",
+                                       headers=key)).json()
+                moved = won.count("move")
+                assert [n["available"] for n in read["data"]["roomTypes"][0]["nights"]] == [5 + moved, 20]
+    finally:
+        for one in served:
+            one.proc.terminate()
+            one.proc.wait(30)
