@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import signal
 import socket
@@ -278,9 +277,10 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
             async def serving(binds: list[str]) -> None:
                 announce(binds, settings, token, generated)
 
-            # hypercorn makes a socket object of its own from the number: a duplicate for it to
-            # own, so that neither closes a descriptor the other still holds.
-            await _run_front(settings, db, token, embedded, f"fd://{os.dup(listener.fileno())}", serving)
+            # hypercorn makes a socket object of its own from the number and is its one owner
+            # from here: once it stops serving, the socket closes and new connections are
+            # refused at once, not queued unanswered through the actors' grace.
+            await _run_front(settings, db, token, embedded, f"fd://{listener.detach()}", serving)
         log.info("stopped")
 
 

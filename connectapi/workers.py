@@ -106,6 +106,7 @@ async def _supervise(settings: Settings, count: int, dsn: str, embedded: Embedde
                     await stop.wait()
                     keeping.cancel_scope.cancel()
                 await pool.stop()
+        listener.close()  # refused from now on, not queued while the record stops
         log.info("stopped")
         return 1 if failed else 0
 
