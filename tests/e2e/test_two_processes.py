@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -15,23 +17,40 @@ TOKEN = "two-processes-operator-token-of-32-plus"
 API = "/api/v1/connect-api/v1"
 
 
-async def test_two_processes_on_one_record_never_overbook(fresh_dsn: str, tmp_path: Path) -> None:
+@asynccontextmanager
+async def two_served(fresh_dsn: str, tmp_path: Path, budgets: str) -> AsyncIterator[list[Served]]:
     env = {"DATABASE_URL": fresh_dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
-           "CONNECTAPI_BUDGETS": "bookings=1000,property-bookings=1000,requests=10000,property=10000"}
+           "CONNECTAPI_BUDGETS": budgets}
     served = [Served(tmp_path / name, free_port(), env) for name in ("a", "b")]
     try:
         for one in served:
             await trio.to_thread.run_sync(one.wait_for, "listening on")
+        yield served
+    finally:
+        for one in served:
+            one.proc.terminate()
+            one.proc.wait(30)
+
+
+async def booking_property(http: httpx.AsyncClient, served: list[Served], rooms: int,
+                           scopes: list[str]) -> tuple[int, int, dict[str, str]]:
+    """A property made through one process and its key through the other: the first room
+    type (with `rooms` rooms), its rate plan, and the key's header."""
+    admin = {"Authorization": f"Bearer {TOKEN}"}
+    example = json.loads((Path(__file__).parents[2] / "docs/examples/property.json").read_text())
+    example["roomTypes"][0]["rooms"] = rooms
+    prop = (await http.post(f"{served[0].url}/api/v1/admin/properties", json=example, headers=admin)).json()["data"]
+    created = await http.post(f"{served[1].url}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
+                              json={"label": "web", "scopes": scopes})
+    return prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"], {
+        "Authorization": f"Bearer {created.json()['data']['key']}"}
+
+
+async def test_two_processes_on_one_record_never_overbook(fresh_dsn: str, tmp_path: Path) -> None:
+    budgets = "bookings=1000,property-bookings=1000,requests=10000,property=10000"
+    async with two_served(fresh_dsn, tmp_path, budgets) as served:
         async with httpx.AsyncClient(timeout=60) as http:
-            admin = {"Authorization": f"Bearer {TOKEN}"}
-            example = json.loads((Path(__file__).parents[2] / "docs/examples/property.json").read_text())
-            example["roomTypes"][0]["rooms"] = 3
-            made = await http.post(f"{served[0].url}/api/v1/admin/properties", json=example, headers=admin)
-            prop = made.json()["data"]
-            room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
-            created = await http.post(f"{served[1].url}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
-                                      json={"label": "web", "scopes": ["bookings:write", "ari:read"]})
-            key = {"Authorization": f"Bearer {created.json()['data']['key']}"}
+            room, plan, key = await booking_property(http, served, 3, ["bookings:write", "ari:read"])
             check_in = date.today() + timedelta(days=10)
             statuses: list[tuple[int, str]] = []
 
@@ -51,10 +70,6 @@ async def test_two_processes_on_one_record_never_overbook(fresh_dsn: str, tmp_pa
             for one in served:  # both processes read the same record: sold out, never below zero
                 read = (await http.get(f"{one.url}{API}/availability?from={check_in}&to={last}", headers=key)).json()
                 assert [n["available"] for n in read["data"]["roomTypes"][0]["nights"]] == [0, 0, 3]
-    finally:
-        for one in served:
-            one.proc.terminate()
-            one.proc.wait(30)
 
 
 async def test_a_key_changed_in_one_process_is_changed_in_the_other_within_a_second(
@@ -115,23 +130,10 @@ async def test_changes_and_new_bookings_through_two_processes_never_take_more_th
     """Fifteen new bookings and fifteen changes moving a booking into a night with two rooms
     left, sent at once through both processes: two win, every other is 409 NO_AVAILABILITY,
     and the record's count for every night is its rooms less those its bookings hold."""
-    env = {"DATABASE_URL": fresh_dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
-           "CONNECTAPI_BUDGETS": "bookings=1000,property-bookings=1000,requests=10000,property=10000,"
-                                 "writes=1000,property-writes=1000"}
-    served = [Served(tmp_path / name, free_port(), env) for name in ("a", "b")]
-    try:
-        for one in served:
-            await trio.to_thread.run_sync(one.wait_for, "listening on")
+    budgets = "bookings=1000,property-bookings=1000,requests=10000,property=10000,writes=1000,property-writes=1000"
+    async with two_served(fresh_dsn, tmp_path, budgets) as served:
         async with httpx.AsyncClient(timeout=60) as http:
-            admin = {"Authorization": f"Bearer {TOKEN}"}
-            example = json.loads((Path(__file__).parents[2] / "docs/examples/property.json").read_text())
-            example["roomTypes"][0]["rooms"] = 20
-            prop = (await http.post(f"{served[0].url}/api/v1/admin/properties", json=example,
-                                    headers=admin)).json()["data"]
-            room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
-            created = await http.post(f"{served[1].url}/api/v1/admin/properties/{prop['id']}/keys", headers=admin,
-                                      json={"label": "web", "scopes": ["bookings:write", "ari:read", "ari:write"]})
-            key = {"Authorization": f"Bearer {created.json()['data']['key']}"}
+            room, plan, key = await booking_property(http, served, 20, ["bookings:write", "ari:read", "ari:write"])
             target = date.today() + timedelta(days=10)
             elsewhere = target + timedelta(days=20)
 
@@ -177,7 +179,3 @@ async def test_changes_and_new_bookings_through_two_processes_never_take_more_th
                                        headers=key)).json()
                 moved = won.count("move")
                 assert [n["available"] for n in read["data"]["roomTypes"][0]["nights"]] == [5 + moved, 20]
-    finally:
-        for one in served:
-            one.proc.terminate()
-            one.proc.wait(30)
