@@ -1,0 +1,40 @@
+"""Hostile input, second wave: the owners' console, the admin owners routes and the booking
+PATCH, attacked as a client would. Every answer is a 4xx (HTML on a console path, the
+envelope elsewhere), never a 5xx, and a refused request writes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .console_visitor import Page, Visitor, logged_in, owner_with_password
+from .harness import Answer, Harness
+
+PASSWORD = "correct horse battery"
+OWNER = "ana@hotel.example"
+
+
+async def owner_of(api: Harness, prop: dict[str, Any]) -> Visitor:
+    await owner_with_password(api, OWNER, PASSWORD, [prop["id"]])
+    return await logged_in(api, OWNER, PASSWORD)
+
+
+def html(page: Page, status: int) -> None:
+    assert page.status == status, (page.status, page.text[:500])
+    assert page.headers["Content-Type"].startswith("text/html"), page.headers["Content-Type"]
+
+
+def refused(answer: Answer, status: int, code: str) -> None:
+    assert (answer.status, answer.code) == (status, code), answer.body
+
+
+async def test_console_grid_at_the_calendar_end(api: Harness) -> None:
+    """?from=9999-12-31 alone: its default two weeks ran past date.max (OverflowError, a 500)."""
+    prop = await api.create_property()
+    visitor = await owner_of(api, prop)
+    grid = f"/console/properties/{prop['id']}/grid"
+    shown = await visitor.get(f"{grid}?from=9999-12-31")
+    html(shown, 200)
+    assert "Nights 9999-12-31 to 9999-12-31" in shown.text
+    shown = await visitor.get(f"{grid}?from=9999-12-20")
+    html(shown, 200)
+    assert "Nights 9999-12-20 to 9999-12-31" in shown.text
