@@ -38,3 +38,23 @@ async def test_console_grid_at_the_calendar_end(api: Harness) -> None:
     shown = await visitor.get(f"{grid}?from=9999-12-20")
     html(shown, 200)
     assert "Nights 9999-12-20 to 9999-12-31" in shown.text
+
+
+UNREADABLE_URLS = ("https://[::1/in", "https://hooks\uff03x.example/in")  # urlsplit raises ValueError
+UNSENDABLE_URLS = ("https://hooks.example.com/in\x01", "https://hooks.example.com/a b", "https://hooks.example.com/\u202e")
+
+
+async def test_webhook_urls_that_cannot_be_read_or_sent_are_validation(api: Harness) -> None:
+    """An unclosed IPv6 bracket, a host NFKC turns into another: urlsplit's ValueError was a
+    500. Spaces and control characters made an endpoint no request can reach; NUL, from the
+    console's form, a 500 at the insert."""
+    prop = await api.create_property()
+    for url in (*UNREADABLE_URLS, *UNSENDABLE_URLS):
+        answer = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": url})
+        refused(answer, 400, "VALIDATION")
+        assert answer.data["details"][0]["path"] == "url", answer.body
+    visitor = await owner_of(api, prop)
+    hooks = f"/console/properties/{prop['id']}/webhooks"
+    for url in (*UNREADABLE_URLS, *UNSENDABLE_URLS, "https://hooks.example.com/in\x00"):
+        html(await visitor.submit(hooks, hooks, {"url": url}), 400)
+    assert (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data == []
