@@ -58,3 +58,16 @@ async def test_webhook_urls_that_cannot_be_read_or_sent_are_validation(api: Harn
     for url in (*UNREADABLE_URLS, *UNSENDABLE_URLS, "https://hooks.example.com/in\x00"):
         html(await visitor.submit(hooks, hooks, {"url": url}), 400)
     assert (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data == []
+
+
+async def test_console_redeliver_of_an_event_id_with_nul_is_not_found(api: Harness) -> None:
+    """The JSON body refuses NUL; the console's form carried it to the query (a 500)."""
+    prop = await api.create_property()
+    hook = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": "https://hooks.example.com/in"})
+    assert hook.status == 201, hook.body
+    visitor = await owner_of(api, prop)
+    page = f"/console/properties/{prop['id']}/webhooks/{hook.data['id']}"
+    for event_id in ("\x00", "evt\x00"):
+        answer = await visitor.submit(page, f"{page}/redeliver", {"eventId": event_id})
+        html(answer, 404)
+        assert "has no event" in answer.text
