@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from connectapi.storage import notifications
+from connectapi.storage.database import RecordRefused
+
 from .console_visitor import Page, Visitor, logged_in, owner_with_password
 from .harness import Answer, Harness
 
@@ -71,3 +76,20 @@ async def test_console_redeliver_of_an_event_id_with_nul_is_not_found(api: Harne
         answer = await visitor.submit(page, f"{page}/redeliver", {"eventId": event_id})
         html(answer, 404)
         assert "has no event" in answer.text
+
+
+@pytest.mark.parametrize(("sqlstate", "status"), [("23505", 500), ("40001", 503)])
+async def test_a_record_refusal_on_a_console_path_is_a_page(api: Harness, monkeypatch: pytest.MonkeyPatch,
+                                                            sqlstate: str, status: int) -> None:
+    """Console paths answer HTML errors; a statement the record refused was answered with the
+    API's JSON envelope there."""
+    prop = await api.create_property()
+    visitor = await owner_of(api, prop)
+
+    async def refusing(*args: Any) -> Any:
+        raise RecordRefused("refused on purpose", sqlstate)
+
+    monkeypatch.setattr(notifications, "for_property", refusing)
+    page = await visitor.get(f"/console/properties/{prop['id']}/notifications")
+    html(page, status)
+    assert "refused on purpose" not in page.text and "statuscode" not in page.text
