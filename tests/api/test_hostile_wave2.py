@@ -93,3 +93,26 @@ async def test_a_record_refusal_on_a_console_path_is_a_page(api: Harness, monkey
     page = await visitor.get(f"/console/properties/{prop['id']}/notifications")
     html(page, status)
     assert "refused on purpose" not in page.text and "statuscode" not in page.text
+
+
+async def test_ids_past_a_bigint_are_not_found_whatever_the_method(api: Harness) -> None:
+    """A path whose rules have several methods (GET, PATCH and DELETE of an owner; GET and
+    POST of a console screen) answered an id past a bigint with 405 and an Allow of the
+    others, as if the method were the fault: it matches no route."""
+    prop = await api.create_property()
+    big = 2**63
+    for method in ("GET", "PATCH", "DELETE"):
+        for owner_id in (big, "9" * 30, "0" * 40 + str(big)):
+            answer = await api.admin(method, f"/owners/{owner_id}", {} if method == "PATCH" else None)
+            refused(answer, 404, "NOT_FOUND")
+            assert "Allow" not in answer.headers
+        refused(await api.admin(method, f"/properties/{big}", {} if method == "PATCH" else None), 404, "NOT_FOUND")
+    # Every id a bigint holds, leading zeros too, still reaches the route.
+    refused(await api.admin("PATCH", f"/owners/{'0' * 40}{big - 1}", {}), 404, "OWNER_NOT_FOUND")
+    visitor = await owner_of(api, prop)
+    settings = f"/console/properties/{prop['id']}/settings"
+    token = (await visitor.get(settings)).csrf()
+    for path in (f"/console/properties/{big}/settings", f"/console/properties/{prop['id']}/keys/{big}",
+                 f"/console/properties/{big}/webhooks"):
+        html(await visitor.post(path, {"csrf": token, "bookingsPerDay": "900"}), 404)
+    assert (await api.admin("GET", f"/properties/{prop['id']}")).data["bookingsPerDay"] is None
