@@ -98,6 +98,10 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     @app.errorhandler(HTTPException)
     async def http_error(err: HTTPException) -> Response:
         status = err.code or 500
+        if status == 416 and is_console_path(request.path):
+            # Quart's answer to a Range of a console file it will not serve (past the end, not
+            # bytes, several ranges, unreadable): the client's doing, said on a page.
+            return await error_page(416, "this part of the file cannot be sent; ask for the whole file")
         code = _HTTP_CODES.get(status)
         if code is None:
             log.warning("unmapped HTTP error %s on %s %s", status, observe.method_label(request.method),

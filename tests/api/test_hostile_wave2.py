@@ -133,3 +133,21 @@ async def test_e_mails_with_control_or_invisible_characters_are_refused(api: Har
     # Letters beyond ASCII are still an e-mail, and the login compares them without case.
     await owner_with_password(api, "\u00c9lodie@h\u00f4tel.example", PASSWORD, [prop["id"]])
     await logged_in(api, "\u00e9lodie@H\u00d4TEL.example", PASSWORD)
+
+
+async def test_a_range_the_console_files_cannot_serve_is_a_416_page(api: Harness) -> None:
+    """Quart refuses a Range past the end, not of bytes, of several ranges or unreadable
+    with a 416 the app did not map: a 500 in the API's JSON envelope."""
+    visitor = Visitor(api)
+    for path in ("/console/static/console.js", "/console/static/console.css"):
+        for asked in ("bytes=999999-", "bytes=5-1", "garbage", "bytes=0-0,2-2", "items=0-1"):
+            ranged: dict[str, Any] = {"headers": {"Range": asked}}
+            response = await visitor.client.open(path, method="GET", **ranged)
+            page = Page(response.status_code, await response.get_data(as_text=True), response.headers)
+            html(page, 416)
+            assert page.headers["Content-Security-Policy"]
+        whole = await visitor.get(path)
+        assert whole.status == 200 and whole.text
+        ranged = {"headers": {"Range": "bytes=0-1"}}
+        part = await visitor.client.open(path, method="GET", **ranged)
+        assert part.status_code == 206 and len(await part.get_data()) == 2
