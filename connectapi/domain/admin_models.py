@@ -20,13 +20,13 @@ from pydantic import (
 from . import addresses, scopes
 from .ids import MAX_ID, bounded_int
 from .money import is_known_currency
-from .text import LINE_PATTERN
+from .text import EMAIL_PATTERN, LINE_PATTERN
 
 MEAL_PLANS = ("RO", "BB", "CP", "HB", "FB", "AI")
 PROPERTY_STATUSES = ("active", "deleted", "demo")
 
 Name = Annotated[str, Field(min_length=1, max_length=120, pattern=LINE_PATTERN)]
-Email = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")]
+Email = Annotated[str, Field(min_length=3, max_length=254, pattern=EMAIL_PATTERN)]
 MajorUnits = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
 
 

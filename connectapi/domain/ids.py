@@ -20,3 +20,14 @@ def bounded_int(text: str, high: int) -> int | None:
         return None
     value = int(significant)
     return value if value <= high else None
+
+
+def at_most_pattern(high: int) -> str:
+    """A regular expression of the ASCII digits `bounded_int` takes for `high`: a path's
+    converter that only refuses a value after its rule matched leaves werkzeug counting the
+    path's other rules, whose methods make a 405 of what matches no route."""
+    digits = str(high)
+    shorter = [f"[0-9]{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
+    # As long as `high`: its first i digits, a smaller one, then any.
+    lower = [f"{digits[:i]}[0-{int(d) - 1}][0-9]{{{len(digits) - i - 1}}}" for i, d in enumerate(digits) if d != "0"]
+    return "0*(?:" + "|".join([*shorter, *lower, digits]) + ")"

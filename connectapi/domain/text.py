@@ -22,6 +22,8 @@ _ALWAYS_REFUSED = ("\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e
 # For pydantic's `pattern` (its regex engine takes these characters as they are).
 LINE_PATTERN = f"^[^\t\n\r{_ALWAYS_REFUSED}]*$"
 TEXT_PATTERN = f"^[^{_ALWAYS_REFUSED}]*$"
+# An address we send to (an owner logs in with it): one @, no spaces, none of the above.
+EMAIL_PATTERN = f"^[^@\\s{_ALWAYS_REFUSED}]+@[^@\\s{_ALWAYS_REFUSED}]+$"
 _NOT_IN_A_HEADER = re.compile(f"[\t\n\r{_ALWAYS_REFUSED}]+")
 
 

@@ -53,7 +53,13 @@ def check_url(url: str, allow_private: bool = False) -> str:
     """The URL as registered, or UnsafeUrl saying why it is refused."""
     if len(url) > MAX_URL_LENGTH:
         raise UnsafeUrl(f"the URL is longer than {MAX_URL_LENGTH} characters")
-    parts = urlsplit(url)
+    # A URL has no spaces or control characters (RFC 3986); NUL could not even be stored.
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise UnsafeUrl("the URL may not contain spaces or control characters")
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed [ of an IPv6 host, a host that NFKC makes another
+        raise UnsafeUrl(f"the URL cannot be read: {exc}") from None
     schemes = ("https", "http") if allow_private else ("https",)
     if parts.scheme not in schemes:
         raise UnsafeUrl("the URL must start with https://")

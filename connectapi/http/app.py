@@ -98,6 +98,10 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     @app.errorhandler(HTTPException)
     async def http_error(err: HTTPException) -> Response:
         status = err.code or 500
+        if status == 416 and is_console_path(request.path):
+            # Quart's answer to a Range of a console file it will not serve (past the end, not
+            # bytes, several ranges, unreadable): the client's doing, said on a page.
+            return await error_page(416, "this part of the file cannot be sent; ask for the whole file")
         code = _HTTP_CODES.get(status)
         if code is None:
             log.warning("unmapped HTTP error %s on %s %s", status, observe.method_label(request.method),
@@ -123,7 +127,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     async def unavailable(err: Exception) -> Response:
         log.error("service unavailable for request %s: %s", g.get("request_id"), err)
         if is_console_path(request.path):
-            return await error_page(503, "The service cannot answer right now; try again in a few seconds.")
+            return await _unavailable_page()
         return _unavailable()
 
     @app.errorhandler(RecordRefused)
@@ -131,24 +135,33 @@ def create_app(ctx: FrontContext) -> QuartTrio:
         if err.transient:
             # A deadlock or serialization failure: rolled back whole, and worth a retry.
             log.warning("record refused request %s for now: %s", g.get("request_id"), err)
-            return _unavailable()
+            return await _unavailable_page() if is_console_path(request.path) else _unavailable()
         log.error("record refused request %s: %s", g.get("request_id"), err, exc_info=err)
-        return _internal()
+        return await _internal_page() if is_console_path(request.path) else _internal()
 
     @app.errorhandler(ActorCrashed)
     async def crashed(err: ActorCrashed) -> Response:
         # The actor's failure, logged with its cause; the supervisor restarts it.
         log.error("an actor crashed on request %s: %s", g.get("request_id"), err, exc_info=err.__cause__ or err)
-        return _internal()
+        return await _internal_page() if is_console_path(request.path) else _internal()
 
     @app.errorhandler(Exception)
     async def unexpected(err: Exception) -> Response:
         log.exception("unhandled error in request %s", g.get("request_id"), exc_info=err)
         if is_console_path(request.path):
-            return await error_page(500, f"Something went wrong on our side (request {g.get('request_id')}).")
+            return await _internal_page()
         return _internal()
 
     return app
+
+
+# A console path answers its errors as pages, whatever raised them (the envelope is the API's).
+async def _unavailable_page() -> Response:
+    return await error_page(503, "The service cannot answer right now; try again in a few seconds.")
+
+
+async def _internal_page() -> Response:
+    return await error_page(500, f"Something went wrong on our side (request {g.get('request_id')}).")
 
 
 async def _drain_body() -> bool:

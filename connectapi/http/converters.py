@@ -6,15 +6,17 @@ from typing import Any
 
 from werkzeug.routing import BaseConverter, ValidationError
 
-from ..domain.ids import MAX_ID, bounded_int
+from ..domain.ids import MAX_ID, at_most_pattern, bounded_int
 
 
 class IdConverter(BaseConverter):
     """`<int:...>` in our routes: ASCII digits worth 0 to MAX_ID. Anything else (werkzeug's own
     int takes any length, and Unicode digits) matches no route: 404 NOT_FOUND. Zero still
-    reaches the route, as with werkzeug's int, and gets the route's own not-found code."""
+    reaches the route, as with werkzeug's int, and gets the route's own not-found code.
+    The regex itself holds the bound: a value past it then matches no rule, where a refusal
+    in to_python left a path's rules of other methods making it a 405."""
 
-    regex = r"[0-9]+"
+    regex = at_most_pattern(MAX_ID)
     weight = 50  # werkzeug's NumberConverter's, so rules sort as they did
 
     def to_python(self, value: str) -> int:

@@ -75,7 +75,9 @@ def _range(prop_timezone: str) -> tuple[date, date, str | None]:
         return *default, None
     try:
         first = date.fromisoformat(sent_from) if sent_from else default[0]
-        last = date.fromisoformat(sent_to) if sent_to else first + timedelta(days=DEFAULT_NIGHTS - 1)
+        # Two weeks from the first, or up to the calendar's last day (9999-12-31 has no next).
+        last = (date.fromisoformat(sent_to) if sent_to
+                else first + timedelta(days=min(DEFAULT_NIGHTS - 1, (date.max - first).days)))
     except ValueError:
         return *default, "Dates are written YYYY-MM-DD."
     if last < first:

@@ -213,7 +213,8 @@ async def refusal_page(refusal: ConsoleRefusal) -> Response:
 
 async def error_page(status: int, message: str) -> Response:
     """The app's own errors (404 of an unknown console path, 405, 500) on a console path."""
-    titles = {404: "Not found", 405: "Not allowed", 429: "Too many requests", 503: "Unavailable"}
+    titles = {404: "Not found", 405: "Not allowed", 416: "Range not satisfiable", 429: "Too many requests",
+              503: "Unavailable"}
     return await refusal_page(ConsoleRefusal(status, titles.get(status, "Something went wrong"), message))
 
 
