@@ -16,7 +16,7 @@ from ..engine import ActorCrashed, ActorUnavailable, AskTimeout
 from ..storage.database import RecordRefused, StorageUnavailable
 from . import (admin, admin_actors, admin_bookings, admin_channel, admin_owners, admin_webhooks, console, envelope,
                gates, health, observe, public)
-from .console.session import error_page, is_console_path
+from .console.session import ConsoleRefusal, error_page, is_console_path, refusal_page
 from .context import FrontContext
 from .converters import IdConverter
 from .routes import ari as ari_routes
@@ -157,7 +157,8 @@ def create_app(ctx: FrontContext) -> QuartTrio:
 
 # A console path answers its errors as pages, whatever raised them (the envelope is the API's).
 async def _unavailable_page() -> Response:
-    return await error_page(503, "The service cannot answer right now; try again in a few seconds.")
+    return await refusal_page(ConsoleRefusal(503, "Unavailable", "The service cannot answer right now; try again in a "
+                                             "few seconds.", retry_after=UNAVAILABLE_RETRY_SECONDS))
 
 
 async def _internal_page() -> Response:

@@ -93,6 +93,8 @@ async def test_a_record_refusal_on_a_console_path_is_a_page(api: Harness, monkey
     page = await visitor.get(f"/console/properties/{prop['id']}/notifications")
     html(page, status)
     assert "refused on purpose" not in page.text and "statuscode" not in page.text
+    # A refusal for now says when to come back, as the API's 503 does.
+    assert page.headers.get("Retry-After") == ("5" if status == 503 else None)
 
 
 async def test_ids_past_a_bigint_are_not_found_whatever_the_method(api: Harness) -> None:
