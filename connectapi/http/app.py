@@ -122,31 +122,27 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     @app.errorhandler(StorageUnavailable)
     async def unavailable(err: Exception) -> Response:
         log.error("service unavailable for request %s: %s", g.get("request_id"), err)
-        if is_console_path(request.path):
-            return await error_page(503, "The service cannot answer right now; try again in a few seconds.")
-        return _unavailable()
+        return await _unavailable_here()
 
     @app.errorhandler(RecordRefused)
     async def record_refused(err: RecordRefused) -> Response:
         if err.transient:
             # A deadlock or serialization failure: rolled back whole, and worth a retry.
             log.warning("record refused request %s for now: %s", g.get("request_id"), err)
-            return _unavailable()
+            return await _unavailable_here()
         log.error("record refused request %s: %s", g.get("request_id"), err, exc_info=err)
-        return _internal()
+        return await _internal_here()
 
     @app.errorhandler(ActorCrashed)
     async def crashed(err: ActorCrashed) -> Response:
         # The actor's failure, logged with its cause; the supervisor restarts it.
         log.error("an actor crashed on request %s: %s", g.get("request_id"), err, exc_info=err.__cause__ or err)
-        return _internal()
+        return await _internal_here()
 
     @app.errorhandler(Exception)
     async def unexpected(err: Exception) -> Response:
         log.exception("unhandled error in request %s", g.get("request_id"), exc_info=err)
-        if is_console_path(request.path):
-            return await error_page(500, f"Something went wrong on our side (request {g.get('request_id')}).")
-        return _internal()
+        return await _internal_here()
 
     return app
 
@@ -173,6 +169,22 @@ def _unavailable() -> Response:
         "SERVICE_UNAVAILABLE", "the service cannot answer right now; retry later",
         retry_after_seconds=UNAVAILABLE_RETRY_SECONDS,
     ))
+
+
+async def _unavailable_here() -> Response:
+    """The 503 of the path asked: a console page is HTML, told when to come back as the
+    API's clients are (a browser ignores it; a monitor or a proxy does not)."""
+    if not is_console_path(request.path):
+        return _unavailable()
+    response = await error_page(503, "The service cannot answer right now; try again in a few seconds.")
+    response.headers["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
+    return response
+
+
+async def _internal_here() -> Response:
+    if is_console_path(request.path):
+        return await error_page(500, f"Something went wrong on our side (request {g.get('request_id')}).")
+    return _internal()
 
 
 def _internal() -> Response:

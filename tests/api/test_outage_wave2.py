@@ -1,0 +1,96 @@
+"""The owners' console against a record that is away or stuck: pages and forms answer an
+HTML 503 with Retry-After (never the API's envelope, never a 500), and with the record
+back everything works.
+
+The record is made stuck for real: another session holds a lock, and the statements of
+the request wait on it. Then either the record gives up on its own (the budget function's
+5 s `lock_timeout`, in real time) or the waiting session is ended, as a restarting or
+dying server ends every session."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+import trio
+import trio_asyncio
+
+from .console_visitor import Page, Visitor, logged_in, owner_with_password
+from .harness import Harness
+
+EMAIL, PASSWORD = "ines@example.com", "a long enough password"
+
+
+@asynccontextmanager
+async def held(dsn: str, lock: str) -> AsyncIterator[None]:
+    """Another session holding `lock` (a LOCK TABLE statement) until the block ends."""
+    conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(dsn)
+    try:
+        await trio_asyncio.aio_as_trio(conn.execute)("BEGIN")
+        await trio_asyncio.aio_as_trio(conn.execute)(lock)
+        yield
+    finally:
+        await trio_asyncio.aio_as_trio(conn.close)()
+
+
+async def end_sessions_waiting_on(api: Harness, text: str) -> int:
+    """End the record's sessions whose statement (holding `text`) waits on a lock: what a
+    server going away does to them."""
+    for _ in range(2000):
+        ended: int = await api.ctx.db.fetchval(
+            """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1
+                 AND pid <> pg_backend_pid()""", f"%{text}%")
+        if ended:
+            return ended
+        await trio.sleep(0)  # the mock clock stands still: a turn for the request, no time
+    raise AssertionError(f"no statement waited on the lock ({text})")
+
+
+def html_unavailable(page: Page) -> None:
+    assert page.status == 503, (page.status, page.text[:300])
+    assert page.headers["Content-Type"].startswith("text/html"), page.headers["Content-Type"]
+    assert "<html" in page.text and '"statuscode"' not in page.text
+    assert page.headers["Retry-After"] == "5"
+    assert page.headers["Content-Security-Policy"]  # the console's own headers, as on any page of it
+
+
+async def test_console_pages_answer_html_while_the_record_refuses_for_now(api: Harness) -> None:
+    """The budget counts wait at most 5 s for a row lock (then the record refuses, for
+    now): a console page or form answered the API's JSON envelope then."""
+    prop = await api.create_property()
+    await owner_with_password(api, EMAIL, PASSWORD, [prop["id"]])
+    visitor = await logged_in(api, EMAIL, PASSWORD)
+    form = await visitor.get(f"/console/properties/{prop['id']}/keys")
+    assert form.status == 200
+    stranger = Visitor(api, "198.51.100.30")
+    login_form = await stranger.get("/console/login")
+    async with held(api.ctx.db.dsn, "LOCK TABLE budget_windows IN ACCESS EXCLUSIVE MODE"):
+        html_unavailable(await visitor.get("/console/properties"))
+        html_unavailable(await visitor.post(f"/console/properties/{prop['id']}/keys",
+                                            {"csrf": form.csrf(), "label": "made while stuck"}))
+        html_unavailable(await stranger.post("/console/login", {"csrf": login_form.csrf(), "email": EMAIL,
+                                                                 "password": PASSWORD}))
+    assert (await visitor.get("/console/properties")).status == 200
+    keys = await visitor.get(f"/console/properties/{prop['id']}/keys")
+    assert "made while stuck" not in keys.text
+    await logged_in(api, EMAIL, PASSWORD, "198.51.100.30")
+
+
+async def test_a_console_page_whose_record_goes_away_answers_html_503(api: Harness) -> None:
+    prop = await api.create_property()
+    await owner_with_password(api, EMAIL, PASSWORD, [prop["id"]])
+    visitor = await logged_in(api, EMAIL, PASSWORD)
+    async with held(api.ctx.db.dsn, "LOCK TABLE owner_sessions IN ACCESS EXCLUSIVE MODE"):
+        async with trio.open_nursery() as nursery:
+            answers: list[Page] = []
+
+            async def page() -> None:
+                answers.append(await visitor.get("/console/properties"))
+
+            nursery.start_soon(page)
+            await end_sessions_waiting_on(api, "owner_sessions")
+        html_unavailable(answers[0])
+    assert (await visitor.get("/console/properties")).status == 200
+
