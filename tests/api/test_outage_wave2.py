@@ -1,6 +1,7 @@
 """The owners' console against a record that is away or stuck: pages and forms answer an
-HTML 503 with Retry-After (never the API's envelope, never a 500), and with the record
-back everything works.
+HTML 503 with Retry-After (never the API's envelope, never a 500), a login the record
+could not judge is not counted toward the e-mail's lockout, and with the record back
+everything works.
 
 The record is made stuck for real: another session holds a lock, and the statements of
 the request wait on it. Then either the record gives up on its own (the budget function's
@@ -15,6 +16,8 @@ from contextlib import asynccontextmanager
 import asyncpg
 import trio
 import trio_asyncio
+
+from connectapi.domain.owners import LOCKOUT_FAILURES
 
 from .console_visitor import Page, Visitor, logged_in, owner_with_password
 from .harness import Harness
@@ -94,3 +97,28 @@ async def test_a_console_page_whose_record_goes_away_answers_html_503(api: Harne
         html_unavailable(answers[0])
     assert (await visitor.get("/console/properties")).status == 200
 
+
+async def test_logins_the_record_could_not_judge_do_not_lock_the_owner_out(api: Harness) -> None:
+    """Each login is counted on the e-mail before its password is checked. With the owners'
+    table stuck, a login was counted, then its read of the password failed (503): ten
+    retries of the right password locked the owner out for 15 minutes once the record
+    was back."""
+    prop = await api.create_property()
+    await owner_with_password(api, EMAIL, PASSWORD, [prop["id"]])
+    visitor = Visitor(api)
+    form = await visitor.get("/console/login")
+    async with held(api.ctx.db.dsn, "LOCK TABLE owners IN ACCESS EXCLUSIVE MODE"):
+        for _ in range(LOCKOUT_FAILURES):
+            answers: list[Page] = []
+
+            async def log_in() -> None:
+                answers.append(await visitor.post("/console/login", {"csrf": form.csrf(), "email": EMAIL,
+                                                                     "password": PASSWORD}))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(log_in)
+                await end_sessions_waiting_on(api, "owners")
+            html_unavailable(answers[0])
+    failures = await api.ctx.db.fetchval("SELECT count(*) FROM owner_login_failures")
+    assert failures == 0
+    await logged_in(api, EMAIL, PASSWORD)
