@@ -1,7 +1,9 @@
 """The owners' console against a record that is away or stuck: pages and forms answer an
 HTML 503 with Retry-After (never the API's envelope, never a 500), a login the record
 could not judge is not counted toward the e-mail's lockout, and with the record back
-everything works.
+everything works. The admin owners API and PATCH /bookings/{id} answer the 503 envelope,
+and a change the record failed leaves nothing half-written and no crash counted against
+the property's writer.
 
 The record is made stuck for real: another session holds a lock, and the statements of
 the request wait on it. Then either the record gives up on its own (the budget function's
@@ -12,15 +14,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
-import asyncpg
 import trio
-import trio_asyncio
 
 from connectapi.domain.owners import LOCKOUT_FAILURES
 
 from .console_visitor import Page, Visitor, logged_in, owner_with_password
-from .harness import Harness
+from .harness import API, Answer, Harness, held_elsewhere
+from .test_bookings import EVERY_SCOPE, book, stay
 
 EMAIL, PASSWORD = "ines@example.com", "a long enough password"
 
@@ -28,13 +30,8 @@ EMAIL, PASSWORD = "ines@example.com", "a long enough password"
 @asynccontextmanager
 async def held(dsn: str, lock: str) -> AsyncIterator[None]:
     """Another session holding `lock` (a LOCK TABLE statement) until the block ends."""
-    conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(dsn)
-    try:
-        await trio_asyncio.aio_as_trio(conn.execute)("BEGIN")
-        await trio_asyncio.aio_as_trio(conn.execute)(lock)
+    async with held_elsewhere(dsn, (lock, ())):
         yield
-    finally:
-        await trio_asyncio.aio_as_trio(conn.close)()
 
 
 async def end_sessions_waiting_on(api: Harness, text: str) -> int:
@@ -122,3 +119,58 @@ async def test_logins_the_record_could_not_judge_do_not_lock_the_owner_out(api: 
     failures = await api.ctx.db.fetchval("SELECT count(*) FROM owner_login_failures")
     assert failures == 0
     await logged_in(api, EMAIL, PASSWORD)
+
+
+async def answered_while_the_record_goes_away(api: Harness, waits_on: str, call: Any) -> Answer:
+    answers: list[Answer] = []
+
+    async def ask() -> None:
+        answers.append(await call())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await end_sessions_waiting_on(api, waits_on)
+    return answers[0]
+
+
+def unavailable(answer: Answer) -> None:
+    assert (answer.status, answer.code) == (503, "SERVICE_UNAVAILABLE"), (answer.status, answer.body)
+    assert answer.headers["Retry-After"] == "5"
+
+
+async def test_changes_the_record_fails_leave_nothing_and_the_writer_serves(api: Harness) -> None:
+    """More failed changes than the writer's crash budget (6 a minute): none counts as a
+    crash, so the property's writes are not taken down by an outage."""
+    prop, key = await api.keyed_property(EVERY_SCOPE)
+    made = await book(api, key, stay(prop))
+    assert made.status == 201, made.body
+    booking_id = made.data["bookingId"]
+    async with held(api.ctx.db.dsn, "LOCK TABLE bookings IN ACCESS EXCLUSIVE MODE"):
+        for night in range(8):
+            unavailable(await answered_while_the_record_goes_away(
+                api, "bookings", lambda night=night: api.call(
+                    "PATCH", f"{API}/bookings/{booking_id}", key=key,
+                    body={"checkOut": f"2026-12-{5 + night:02d}", "guest": {"name": "Ana Changed"}})))
+    assert not api.ctx.down()
+    kept = await api.call("GET", f"{API}/bookings/{booking_id}", key=key)
+    assert (kept.data["checkOut"], kept.data["guest"]["name"], kept.data["revision"]) == (
+        "2026-12-04", "Ana Silva", 1)
+    changed = await api.call("PATCH", f"{API}/bookings/{booking_id}", key=key, body={"checkOut": "2026-12-05"})
+    assert (changed.status, changed.data["checkOut"], changed.data["revision"]) == (200, "2026-12-05", 2)
+
+
+async def test_the_admin_owners_api_answers_503_while_the_record_goes_away(api: Harness) -> None:
+    prop = await api.create_property()
+    made = await api.admin("POST", "/owners", {"email": EMAIL, "name": "Ines", "propertyIds": [prop["id"]]})
+    assert made.status == 201, made.body
+    owner = made.data["ownerId"]
+    async with held(api.ctx.db.dsn, "LOCK TABLE owners IN ACCESS EXCLUSIVE MODE"):
+        for method, path, body in (("GET", "/owners", None), ("GET", f"/owners/{owner}", None),
+                                   ("POST", "/owners", {"email": "other@example.com", "name": "O",
+                                                        "propertyIds": [prop["id"]]}),
+                                   ("PATCH", f"/owners/{owner}", {"name": "Renamed", "propertyIds": []}),
+                                   ("POST", f"/owners/{owner}/reset", None), ("DELETE", f"/owners/{owner}", None)):
+            unavailable(await answered_while_the_record_goes_away(
+                api, "owners", lambda method=method, path=path, body=body: api.admin(method, path, body)))
+    listed = await api.admin("GET", "/owners")
+    assert [(o["email"], o["name"], o["propertyIds"]) for o in listed.data] == [(EMAIL, "Ines", [prop["id"]])]
