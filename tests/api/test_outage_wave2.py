@@ -3,7 +3,7 @@ HTML 503 with Retry-After (never the API's envelope, never a 500), a login the r
 could not judge is not counted toward the e-mail's lockout, and with the record back
 everything works. The admin owners API and PATCH /bookings/{id} answer the 503 envelope,
 and a change the record failed leaves nothing half-written and no crash counted against
-the property's writer.
+the property's writer; the retention janitor waits the record out.
 
 The record is made stuck for real: another session holds a lock, and the statements of
 the request wait on it. Then either the record gives up on its own (the budget function's
@@ -18,7 +18,9 @@ from typing import Any
 
 import trio
 
+from connectapi.actors.janitors import RetentionJanitor
 from connectapi.domain.owners import LOCKOUT_FAILURES
+from connectapi.domain.retention import Retention
 
 from .console_visitor import Page, Visitor, logged_in, owner_with_password
 from .harness import API, Answer, Harness, held_elsewhere
@@ -174,3 +176,25 @@ async def test_the_admin_owners_api_answers_503_while_the_record_goes_away(api: 
                 api, "owners", lambda method=method, path=path, body=body: api.admin(method, path, body)))
     listed = await api.admin("GET", "/owners")
     assert [(o["email"], o["name"], o["propertyIds"]) for o in listed.data] == [(EMAIL, "Ines", [prop["id"]])]
+
+
+async def test_the_retention_janitor_waits_out_a_record_that_goes_away(api: Harness) -> None:
+    """A round the record fails is no crash: the janitor tries again within seconds, and
+    prunes once the record is back."""
+    prop = await api.create_property()
+    db = api.ctx.db
+    await db.execute(
+        """INSERT INTO write_batches (id, property_id, resource, created_at, requested_cells, accepted_cells,
+                                      noop_cells)
+           SELECT gen_random_uuid(), $1, 'availability', $2, 1, 0, 1 FROM generate_series(1, 3)""",
+        prop["id"], api.ctx.clock.now())
+    api.advance(31 * 24 * 3600)
+    janitor = RetentionJanitor(db, api.ctx.clock, Retention(), every=3600)
+    async with held(db.dsn, "LOCK TABLE write_batches IN ACCESS EXCLUSIVE MODE"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(janitor.run_round)  # raises, and fails the test, if it is a crash
+            await end_sessions_waiting_on(api, "write_batches")
+        assert 0 < janitor.wake_in() <= RetentionJanitor.outage_wait_max
+    await janitor.run_round()
+    assert await db.fetchval("SELECT count(*) FROM write_batches") == 0
+    assert janitor.wake_in() == 3600
