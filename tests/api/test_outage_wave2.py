@@ -12,9 +12,11 @@ dying server ends every session."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from datetime import timedelta
+from typing import TypeVar
 
 import trio
 
@@ -27,6 +29,7 @@ from .harness import API, Answer, Harness, held_elsewhere
 from .test_bookings import EVERY_SCOPE, book, stay
 
 EMAIL, PASSWORD = "ines@example.com", "a long enough password"
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -36,18 +39,30 @@ async def held(dsn: str, lock: str) -> AsyncIterator[None]:
         yield
 
 
-async def end_sessions_waiting_on(api: Harness, text: str) -> int:
-    """End the record's sessions whose statement (holding `text`) waits on a lock: what a
-    server going away does to them."""
-    for _ in range(2000):
-        ended: int = await api.ctx.db.fetchval(
-            """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1
-                 AND pid <> pg_backend_pid()""", f"%{text}%")
-        if ended:
-            return ended
-        await trio.sleep(0)  # the mock clock stands still: a turn for the request, no time
-    raise AssertionError(f"no statement waited on the lock ({text})")
+async def through_an_outage(api: Harness, waits_on: str, work: Callable[[], Awaitable[T]]) -> T:
+    """`work`'s outcome, its statements waiting on a lock (the statement's text holds
+    `waits_on`) ended by the record as a server going away ends its sessions. Ended until
+    the work is done: another task of the service waiting on the same lock is ended too
+    (tests have no statement timeout: a wait left alone would be for ever)."""
+    done: list[T] = []
+
+    async def run() -> None:
+        done.append(await work())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        for _ in range(5000):
+            if done:
+                break
+            await api.ctx.db.execute(
+                """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                   WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1
+                     AND pid <> pg_backend_pid()""", f"%{waits_on}%")
+            await trio.sleep(0)  # the mock clock stands still: a turn for the work, no time
+        else:
+            nursery.cancel_scope.cancel()
+            raise AssertionError(f"no answer with the record going away under it ({waits_on})")
+    return done[0]
 
 
 def html_unavailable(page: Page) -> None:
@@ -85,15 +100,7 @@ async def test_a_console_page_whose_record_goes_away_answers_html_503(api: Harne
     await owner_with_password(api, EMAIL, PASSWORD, [prop["id"]])
     visitor = await logged_in(api, EMAIL, PASSWORD)
     async with held(api.ctx.db.dsn, "LOCK TABLE owner_sessions IN ACCESS EXCLUSIVE MODE"):
-        async with trio.open_nursery() as nursery:
-            answers: list[Page] = []
-
-            async def page() -> None:
-                answers.append(await visitor.get("/console/properties"))
-
-            nursery.start_soon(page)
-            await end_sessions_waiting_on(api, "owner_sessions")
-        html_unavailable(answers[0])
+        html_unavailable(await through_an_outage(api, "owner_sessions", lambda: visitor.get("/console/properties")))
     assert (await visitor.get("/console/properties")).status == 200
 
 
@@ -108,31 +115,11 @@ async def test_logins_the_record_could_not_judge_do_not_lock_the_owner_out(api: 
     form = await visitor.get("/console/login")
     async with held(api.ctx.db.dsn, "LOCK TABLE owners IN ACCESS EXCLUSIVE MODE"):
         for _ in range(LOCKOUT_FAILURES):
-            answers: list[Page] = []
-
-            async def log_in() -> None:
-                answers.append(await visitor.post("/console/login", {"csrf": form.csrf(), "email": EMAIL,
-                                                                     "password": PASSWORD}))
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(log_in)
-                await end_sessions_waiting_on(api, "owners")
-            html_unavailable(answers[0])
+            html_unavailable(await through_an_outage(api, "owners", lambda: visitor.post(
+                "/console/login", {"csrf": form.csrf(), "email": EMAIL, "password": PASSWORD})))
     failures = await api.ctx.db.fetchval("SELECT count(*) FROM owner_login_failures")
     assert failures == 0
     await logged_in(api, EMAIL, PASSWORD)
-
-
-async def answered_while_the_record_goes_away(api: Harness, waits_on: str, call: Any) -> Answer:
-    answers: list[Answer] = []
-
-    async def ask() -> None:
-        answers.append(await call())
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
-        await end_sessions_waiting_on(api, waits_on)
-    return answers[0]
 
 
 def unavailable(answer: Answer) -> None:
@@ -149,10 +136,9 @@ async def test_changes_the_record_fails_leave_nothing_and_the_writer_serves(api:
     booking_id = made.data["bookingId"]
     async with held(api.ctx.db.dsn, "LOCK TABLE bookings IN ACCESS EXCLUSIVE MODE"):
         for night in range(8):
-            unavailable(await answered_while_the_record_goes_away(
-                api, "bookings", lambda night=night: api.call(
-                    "PATCH", f"{API}/bookings/{booking_id}", key=key,
-                    body={"checkOut": f"2026-12-{5 + night:02d}", "guest": {"name": "Ana Changed"}})))
+            unavailable(await through_an_outage(api, "bookings", functools.partial(
+                api.call, "PATCH", f"{API}/bookings/{booking_id}", key=key,
+                body={"checkOut": f"2026-12-{5 + night:02d}", "guest": {"name": "Ana Changed"}})))
     assert not api.ctx.down()
     kept = await api.call("GET", f"{API}/bookings/{booking_id}", key=key)
     assert (kept.data["checkOut"], kept.data["guest"]["name"], kept.data["revision"]) == (
@@ -172,8 +158,7 @@ async def test_the_admin_owners_api_answers_503_while_the_record_goes_away(api: 
                                                         "propertyIds": [prop["id"]]}),
                                    ("PATCH", f"/owners/{owner}", {"name": "Renamed", "propertyIds": []}),
                                    ("POST", f"/owners/{owner}/reset", None), ("DELETE", f"/owners/{owner}", None)):
-            unavailable(await answered_while_the_record_goes_away(
-                api, "owners", lambda method=method, path=path, body=body: api.admin(method, path, body)))
+            unavailable(await through_an_outage(api, "owners", functools.partial(api.admin, method, path, body)))
     listed = await api.admin("GET", "/owners")
     assert [(o["email"], o["name"], o["propertyIds"]) for o in listed.data] == [(EMAIL, "Ines", [prop["id"]])]
 
@@ -187,13 +172,12 @@ async def test_the_retention_janitor_waits_out_a_record_that_goes_away(api: Harn
         """INSERT INTO write_batches (id, property_id, resource, created_at, requested_cells, accepted_cells,
                                       noop_cells)
            SELECT gen_random_uuid(), $1, 'availability', $2, 1, 0, 1 FROM generate_series(1, 3)""",
-        prop["id"], api.ctx.clock.now())
-    api.advance(31 * 24 * 3600)
+        prop["id"], api.ctx.clock.now() - timedelta(days=31))
+    # Made 31 days ago, not by moving the clock on: that would wake the service's own
+    # janitor too, whose statement could be the one ended here while this one waits on.
     janitor = RetentionJanitor(db, api.ctx.clock, Retention(), every=3600)
     async with held(db.dsn, "LOCK TABLE write_batches IN ACCESS EXCLUSIVE MODE"):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(janitor.run_round)  # raises, and fails the test, if it is a crash
-            await end_sessions_waiting_on(api, "write_batches")
+        await through_an_outage(api, "write_batches", janitor.run_round)  # raises if it is a crash
         assert 0 < janitor.wake_in() <= RetentionJanitor.outage_wait_max
     await janitor.run_round()
     assert await db.fetchval("SELECT count(*) FROM write_batches") == 0
