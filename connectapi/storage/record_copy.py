@@ -70,6 +70,8 @@ def _said(completed: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def _connect_wait() -> float:
+    """The operator's PGCONNECT_TIMEOUT (whole seconds, as libpq reads it), else ours: for
+    asyncpg, 0 is not "for ever" as it is for libpq."""
     value = os.environ.get("PGCONNECT_TIMEOUT", "")
     return float(value) if value.isdigit() and int(value) > 0 else CONNECT_WAIT
 
