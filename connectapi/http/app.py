@@ -16,7 +16,7 @@ from ..engine import ActorCrashed, ActorUnavailable, AskTimeout
 from ..storage.database import RecordRefused, StorageUnavailable
 from . import (admin, admin_actors, admin_bookings, admin_channel, admin_owners, admin_webhooks, console, envelope,
                gates, health, observe, public)
-from .console.session import ConsoleRefusal, error_page, is_console_path, refusal_page
+from .console.session import error_page, is_console_path
 from .context import FrontContext
 from .converters import IdConverter
 from .routes import ari as ari_routes
@@ -126,43 +126,29 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     @app.errorhandler(StorageUnavailable)
     async def unavailable(err: Exception) -> Response:
         log.error("service unavailable for request %s: %s", g.get("request_id"), err)
-        if is_console_path(request.path):
-            return await _unavailable_page()
-        return _unavailable()
+        return await _unavailable_here()
 
     @app.errorhandler(RecordRefused)
     async def record_refused(err: RecordRefused) -> Response:
         if err.transient:
             # A deadlock or serialization failure: rolled back whole, and worth a retry.
             log.warning("record refused request %s for now: %s", g.get("request_id"), err)
-            return await _unavailable_page() if is_console_path(request.path) else _unavailable()
+            return await _unavailable_here()
         log.error("record refused request %s: %s", g.get("request_id"), err, exc_info=err)
-        return await _internal_page() if is_console_path(request.path) else _internal()
+        return await _internal_here()
 
     @app.errorhandler(ActorCrashed)
     async def crashed(err: ActorCrashed) -> Response:
         # The actor's failure, logged with its cause; the supervisor restarts it.
         log.error("an actor crashed on request %s: %s", g.get("request_id"), err, exc_info=err.__cause__ or err)
-        return await _internal_page() if is_console_path(request.path) else _internal()
+        return await _internal_here()
 
     @app.errorhandler(Exception)
     async def unexpected(err: Exception) -> Response:
         log.exception("unhandled error in request %s", g.get("request_id"), exc_info=err)
-        if is_console_path(request.path):
-            return await _internal_page()
-        return _internal()
+        return await _internal_here()
 
     return app
-
-
-# A console path answers its errors as pages, whatever raised them (the envelope is the API's).
-async def _unavailable_page() -> Response:
-    return await refusal_page(ConsoleRefusal(503, "Unavailable", "The service cannot answer right now; try again in a "
-                                             "few seconds.", retry_after=UNAVAILABLE_RETRY_SECONDS))
-
-
-async def _internal_page() -> Response:
-    return await error_page(500, f"Something went wrong on our side (request {g.get('request_id')}).")
 
 
 async def _drain_body() -> bool:
@@ -187,6 +173,22 @@ def _unavailable() -> Response:
         "SERVICE_UNAVAILABLE", "the service cannot answer right now; retry later",
         retry_after_seconds=UNAVAILABLE_RETRY_SECONDS,
     ))
+
+
+async def _unavailable_here() -> Response:
+    """The 503 of the path asked: a console page is HTML, told when to come back as the
+    API's clients are (a browser ignores it; a monitor or a proxy does not)."""
+    if not is_console_path(request.path):
+        return _unavailable()
+    response = await error_page(503, "The service cannot answer right now; try again in a few seconds.")
+    response.headers["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
+    return response
+
+
+async def _internal_here() -> Response:
+    if is_console_path(request.path):
+        return await error_page(500, f"Something went wrong on our side (request {g.get('request_id')}).")
+    return _internal()
 
 
 def _internal() -> Response:

@@ -26,6 +26,10 @@ BACKUP_MODE = 0o600  # the record holds key digests, webhook secrets, guests' de
 LOCK_WAIT = "60s"
 # The table every record has: an archive without it is not a copy of ours.
 MARK_TABLE = "schema_migrations"
+# Seconds a connect to the record may take, unless the operator set PGCONNECT_TIMEOUT:
+# libpq waits for ever on a server that accepts and never answers (a stopped postmaster),
+# asyncpg a minute; an operator at a prompt should hear within seconds that it is stuck.
+CONNECT_WAIT = 10
 
 
 class CopyError(Exception):
@@ -49,6 +53,7 @@ def _run(tool: str, args: list[str], dsn: str | None = None, **kwargs: object) -
     if dsn is not None:
         target, extra = libpq_target(dsn)
         env.update(extra)
+        env.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_WAIT))
         args = [*args, "--dbname", target]
     try:
         completed: subprocess.CompletedProcess[bytes] = subprocess.run(
@@ -59,7 +64,21 @@ def _run(tool: str, args: list[str], dsn: str | None = None, **kwargs: object) -
 
 
 def _said(completed: subprocess.CompletedProcess[bytes]) -> str:
-    return completed.stderr.decode("utf-8", "replace").strip()
+    """The tool's complaint on one line (libpq adds its hints on lines of their own)."""
+    lines = completed.stderr.decode("utf-8", "replace").splitlines()
+    return " ".join(line.strip() for line in lines if line.strip())
+
+
+def _connect_wait() -> float:
+    """The operator's PGCONNECT_TIMEOUT (whole seconds, as libpq reads it), else ours: for
+    asyncpg, 0 is not "for ever" as it is for libpq."""
+    value = os.environ.get("PGCONNECT_TIMEOUT", "")
+    return float(value) if value.isdigit() and int(value) > 0 else CONNECT_WAIT
+
+
+async def _connect(dsn: str) -> asyncpg.Connection:
+    """asyncpg's connection, given up on as libpq's tools give up (it reads no PGCONNECT_TIMEOUT)."""
+    return await asyncpg.connect(dsn, timeout=_connect_wait())
 
 
 def dump(dsn: str, path: Path) -> int:
@@ -131,7 +150,7 @@ async def make_room(dsn: str, maintenance_dsn: str, force: bool) -> None:
 
     async def work() -> None:
         try:
-            conn = await asyncpg.connect(dsn)
+            conn = await _connect(dsn)
         except asyncpg.InvalidCatalogNameError:
             name = _database_name(dsn)
             await _on(maintenance_dsn, f"CREATE DATABASE {_quoted(name)}")
@@ -176,7 +195,7 @@ def _database_name(dsn: str) -> str:
 
 
 async def _on(dsn: str, *statements: str) -> None:
-    conn = await asyncpg.connect(dsn)
+    conn = await _connect(dsn)
     try:
         for statement in statements:
             await conn.execute(statement)
@@ -199,7 +218,7 @@ async def release_held_work(dsn: str) -> None:
     forgotten, so the restored service takes everything up at once, not when they run out."""
 
     async def work() -> None:
-        conn = await asyncpg.connect(dsn)
+        conn = await _connect(dsn)
         try:
             async with conn.transaction():
                 for statement in _RELEASE:
@@ -220,4 +239,6 @@ async def _said_as_copy_error(work: Callable[[], Awaitable[None]], what: str) ->
     try:
         await trio_asyncio.aio_as_trio(work)()
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        raise CopyError(f"{what}: {exc}") from None
+        # a connect given up on says nothing of itself
+        said = str(exc) or f"no answer from the server within {_connect_wait():g} s"
+        raise CopyError(f"{what}: {said}") from None

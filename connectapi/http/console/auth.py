@@ -86,13 +86,15 @@ async def login() -> Response:
     now = ctx.clock.now()
     found = None
     if _plain(email):
+        # Read before the attempt is counted: a read the record fails (a 503) has judged
+        # nothing, and must not count toward the e-mail's lockout.
+        found = await owners.password_hash_of(ctx.db, email)
         until = await owners.count_attempt(ctx.db, email, now, now - LOCKOUT_WINDOW - LOCKOUT_WAIT,
                                            lambda failures: locked_until(failures, now))
         if until is not None:
             wait = max(1, int((until - now).total_seconds()))
             raise ConsoleRefusal(429, "Try again later", f"Too many failed logins for this e-mail: wait "
                                  f"{(wait + 59) // 60} minute(s) before trying again.", wait)
-        found = await owners.password_hash_of(ctx.db, email)
     good = False
     if found is None or found[1] is None or found[2]:
         await _verifies(await _dummy_hash(), password)  # the same work, whatever the reason
@@ -101,12 +103,14 @@ async def login() -> Response:
     if not good or found is None or found[1] is None:
         return await page("login.html", 401, next=target, email=email, error="Wrong e-mail or password.")
     owner_id, password_hash = found[0], found[1]
+    # The right password: its failures go before anything else may fail, so that a record
+    # failing from here on (a 503, and a retry) leaves this attempt counted as none.
+    await owners.forget_failures(ctx.db, email_key(email))
     # A new session id at every login: one planted before it (session fixation) is worth nothing.
     session_id, csrf = new_secret(), new_secret()
     if not await owners.open_session(ctx.db, owner_id, password_hash, session_id, csrf, now):
         # The password changed, or the owner was disabled, while this one was checked.
         return await page("login.html", 401, next=target, email=email, error="Wrong e-mail or password.")
-    await owners.forget_failures(ctx.db, email_key(email))
     if HASHER.check_needs_rehash(password_hash):
         await owners.replace_hash(ctx.db, owner_id, password_hash, await _hash(password))
     earlier = g.get("session_id")
