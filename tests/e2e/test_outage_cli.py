@@ -98,12 +98,19 @@ def said_in_a_line(command: str, stderr: str) -> str:
     return stderr
 
 
-@pytest.mark.parametrize("state", ["stopped", "stuck"])
-def test_backup_and_restore_of_a_record_that_is_away_end_in_a_line(
-        own_server: tuple[str, int], backup_file: Path, tmp_path: Path, state: str) -> None:
+def away(own_server: tuple[str, int], state: str) -> tuple[str, int]:
+    """The record's URL and postmaster: "stopped" is a port no server listens on (with the
+    password, to show it is never printed); "stuck" is the server, to be frozen."""
     url, postmaster = own_server
     if state == "stopped":
         url = f"postgresql://postgres:{PASSWORD}@127.0.0.1:{free_port()}/connectapi"
+    return url, postmaster
+
+
+@pytest.mark.parametrize("state", ["stopped", "stuck"])
+def test_backup_and_restore_of_a_record_that_is_away_end_in_a_line(
+        own_server: tuple[str, int], backup_file: Path, tmp_path: Path, state: str) -> None:
+    url, postmaster = away(own_server, state)
     env = {"DATABASE_URL": url, "CONNECTAPI_DATA_DIR": str(tmp_path / "var"), **SHORT_CONNECT}
     with frozen(postmaster) if state == "stuck" else _nothing():
         code, out, err, took = timed("backup", str(tmp_path / "copy.dump"), env=env)
@@ -129,9 +136,7 @@ def test_backup_and_restore_of_a_record_that_is_away_end_in_a_line(
 @pytest.mark.parametrize("state", ["stopped", "stuck"])
 def test_status_of_a_record_that_is_away_is_a_problem_said_promptly(
         own_server: tuple[str, int], tmp_path: Path, state: str, as_json: bool) -> None:
-    url, postmaster = own_server
-    if state == "stopped":
-        url = f"postgresql://postgres:{PASSWORD}@127.0.0.1:{free_port()}/connectapi"
+    url, postmaster = away(own_server, state)
     env = {"DATABASE_URL": url, "CONNECTAPI_DATA_DIR": str(tmp_path / "var"),
            "CONNECTAPI_URL": f"http://127.0.0.1:{free_port()}"}
     with frozen(postmaster) if state == "stuck" else _nothing():
