@@ -36,7 +36,7 @@ from ..domain.ota_bookings import MalformedRevision
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
                       RoundsActor)
 from ..storage import ota, round_leases
-from ..storage.database import Database, RecordRefused, StorageError, StorageUnavailable
+from ..storage.database import RECORD_AWAY, Database, RecordRefused, StorageError
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
 from .messages.property_writer import ApplyOtaRevision, RefuseOtaRevision, RevisionSettled, WriterMessage
 
@@ -71,7 +71,7 @@ class BookingIntake(RoundsActor):
     name = "booking-intake"
     # The record away, or the channel-manager actor restarting: the revisions wait where
     # they are (the feed, the record) for the next round.
-    waits_out = (StorageUnavailable, ActorError)
+    waits_out = (*RECORD_AWAY, ActorError)
 
     def __init__(self, db: Database, clock: Clock, channel: Mailbox[ChannelMessage],
                  writers: Registry[int, WriterMessage], settled: Settled, sweep_seconds: float = 60.0,

@@ -10,7 +10,7 @@ from ..domain.retention import Retention
 from ..engine import Clock, NextRound, RoundsActor
 from ..domain.owners import LOCKOUT_WAIT, LOCKOUT_WINDOW, SESSION_IDLE
 from ..storage import budgets, idempotency, owners, retention
-from ..storage.database import Database, StorageUnavailable
+from ..storage.database import RECORD_AWAY, Database
 from ..storage.key_directory import KeyDirectory
 
 log = logging.getLogger("connectapi")
@@ -22,7 +22,7 @@ class IdempotencyJanitor(RoundsActor):
     at start and then every `every`."""
 
     name = "idempotency-janitor"
-    waits_out = (StorageUnavailable,)
+    waits_out = RECORD_AWAY
 
     def __init__(self, db: Database, clock: Clock, every: float) -> None:
         self._db = db
@@ -45,7 +45,7 @@ class RetentionJanitor(RoundsActor):
     is worked off over several rounds, one after the other, never in one long hold."""
 
     name = "retention-janitor"
-    waits_out = (StorageUnavailable,)
+    waits_out = RECORD_AWAY
     BATCH = 500
     MOST_BATCHES = 100  # per table and round
 
@@ -86,7 +86,7 @@ class BudgetJanitor(RoundsActor):
     windows of active subjects are trimmed by the requests that charge them."""
 
     name = "budget-janitor"
-    waits_out = (StorageUnavailable,)
+    waits_out = RECORD_AWAY
     BATCH = 500
     MOST_BATCHES = 200  # a round's bound; what is left waits for the next round
 

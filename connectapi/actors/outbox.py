@@ -20,7 +20,7 @@ from ..domain.mail_settings import SmtpSettings
 from ..domain.text import one_line
 from ..engine import Clock, NextRound, RoundsActor
 from ..storage import notifications
-from ..storage.database import Database, StorageUnavailable
+from ..storage.database import RECORD_AWAY, Database
 from ..storage.records import Notification
 
 log = logging.getLogger("connectapi.outbox")
@@ -80,7 +80,7 @@ class OutboxSender(RoundsActor):
     `sweep_seconds`."""
 
     name = "outbox"
-    waits_out = (StorageUnavailable,)
+    waits_out = RECORD_AWAY
 
     def __init__(self, db: Database, clock: Clock, transport: Transport, sweep_seconds: float = 30.0) -> None:
         self._db = db

@@ -30,7 +30,7 @@ import trio
 
 from ..engine import Clock, NextRound, RoundsActor
 from ..storage import push_leases
-from ..storage.database import Database, StorageUnavailable
+from ..storage.database import RECORD_AWAY, Database
 
 log = logging.getLogger("connectapi.channel")
 # The lease runs this long from its last renewal: the most a dead holder keeps a property.
@@ -182,7 +182,7 @@ class PushLeaseKeeper(RoundsActor):
     """Renews this process's push leases every RENEW_EVERY seconds."""
 
     name = "push-lease-keeper"
-    waits_out = (StorageUnavailable,)
+    waits_out = RECORD_AWAY
 
     def __init__(self, leases: PushLeases, every: float = RENEW_EVERY) -> None:
         self._leases = leases

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from ..engine import NextRound, Registry, RoundsActor, Wake
-from ..storage.database import Database, StorageUnavailable
+from ..storage.database import RECORD_AWAY, Database
 from ..storage.properties import properties_with_dirty_cells
 
 log = logging.getLogger("connectapi.channel")
@@ -34,7 +34,7 @@ class PushSweeper(RoundsActor):
     """Dirty marks live in the record: after a restart, or a missed wake, this finds them."""
 
     name = "push-sweep"
-    waits_out = (StorageUnavailable,)
+    waits_out = RECORD_AWAY
 
     def __init__(self, db: Database, scheduler: PushScheduler, every: float) -> None:
         self._db = db

@@ -24,7 +24,7 @@ from ..domain.channel_values import rate_text, restriction_fields
 from ..domain.coalesce import RangeValue, coalesce
 from ..engine import Actor, ActorError, Clock, Mailbox, Wake
 from ..storage import properties, pushes
-from ..storage.database import Database, StorageUnavailable
+from ..storage.database import RECORD_AWAY, Database
 from ..storage.pushes import DirtyCell
 from .channel_manager import CALL_ASK_TIMEOUT
 from .messages.channel_manager import ChannelMessage, Kind, Push, PushOutcome
@@ -107,7 +107,7 @@ class _Pusher(Actor[Wake]):
                 if done is None:  # nothing dirty left
                     await self._leases.leave(self.property_id, self.kind)
                     return
-            except StorageUnavailable as exc:
+            except RECORD_AWAY as exc:
                 # The cells stay dirty in the record; push them once it answers again.
                 if not self._outage:
                     log.warning("%s of property %d waits for the record: %s", self.kind, self.property_id, exc)

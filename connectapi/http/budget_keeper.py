@@ -171,7 +171,7 @@ def _copy(exc: StorageError) -> StorageError:
     """One error per asker (an exception raised in several tasks would share a traceback)."""
     copy: StorageError
     if isinstance(exc, RecordRefused):
-        copy = RecordRefused(str(exc), exc.sqlstate)
+        copy = type(exc)(str(exc), exc.sqlstate)
     else:
         copy = StorageUnavailable(str(exc))
     copy.__cause__ = exc

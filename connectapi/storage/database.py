@@ -53,8 +53,27 @@ class RecordRefused(StorageError):
 
     @property
     def transient(self) -> bool:
-        state = self.sqlstate or ""
-        return state.startswith("40") or state in ("55P03", "57014")
+        return _transient(self.sqlstate)
+
+
+class RecordBusy(RecordRefused):
+    """A refusal for now (`transient`): the same work, tried again, may well succeed."""
+
+
+def _transient(sqlstate: str | None) -> bool:
+    state = sqlstate or ""
+    return state.startswith("40") or state in ("55P03", "57014")
+
+
+def _refused(message: str, sqlstate: str | None) -> RecordRefused:
+    return (RecordBusy if _transient(sqlstate) else RecordRefused)(message, sqlstate)
+
+
+# What a background round waits out (engine.RoundsActor's `waits_out`) rather than
+# crashing: the record unreachable, or refusing for now (a deadlock; a lock or statement
+# timeout behind a table an operator or a long migration holds). As crashes they counted
+# toward the supervisor's budget, and a table held for a minute left the actor down.
+RECORD_AWAY: tuple[type[StorageError], ...] = (StorageUnavailable, RecordBusy)
 
 
 # SQLSTATEs that mean the server, not the statement: connection exceptions, insufficient
@@ -69,10 +88,10 @@ def translated(exc: BaseException) -> StorageError | None:
         state = getattr(exc, "sqlstate", None) or ""
         if state.startswith(_UNREACHABLE_STATES):
             return StorageUnavailable(f"{type(exc).__name__}: {exc}")
-        return RecordRefused(f"{type(exc).__name__}: {exc}", state or None)
+        return _refused(f"{type(exc).__name__}: {exc}", state or None)
     if isinstance(exc, asyncpg.exceptions._base.DataError):
         # A value the driver cannot send (an InterfaceError too): our bug, not the server away.
-        return RecordRefused(f"{type(exc).__name__}: {exc}", getattr(exc, "sqlstate", None))
+        return _refused(f"{type(exc).__name__}: {exc}", getattr(exc, "sqlstate", None))
     if isinstance(exc, asyncpg.exceptions._base.InternalClientError):
         # The driver lost track of its connection (a protocol error, a connection handed on
         # mid-error): that connection is dropped, and the work may be tried again.

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import TypeVar
 
+import pytest
 import trio
 
 from connectapi.actors.janitors import RetentionJanitor
@@ -39,11 +40,13 @@ async def held(dsn: str, lock: str) -> AsyncIterator[None]:
         yield
 
 
-async def through_an_outage(api: Harness, waits_on: str, work: Callable[[], Awaitable[T]]) -> T:
+async def through_an_outage(api: Harness, waits_on: str, work: Callable[[], Awaitable[T]],
+                            end: str = "pg_terminate_backend") -> T:
     """`work`'s outcome, its statements waiting on a lock (the statement's text holds
-    `waits_on`) ended by the record as a server going away ends its sessions. Ended until
-    the work is done: another task of the service waiting on the same lock is ended too
-    (tests have no statement timeout: a wait left alone would be for ever)."""
+    `waits_on`) ended by the record as a server going away ends its sessions (or, with
+    `end="pg_cancel_backend"`, refused as a lock or statement timeout refuses them). Ended
+    until the work is done: another task of the service waiting on the same lock is ended
+    too (tests have no statement timeout: a wait left alone would be for ever)."""
     done: list[T] = []
 
     async def run() -> None:
@@ -55,7 +58,7 @@ async def through_an_outage(api: Harness, waits_on: str, work: Callable[[], Awai
             if done:
                 break
             await api.ctx.db.execute(
-                """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                f"""SELECT {end}(pid) FROM pg_stat_activity
                    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1
                      AND pid <> pg_backend_pid()""", f"%{waits_on}%")
             await trio.sleep(0)  # the mock clock stands still: a turn for the work, no time
@@ -163,9 +166,11 @@ async def test_the_admin_owners_api_answers_503_while_the_record_goes_away(api: 
     assert [(o["email"], o["name"], o["propertyIds"]) for o in listed.data] == [(EMAIL, "Ines", [prop["id"]])]
 
 
-async def test_the_retention_janitor_waits_out_a_record_that_goes_away(api: Harness) -> None:
-    """A round the record fails is no crash: the janitor tries again within seconds, and
-    prunes once the record is back."""
+@pytest.mark.parametrize("end", ["pg_terminate_backend", "pg_cancel_backend"])
+async def test_the_retention_janitor_waits_out_a_record_that_goes_away(api: Harness, end: str) -> None:
+    """A round the record fails, or refuses for now (its statement cancelled, as a lock or
+    statement timeout cancels it: a crash until now), is no crash: the janitor tries again
+    within seconds, and prunes once the record is back."""
     prop = await api.create_property()
     db = api.ctx.db
     await db.execute(
@@ -177,7 +182,7 @@ async def test_the_retention_janitor_waits_out_a_record_that_goes_away(api: Harn
     # janitor too, whose statement could be the one ended here while this one waits on.
     janitor = RetentionJanitor(db, api.ctx.clock, Retention(), every=3600)
     async with held(db.dsn, "LOCK TABLE write_batches IN ACCESS EXCLUSIVE MODE"):
-        await through_an_outage(api, "write_batches", janitor.run_round)  # raises if it is a crash
+        await through_an_outage(api, "write_batches", janitor.run_round, end)  # raises if it is a crash
         assert 0 < janitor.wake_in() <= RetentionJanitor.outage_wait_max
     await janitor.run_round()
     assert await db.fetchval("SELECT count(*) FROM write_batches") == 0

@@ -34,7 +34,7 @@ async def test_a_query_past_its_command_timeout_is_storage_unavailable(mock_cloc
 
 
 async def test_what_the_record_refuses_is_told_apart_from_it_being_away(fresh_dsn: str) -> None:
-    from connectapi.storage.database import RecordRefused, Tx
+    from connectapi.storage.database import RECORD_AWAY, RecordRefused, Tx
 
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
         await db.execute("CREATE TABLE t (id int PRIMARY KEY)")
@@ -54,6 +54,8 @@ async def test_what_the_record_refuses_is_told_apart_from_it_being_away(fresh_ds
                 assert exc.__cause__ is not None  # the driver's error kept
                 refusals.append(exc)
         assert [(r.sqlstate, r.transient) for r in refusals] == [("23505", False), ("40001", True), ("22000", False)]
+        # A refusal for now is the kind a background round waits out (RECORD_AWAY); the others are bugs.
+        assert [isinstance(r, RECORD_AWAY) for r in refusals] == [False, True, False]
         # each was rolled back whole, and the pool still serves
         assert await db.fetchval("SELECT count(*) FROM t") == 1
 
@@ -75,7 +77,7 @@ async def test_a_connection_that_fails_its_reset_never_replaces_the_works_own_an
     it); that error came out of our `finally` instead of the work's result or error."""
     import asyncpg
 
-    from connectapi.storage.database import RecordRefused, Tx
+    from connectapi.storage.database import RECORD_AWAY, RecordRefused, Tx
 
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
         release = asyncpg.pool.Pool.release
