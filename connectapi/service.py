@@ -39,7 +39,7 @@ from .http.app import create_app
 from .http.budget_keeper import BudgetCounter, BudgetKeeper, RecordCounter
 from .http.context import FrontContext
 from .http.connections import connection_cap
-from .http.serving import hypercorn_config, listening_socket, serve_http
+from .http.serving import bound_socket, hypercorn_config, serve_http
 from .storage.database import Database, StorageError, open_database
 from .storage.embedded import EmbeddedPostgres, dsn_for_database, ensure_database
 from .storage.key_directory import KeyDirectory
@@ -256,7 +256,7 @@ def run_migrate(settings: Settings) -> list[int]:
 
 def run_serve(settings: Settings) -> None:
     token, generated = resolve_admin_token(settings)
-    with listening_socket(f"{settings.host}:{settings.port}") as listener:
+    with bound_socket(f"{settings.host}:{settings.port}") as listener:
         dsn, embedded = start_record(settings)
         try:
             trio.run(_serve, settings, dsn, embedded, token, generated, listener)
@@ -277,10 +277,7 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
             async def serving(binds: list[str]) -> None:
                 announce(binds, settings, token, generated)
 
-            # hypercorn makes a socket object of its own from the number and is its one owner
-            # from here: once it stops serving, the socket closes and new connections are
-            # refused at once, not queued unanswered through the actors' grace.
-            await _run_front(settings, db, token, embedded, f"fd://{listener.detach()}", serving)
+            await _run_front(settings, db, token, embedded, listener, serving)
         log.info("stopped")
 
 
@@ -324,7 +321,8 @@ async def _serve_worker(settings: Settings, dsn: str, token: str, listen_fd: int
         log.info("stopped")
 
 
-async def _run_front(settings: Settings, db: Database, token: str, embedded: EmbeddedPostgres | None, bind: str,
+async def _run_front(settings: Settings, db: Database, token: str, embedded: EmbeddedPostgres | None,
+                     bind: str | socket.socket,
                      serving: Callable[[list[str]], Awaitable[None]], *, idle_drain: float = 0.0,
                      parent: trio.socket.SocketType | None = None) -> None:
     """The actors and hypercorn on `bind`, until SIGINT or SIGTERM (or the parent's end of

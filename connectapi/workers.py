@@ -40,7 +40,7 @@ from .bundle import own_command, own_environment
 from .config import Settings, resolve_admin_token
 from .domain.worker_pool import RestartBackoff, describe_exit
 from .engine import open_supervisor
-from .http.serving import listening_socket, socket_url
+from .http.serving import bound_socket, socket_url
 from .service import EMBEDDED_DATABASE, SERVICE_POLICY, WORKER_READY, announce, start_record
 from .storage.database import open_database
 from .storage.embedded import EmbeddedPostgres, ensure_database
@@ -59,7 +59,7 @@ def run_workers(settings: Settings, count: int) -> int:
     """Serve with `count` worker processes until SIGINT or SIGTERM; the exit status (1 when
     a worker ended before it ever served, at start)."""
     token, generated = resolve_admin_token(settings)
-    with listening_socket(f"{settings.host}:{settings.port}") as listener:
+    with bound_socket(f"{settings.host}:{settings.port}") as listener:
         dsn, embedded = start_record(settings)
         try:
             return trio.run(_supervise, settings, count, dsn, embedded, token, generated, listener)
@@ -105,8 +105,10 @@ async def _supervise(settings: Settings, count: int, dsn: str, embedded: Embedde
                     keeping.start_soon(start_then_keep)
                     await stop.wait()
                     keeping.cancel_scope.cancel()
+                # No worker starts from here: the parent's copy of the socket goes, so that
+                # once the workers have drained theirs, connections are refused, not queued.
+                listener.close()
                 await pool.stop()
-        listener.close()  # refused from now on, not queued while the record stops
         log.info("stopped")
         return 1 if failed else 0
 

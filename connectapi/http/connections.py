@@ -20,12 +20,14 @@ import json
 import logging
 import math
 import resource
+import socket
 from collections import Counter
 from collections.abc import Callable
 
 import h11
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
 from hypercorn.events import Closed, Event, RawData
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import run as hypercorn_run
@@ -66,6 +68,8 @@ class ServingConfig(HypercornConfig):
     # the others. A connection whose answer was begun before the stop (so it does not say
     # `Connection: close`) is kept the same way instead of closed after it.
     idle_drain: float = 0.0
+    # A socket bound before the service started (serving.bound_socket), served as it is.
+    bound: socket.socket | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,6 +79,11 @@ class ServingConfig(HypercornConfig):
         self.is_proxy: Callable[[str], bool] = lambda peer: False
         self.stopping = False
         self._sending: set[trio.CancelScope] = set()
+
+    def create_sockets(self) -> Sockets:
+        if self.bound is not None:
+            return Sockets(secure_sockets=[], insecure_sockets=[self.bound], quic_sockets=[])
+        return super().create_sockets()
 
     @property
     def max_per_client(self) -> int:

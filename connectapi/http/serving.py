@@ -65,11 +65,16 @@ class ShieldedSends:
             sending.deadline = min(sending.deadline, trio.current_time() + STOPPING_SEND_LIMIT)
 
 
-def hypercorn_config(bind: str, *, max_connections: int = MAX_CONNECTIONS,
+def hypercorn_config(bind: str | socket.socket, *, max_connections: int = MAX_CONNECTIONS,
                      request_read_limit: float = REQUEST_READ_LIMIT, send_limit: float = SEND_LIMIT,
                      is_proxy: Callable[[str], bool] | None = None, idle_drain: float = 0.0) -> ServingConfig:
-    """`bind` is `host:port`, or `fd://N` for a socket already listening (a worker's)."""
+    """`bind` is `host:port`, `fd://N` for a socket a worker inherited, or a socket this
+    process bound (`bound_socket`), served as it is: hypercorn closes it once it stops
+    serving, so that from then on new connections are refused."""
     config = ServingConfig()
+    if isinstance(bind, socket.socket):
+        config.bound = bind
+        bind = socket_url(bind)
     config.bind = [bind]
     config.accesslog = None
     config.graceful_timeout = HTTP_GRACE
@@ -82,19 +87,17 @@ def hypercorn_config(bind: str, *, max_connections: int = MAX_CONNECTIONS,
     return config
 
 
-def listening_socket(bind: str) -> socket.socket:
-    """Bind and listen on `host:port` once, as hypercorn itself would (same options, same
-    backlog), served as `fd://N` (by worker processes, or this one's hypercorn).
-
-    Bound before anything else starts: an address in use (another service, or this one
-    started twice) is a one-line refusal, not a traceback after the record has started."""
+def bound_socket(bind: str) -> socket.socket:
+    """`host:port` bound once, as hypercorn itself would bind it (same options), before
+    anything else starts: an address in use (another service, or this one started twice)
+    is a one-line refusal, not a traceback after the record has started. Not listening yet:
+    whoever serves it listens (hypercorn, here or in each worker), so until then a
+    connection is refused, not queued unanswered while the record starts and migrates."""
     config = hypercorn_config(bind)
     try:
-        sock = config.create_sockets().insecure_sockets[0]
+        return config.create_sockets().insecure_sockets[0]
     except OSError as exc:
         raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
-    sock.listen(config.backlog)
-    return sock
 
 
 def socket_url(sock: socket.socket) -> str:
