@@ -36,7 +36,7 @@ from ..domain.ota_bookings import MalformedRevision
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
                       RoundsActor)
 from ..storage import ota, round_leases
-from ..storage.database import RECORD_AWAY, Database, RecordRefused, StorageError
+from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, RecordRefused, StorageError
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
 from .messages.property_writer import ApplyOtaRevision, RefuseOtaRevision, RevisionSettled, WriterMessage
 
@@ -72,6 +72,7 @@ class BookingIntake(RoundsActor):
     # The record away, or the channel-manager actor restarting: the revisions wait where
     # they are (the feed, the record) for the next round.
     waits_out = (*RECORD_AWAY, ActorError)
+    waits_out_briefly = RECORD_BUSY
 
     def __init__(self, db: Database, clock: Clock, channel: Mailbox[ChannelMessage],
                  writers: Registry[int, WriterMessage], settled: Settled, sweep_seconds: float = 60.0,

@@ -10,7 +10,7 @@ from ..domain.retention import Retention
 from ..engine import Clock, NextRound, RoundsActor
 from ..domain.owners import LOCKOUT_WAIT, LOCKOUT_WINDOW, SESSION_IDLE
 from ..storage import budgets, idempotency, owners, retention
-from ..storage.database import RECORD_AWAY, Database
+from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from ..storage.key_directory import KeyDirectory
 
 log = logging.getLogger("connectapi")
@@ -23,6 +23,7 @@ class IdempotencyJanitor(RoundsActor):
 
     name = "idempotency-janitor"
     waits_out = RECORD_AWAY
+    waits_out_briefly = RECORD_BUSY
 
     def __init__(self, db: Database, clock: Clock, every: float) -> None:
         self._db = db
@@ -46,6 +47,7 @@ class RetentionJanitor(RoundsActor):
 
     name = "retention-janitor"
     waits_out = RECORD_AWAY
+    waits_out_briefly = RECORD_BUSY
     BATCH = 500
     MOST_BATCHES = 100  # per table and round
 
@@ -87,6 +89,7 @@ class BudgetJanitor(RoundsActor):
 
     name = "budget-janitor"
     waits_out = RECORD_AWAY
+    waits_out_briefly = RECORD_BUSY
     BATCH = 500
     MOST_BATCHES = 200  # a round's bound; what is left waits for the next round
 

@@ -20,7 +20,7 @@ from ..domain.mail_settings import SmtpSettings
 from ..domain.text import one_line
 from ..engine import Clock, NextRound, RoundsActor
 from ..storage import notifications
-from ..storage.database import RECORD_AWAY, Database
+from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from ..storage.records import Notification
 
 log = logging.getLogger("connectapi.outbox")
@@ -81,6 +81,7 @@ class OutboxSender(RoundsActor):
 
     name = "outbox"
     waits_out = RECORD_AWAY
+    waits_out_briefly = RECORD_BUSY
 
     def __init__(self, db: Database, clock: Clock, transport: Transport, sweep_seconds: float = 30.0) -> None:
         self._db = db

@@ -30,7 +30,7 @@ import trio
 
 from ..engine import Clock, NextRound, RoundsActor
 from ..storage import push_leases
-from ..storage.database import RECORD_AWAY, Database
+from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 
 log = logging.getLogger("connectapi.channel")
 # The lease runs this long from its last renewal: the most a dead holder keeps a property.
@@ -183,6 +183,7 @@ class PushLeaseKeeper(RoundsActor):
 
     name = "push-lease-keeper"
     waits_out = RECORD_AWAY
+    waits_out_briefly = RECORD_BUSY
 
     def __init__(self, leases: PushLeases, every: float = RENEW_EVERY) -> None:
         self._leases = leases

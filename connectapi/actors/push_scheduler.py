@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from ..engine import NextRound, Registry, RoundsActor, Wake
-from ..storage.database import RECORD_AWAY, Database
+from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from ..storage.properties import properties_with_dirty_cells
 
 log = logging.getLogger("connectapi.channel")
@@ -35,6 +35,7 @@ class PushSweeper(RoundsActor):
 
     name = "push-sweep"
     waits_out = RECORD_AWAY
+    waits_out_briefly = RECORD_BUSY
 
     def __init__(self, db: Database, scheduler: PushScheduler, every: float) -> None:
         self._db = db

@@ -22,9 +22,9 @@ from typing import Any
 
 from ..domain.channel_values import rate_text, restriction_fields
 from ..domain.coalesce import RangeValue, coalesce
-from ..engine import Actor, ActorError, Clock, Mailbox, Wake
+from ..engine import Actor, ActorError, Clock, Mailbox, RoundsActor, Wake
 from ..storage import properties, pushes
-from ..storage.database import RECORD_AWAY, Database
+from ..storage.database import RECORD_AWAY, Database, RecordBusy
 from ..storage.pushes import DirtyCell
 from .channel_manager import CALL_ASK_TIMEOUT
 from .messages.channel_manager import ChannelMessage, Kind, Push, PushOutcome
@@ -67,6 +67,7 @@ class _Pusher(Actor[Wake]):
     _retry_at: float | None = None  # monotonic; a failed round is tried again then
     _watching = False  # the retry is a look at a lease another process holds
     _outage: float = 0.0
+    _busy_in_a_row: int = 0
 
     async def on_start(self) -> None:
         # A crashed incarnation's part in the lease is no work of this one's.
@@ -108,13 +109,22 @@ class _Pusher(Actor[Wake]):
                     await self._leases.leave(self.property_id, self.kind)
                     return
             except RECORD_AWAY as exc:
-                # The cells stay dirty in the record; push them once it answers again.
-                if not self._outage:
+                # The cells stay dirty in the record; push them once it answers again. A
+                # refusal for now that never clears is a bug: a crash after as many tries as
+                # the background rounds give one.
+                self._busy_in_a_row = self._busy_in_a_row + 1 if isinstance(exc, RecordBusy) else 0
+                if self._busy_in_a_row > RoundsActor.brief_rounds:
+                    raise
+                if self._busy_in_a_row:
+                    log.warning("%s of property %d refused for now (%d in a row): %s", self.kind, self.property_id,
+                                self._busy_in_a_row, exc)
+                elif not self._outage:
                     log.warning("%s of property %d waits for the record: %s", self.kind, self.property_id, exc)
                 self._outage = min(OUTAGE_WAIT_MAX, max(1.0, self._outage * 2))
                 self._retry_at = self._clock.monotonic() + self._outage
                 return
             self._outage = 0.0
+            self._busy_in_a_row = 0
             if done.lost:
                 continue  # taken over: the next take says by whom, and until when
             if done.outcome is not None and not done.outcome.ok:

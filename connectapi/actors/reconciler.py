@@ -18,7 +18,7 @@ from ..domain.ari_write import HORIZON_DAYS
 from ..domain.channel_values import NEUTRAL, rate_text, restriction_fields
 from ..engine import ActorError, Clock, Mailbox, NextRound, RoundsActor
 from ..storage import properties, pushes
-from ..storage.database import RECORD_AWAY, Database
+from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from .channel_manager import CALL_ASK_TIMEOUT
 from .messages.channel_manager import ChannelMessage, ReadGrid
 from .messages.reconciler import Checked, CheckProperty
@@ -32,6 +32,7 @@ class Reconciler(RoundsActor):
     interval = 60.0  # nothing to check: look again after this
     # The record away, or the channel-manager actor restarting: look again soon.
     waits_out = (*RECORD_AWAY, ActorError)
+    waits_out_briefly = RECORD_BUSY
     # A property is compared again at most this often: the account's read budget (ten a
     # minute) is shared by every property, and by the operator's channel-grid reads.
     RECHECK_AFTER = timedelta(minutes=15)

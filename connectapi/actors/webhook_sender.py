@@ -33,7 +33,7 @@ from ..domain.webhook_urls import Address, UnsafeUrl, check_resolved, check_url
 from ..engine import Clock, NextRound, RoundsActor
 from ..metrics import WEBHOOK_FAILURES
 from ..storage import notifications, properties, webhooks
-from ..storage.database import RECORD_AWAY, Database, StorageUnavailable, Tx
+from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, StorageUnavailable, Tx
 
 log = logging.getLogger("connectapi.webhooks")
 # The whole attempt (resolve, connect, send, answer), not each read: a receiver trickling a
@@ -121,6 +121,7 @@ class WebhookSender(RoundsActor):
 
     name = "webhook-sender"
     waits_out = RECORD_AWAY
+    waits_out_briefly = RECORD_BUSY
 
     def __init__(self, db: Database, clock: Clock, client: httpx.AsyncClient, allow_private: bool = False,
                  jitter: Callable[[], float] = random.random, resolver: Resolver = resolve,

@@ -37,17 +37,23 @@ class RoundsActor(Actor[Any]):
 
     A failure of the outside named in `waits_out` (the record unreachable, say) is not a
     crash: the actor logs it once, waits (1 s, doubling up to `outage_wait_max`) and tries
-    again, so it resumes within seconds of the outside coming back. Anything else is a
-    crash, for the supervisor's restart policy. Other messages go to `handle_message`.
+    again, so it resumes within seconds of the outside coming back. Those also named in
+    `waits_out_briefly` (a refusal for now: a deadlock, a lock timeout) are waited out
+    `brief_rounds` rounds in a row at most, each logged: one that never clears is a bug,
+    and a crash lets the supervisor count it and show it. Anything else is a crash, for
+    the supervisor's restart policy. Other messages go to `handle_message`.
     """
 
     interval: float = 60.0
     waits_out: ClassVar[tuple[type[Exception], ...]] = ()
+    waits_out_briefly: ClassVar[tuple[type[Exception], ...]] = ()
+    brief_rounds: ClassVar[int] = 10
     outage_wait_max: float = 5.0
     name = "rounds"
 
     _due_at: float = -math.inf  # the first round runs at start
     _outage_wait: float = 0.0
+    _brief_in_a_row: int = 0
 
     async def round(self) -> NextRound:
         raise NotImplementedError
@@ -73,14 +79,23 @@ class RoundsActor(Actor[Any]):
         except Exception as outage:  # noqa: BLE001 - sorted below: an outside failure, or a crash
             if not _only(outage, self.waits_out):
                 raise
-            if not self._outage_wait:
-                log.warning("%s: waiting for the outside to come back: %s", self.name, outage)
+            if self.waits_out_briefly and _only(outage, self.waits_out_briefly):
+                self._brief_in_a_row += 1
+                if self._brief_in_a_row > self.brief_rounds:
+                    raise
+                log.warning("%s: refused for now (%d in a row), trying again: %s", self.name, self._brief_in_a_row,
+                            outage)
+            else:
+                self._brief_in_a_row = 0
+                if not self._outage_wait:
+                    log.warning("%s: waiting for the outside to come back: %s", self.name, outage)
             self._outage_wait = min(self.outage_wait_max, max(1.0, self._outage_wait * 2))
             self._due_at = trio.current_time() + self._outage_wait
             return
         if self._outage_wait:
             log.info("%s: working again", self.name)
             self._outage_wait = 0.0
+        self._brief_in_a_row = 0
         # A `due_in` already past means at once: work fell due while the round ran. (A round
         # must not answer a past `due_in` for work it cannot take: it would spin.)
         due_in = 0.0 if done.more else min(self.interval, self.interval if done.due_in is None else done.due_in)

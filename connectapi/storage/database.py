@@ -73,7 +73,10 @@ def _refused(message: str, sqlstate: str | None) -> RecordRefused:
 # crashing: the record unreachable, or refusing for now (a deadlock; a lock or statement
 # timeout behind a table an operator or a long migration holds). As crashes they counted
 # toward the supervisor's budget, and a table held for a minute left the actor down.
+# A refusal for now is waited out only briefly (`waits_out_briefly`): one that never
+# clears is a bug in the round (two rounds deadlocking every time, say), and a crash.
 RECORD_AWAY: tuple[type[StorageError], ...] = (StorageUnavailable, RecordBusy)
+RECORD_BUSY: tuple[type[StorageError], ...] = (RecordBusy,)
 
 
 # SQLSTATEs that mean the server, not the statement: connection exceptions, insufficient

@@ -4,7 +4,7 @@ restarted behind the supervisor's back), revival, lanes, timers and actors of ro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import trio
@@ -218,7 +218,7 @@ async def test_timers_fire_between_messages(autojump: object) -> None:
 class Counting(RoundsActor):
     name = "counting"
     interval = 30.0
-    waits_out = (ConnectionError,)
+    waits_out: ClassVar[tuple[type[Exception], ...]] = (ConnectionError,)
 
     def __init__(self, script: list[Any]) -> None:
         self.script = script
@@ -254,6 +254,31 @@ async def test_an_outside_failure_is_waited_out_not_a_crash(autojump: object) ->
         assert sup.crash_count == 0 and sup.down == {}
     # 1 s, then doubling to the 5 s ceiling, then the interval once it answers again
     assert [round(t - start) for t in actor.rounds] == [0, 1, 3, 7, 12]
+
+
+class Briefly(Counting):
+    waits_out = (ConnectionError, TimeoutError)
+    waits_out_briefly = (TimeoutError,)
+
+
+async def test_a_failure_waited_out_briefly_is_a_crash_once_it_never_clears(autojump: object) -> None:
+    """A refusal for now is tried again, each logged, Briefly.brief_rounds rounds in a row; an
+    outage between, or a round that works, starts the count again."""
+    busy = TimeoutError("deadlock")
+    cleared = Briefly([busy] * Briefly.brief_rounds + [NextRound()] + [busy] * (Briefly.brief_rounds - 1) + [ConnectionError("away")]
+                      + [busy] * Briefly.brief_rounds)
+    async with open_supervisor(RestartPolicy(max_crashes=0), shutdown_grace=0) as sup:
+        await sup.spawn("briefly", lambda: cleared, mailbox_size=1)
+        await trio.sleep(200)
+        assert sup.crash_count == 0 and sup.down == {}
+    assert cleared.script == []  # every step was taken, none a crash
+
+    never = Briefly([busy] * (Briefly.brief_rounds + 1))
+    async with open_supervisor(RestartPolicy(max_crashes=0), shutdown_grace=0) as sup:
+        await sup.spawn("briefly", lambda: never, mailbox_size=1, degraded="nothing is counted")
+        await trio.sleep(200)
+        assert sup.down["briefly"].reason == "TimeoutError: deadlock"
+    assert len(never.rounds) == Briefly.brief_rounds + 1
 
 
 async def test_a_round_that_raises_anything_else_is_a_crash_then_down(autojump: object) -> None:
