@@ -25,12 +25,17 @@ def test_the_pools_reconnect_tries_are_one_line_each(monkeypatch: pytest.MonkeyP
         except ConnectionRefusedError:
             pool.warning("Failed to restore the pool connection floor; retrying", exc_info=True)
             logging.getLogger("connectapi.other").warning("ours keeps its traceback", exc_info=True)
+        try:
+            raise KeyError("a bug in a connection's set-up")
+        except KeyError:
+            pool.warning("Failed to restore the pool connection floor; retrying", exc_info=True)
     finally:
         pool.removeFilter(logs.reason_only)
         root.handlers[:], root.level = kept_handlers, kept_level
     lines = [json.loads(line) for line in err.getvalue().splitlines()]
-    assert len(lines) == 2, lines
+    assert len(lines) == 3, lines
     assert lines[0]["message"] == ("Failed to restore the pool connection floor; retrying: ConnectionRefusedError: "
                                    "[Errno 111] Connect call failed ('127.0.0.1', 5432)")
     assert "exc_info" not in lines[0]
     assert "Traceback" in lines[1]["exc_info"]
+    assert "KeyError" in lines[2]["exc_info"]  # not a connection that failed: kept whole
