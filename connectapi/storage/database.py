@@ -238,6 +238,21 @@ def _json_loads(text: str) -> Any:
     return json.loads(text)
 
 
+def connect_failures_in_a_line(record: logging.LogRecord) -> bool:
+    """asyncpg's pool logs each try to reconnect its floor with a whole traceback (every 1
+    to 60 s while the record is away: pages of them in an outage); for a connection that
+    failed its reason on the line is enough, the service's own log saying the record is
+    away and when it is back. Anything else (a bug in a connection's set-up) keeps its
+    traceback."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError)):
+        record.msg = f"{record.getMessage()}: {type(exc).__name__}: {str(exc) or repr(exc)}"
+        record.args = ()
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
 @asynccontextmanager
 async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
                         command_timeout: float | None = COMMAND_TIMEOUT) -> AsyncIterator[Database]:
@@ -253,6 +268,7 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     that held some 50 MiB (the soak bench: RSS rose for five minutes, then levelled).
     The pool never grows past `max_size` anyway.
     """
+    logging.getLogger("asyncpg.pool").addFilter(connect_failures_in_a_line)  # once: a filter is added once
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
         reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,

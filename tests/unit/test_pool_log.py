@@ -1,4 +1,4 @@
-"""The service's log lines: asyncpg's pool retries said in a line, not a traceback each."""
+"""asyncpg's pool, once a pool is open, says its tries to reconnect in a line, not a traceback each."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import sys
 import pytest
 
 from connectapi import logs
+from connectapi.storage.database import connect_failures_in_a_line, open_database
 
 
-def test_the_pools_reconnect_tries_are_one_line_each(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_pools_reconnect_tries_are_one_line_each(monkeypatch: pytest.MonkeyPatch, fresh_dsn: str) -> None:
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
     root = logging.getLogger()
@@ -20,6 +21,8 @@ def test_the_pools_reconnect_tries_are_one_line_each(monkeypatch: pytest.MonkeyP
     pool = logging.getLogger("asyncpg.pool")
     try:
         logs.configure(json_lines=True)
+        async with open_database(fresh_dsn, min_size=1, max_size=1):
+            pass  # opening a pool puts the filter on asyncpg's pool logger
         try:
             raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
         except ConnectionRefusedError:
@@ -30,7 +33,7 @@ def test_the_pools_reconnect_tries_are_one_line_each(monkeypatch: pytest.MonkeyP
         except KeyError:
             pool.warning("Failed to restore the pool connection floor; retrying", exc_info=True)
     finally:
-        pool.removeFilter(logs.reason_only)
+        pool.removeFilter(connect_failures_in_a_line)
         root.handlers[:], root.level = kept_handlers, kept_level
     lines = [json.loads(line) for line in err.getvalue().splitlines()]
     assert len(lines) == 3, lines
