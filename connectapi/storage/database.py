@@ -268,7 +268,8 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     that held some 50 MiB (the soak bench: RSS rose for five minutes, then levelled).
     The pool never grows past `max_size` anyway.
     """
-    logging.getLogger("asyncpg.pool").addFilter(connect_failures_in_a_line)  # once: a filter is added once
+    # addFilter keeps one of each: every pool opened adds it, the logger holds it once.
+    logging.getLogger("asyncpg.pool").addFilter(connect_failures_in_a_line)
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
         reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,

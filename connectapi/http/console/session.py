@@ -211,11 +211,12 @@ async def refusal_page(refusal: ConsoleRefusal) -> Response:
     return after_page(response)
 
 
-async def error_page(status: int, message: str) -> Response:
+async def error_page(status: int, message: str, retry_after: int | None = None) -> Response:
     """The app's own errors (404 of an unknown console path, 405, 500) on a console path."""
     titles = {404: "Not found", 405: "Not allowed", 416: "Range not satisfiable", 429: "Too many requests",
               503: "Unavailable"}
-    return await refusal_page(ConsoleRefusal(status, titles.get(status, "Something went wrong"), message))
+    return await refusal_page(ConsoleRefusal(status, titles.get(status, "Something went wrong"), message,
+                                             retry_after))
 
 
 def utc_minute(moment: datetime) -> str:
