@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
+import re
 from typing import Any
 
 from .bookings import money, normalise_phone, stay_nights_of, to_minor
@@ -29,7 +30,7 @@ class MalformedRevision(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RevisionRoom:
-    cm_room_type_id: str
+    cm_room_type_id: str | None  # None: the channel manager has the room unmapped
     cm_rate_plan_id: str | None
     adults: int
     children: int
@@ -54,19 +55,65 @@ class Revision:
     revised_at: datetime
 
 
+# PCI (docs/decisions.md, "Channex as documented"): of a revision's `guarantee` only
+# `is_virtual` is kept; any other key naming a card, anywhere in the revision, is dropped.
+_CARD_KEY = re.compile(r"card|cvv|cvc", re.IGNORECASE)
+
+
+def without_card(raw: dict[str, Any]) -> dict[str, Any]:
+    """The revision with no card data left in it: what may be stored, logged or told."""
+    cleaned = _drop_card_keys(raw)
+    assert isinstance(cleaned, dict)
+    if "guarantee" in raw:
+        guarantee = raw["guarantee"]
+        virtual = guarantee.get("is_virtual") if isinstance(guarantee, dict) else None
+        # That a guarantee came, and whether the OTA's own virtual card pays, is all the desk
+        # needs from it; a guarantee that is not an object is dropped whole.
+        cleaned["guarantee"] = None if guarantee is None else (
+            {"is_virtual": virtual} if isinstance(virtual, bool) else {})
+    return cleaned
+
+
+def _drop_card_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_card_keys(v) for k, v in value.items() if not (isinstance(k, str) and _CARD_KEY.search(k))}
+    if isinstance(value, list):
+        return [_drop_card_keys(v) for v in value]
+    return value
+
+
 def revision_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(id, system_id, cm property id, cm booking id): what storing a revision needs."""
+    """(id, system_id, cm property id, cm booking id): what storing a revision needs.
+
+    A feed item (a booking revision) has its own `id` and names its booking in `booking_id`.
+    The documented message examples are bookings: their `id` is the booking's (`booking_id`,
+    when there, the same) and `revision_id` the revision's, with no `system_id`: the
+    revision's id then stands for it (a repeat under the same id is a no-op all the same)."""
     try:
-        return str(raw["id"]), str(raw["system_id"]), str(raw["property_id"]), str(raw["booking_id"])
+        if raw.get("revision_id") is not None and raw.get("booking_id") in (None, raw.get("id")):
+            ident, booking = _text(raw, "revision_id"), _text(raw, "id")
+        else:
+            ident, booking = _text(raw, "id"), _text(raw, "booking_id")
+        system_id = ident if raw.get("system_id") is None else _text(raw, "system_id")
+        return ident, system_id, _text(raw, "property_id"), booking
     except KeyError as exc:
         raise MalformedRevision(f"no {exc.args[0]}") from None
 
 
+def _text(raw: dict[str, Any], name: str) -> str:
+    value = raw.get(name)
+    if value is None or isinstance(value, (dict, list)) or str(value) == "":
+        raise KeyError(name)
+    return str(value)
+
+
 def revised_at(raw: dict[str, Any]) -> datetime:
+    """The channel manager's `inserted_at`: documented without a zone, and in UTC."""
     try:
-        return datetime.fromisoformat(str(raw["inserted_at"]))
+        at = datetime.fromisoformat(str(raw["inserted_at"]))
     except (KeyError, ValueError):
         raise MalformedRevision("no readable inserted_at") from None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def parse_revision(raw: dict[str, Any]) -> Revision:
@@ -75,13 +122,7 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         status = str(raw["status"])
         if status not in STATUSES:
             raise MalformedRevision(f"unknown status {status[:20]!r}")
-        rooms = tuple(RevisionRoom(
-            str(room["room_type_id"]),
-            None if room.get("rate_plan_id") is None else str(room["rate_plan_id"]),
-            int(room.get("occupancy", {}).get("adults", 1)),
-            int(room.get("occupancy", {}).get("children", 0)),
-            Decimal(str(room.get("amount", "0"))),
-        ) for room in raw["rooms"])
+        rooms = tuple(_room(room) for room in raw["rooms"])
         customer = raw.get("customer") or {}
         arrival, departure = date.fromisoformat(raw["arrival_date"]), date.fromisoformat(raw["departure_date"])
         if departure <= arrival:
@@ -101,6 +142,18 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, InvalidOperation) as exc:
         raise MalformedRevision(f"unreadable revision: {type(exc).__name__} {exc}"[:200]) from None
+
+
+def _room(room: dict[str, Any]) -> RevisionRoom:
+    # Both ids are always there, either may be null (unmapped at the channel manager); a
+    # room without `room_type_id` at all is not one we can read.
+    occupancy = room.get("occupancy") or {}
+    return RevisionRoom(
+        None if room["room_type_id"] is None else str(room["room_type_id"]),
+        None if room.get("rate_plan_id") is None else str(room["rate_plan_id"]),
+        int(occupancy.get("adults", 1)), int(occupancy.get("children") or 0),
+        Decimal(str(room.get("amount", "0"))),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +207,9 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
     """The revision in the property's ids; or what it names that cannot be mapped."""
     unmapped = []
     for room in revision.rooms:
-        if room.cm_room_type_id not in mapping.room_types:
+        if room.cm_room_type_id is None:
+            unmapped.append("a room the channel manager has not mapped to a room type")
+        elif room.cm_room_type_id not in mapping.room_types:
             unmapped.append(f"room type {room.cm_room_type_id}")
         if room.cm_rate_plan_id is not None and room.cm_rate_plan_id not in mapping.rate_plans:
             unmapped.append(f"rate plan {room.cm_rate_plan_id}")
@@ -171,6 +226,7 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
     for room in revision.rooms:
         plan = mapping.rate_plans[room.cm_rate_plan_id] if room.cm_rate_plan_id is not None else None
         amount = _minor(room.amount, exponent)
+        assert room.cm_room_type_id is not None  # an unmapped room was answered above
         rooms.append(OtaRoom(mapping.room_types[room.cm_room_type_id], plan,
                              mapping.meal_plans.get(plan, "RO") if plan is not None else "RO",
                              max(1, room.adults), max(0, room.children), amount, amount // nights))
@@ -179,9 +235,17 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
     return OtaBooking(
         cancelled=revision.status == "cancelled", check_in=revision.arrival, check_out=revision.departure,
         rooms=tuple(rooms), guest_name=name[:200], guest_email=customer["mail"],
-        guest_phone=normalise_phone(customer["phone"]) if customer["phone"] else None,
+        guest_phone=_phone(customer["phone"]),
         guest_country=customer["country"], total_minor=total, currency=revision.currency, exponent=exponent,
         channel=revision.ota_name[:40], reservation_code=revision.reservation_code[:60])
+
+
+def _phone(phone: str | None) -> str | None:
+    """The guest's phone, or None when it holds no digit (an OTA's placeholder, such as the
+    documented "Custom Phone"): guests are told apart by phone, and "" would make one guest
+    of every OTA guest without a number."""
+    found = normalise_phone(phone) if phone else ""
+    return found if any(c.isdigit() for c in found) else None
 
 
 def _minor(amount: Decimal, exponent: int) -> int:
