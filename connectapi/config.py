@@ -62,6 +62,10 @@ class Settings:
     # push lease (it runs out in 20 s), are found this often: a property is taken over
     # within 30 s of its pusher's death.
     push_sweep_seconds: float = 15.0
+    # A pusher gathers a property's changes this long at most after the first before it
+    # calls (Channex's certification counts calls: PUT /rates then PUT /restrictions at
+    # once is one call). CONNECTAPI_CM_GATHER_MS; 0 sends at once.
+    cm_gather_seconds: float = 1.0
     # Read the channel manager's grid back and repair differences (within its read budget).
     reconcile: bool = True
     # The owner's e-mails: sent over SMTP when set, otherwise logged and marked sent.
@@ -104,6 +108,7 @@ class Settings:
             webhook_allow_private=env.get("CONNECTAPI_WEBHOOK_ALLOW_PRIVATE", "").lower() in ("1", "true", "yes"),
             cm_notify_secret=env.get("CONNECTAPI_CM_NOTIFY_SECRET") or None,
             max_connections=_positive_int(env, "CONNECTAPI_MAX_CONNECTIONS", 1000),
+            cm_gather_seconds=_gather_seconds(env.get("CONNECTAPI_CM_GATHER_MS")),
             public_url=_public_url(env.get("CONNECTAPI_PUBLIC_URL")),
             retention=_retention(env),
         )
@@ -128,6 +133,15 @@ def _public_url(text: str | None) -> str | None:
             or parts.username or parts.password or not text.isprintable():
         raise ConfigError("CONNECTAPI_PUBLIC_URL must be an http(s) address such as https://api.hotel.example")
     return text.rstrip("/")
+
+
+def _gather_seconds(text: str | None) -> float:
+    if not text:
+        return 1.0
+    if not (text.isascii() and text.isdigit() and int(text) <= 10_000):
+        raise ConfigError(f"CONNECTAPI_CM_GATHER_MS must be a whole number of milliseconds up to 10000, "
+                          f"not {text[:20]!r}")
+    return int(text) / 1000
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:

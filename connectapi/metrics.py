@@ -18,6 +18,11 @@ RATE_LIMITED = Counter("connectapi_rate_limited", "429 answers, by the budget th
                        registry=REGISTRY)
 CM_CALLS = Counter("connectapi_channel_manager_calls", "Calls to the channel manager, by kind and outcome",
                    ["kind", "outcome"], registry=REGISTRY)
+CM_PAST_DROPPED = Counter("connectapi_channel_manager_past_cells_dropped",
+                          "Dirty cells of nights that became past before they were sent (never sent)",
+                          registry=REGISTRY)
+CM_REFUSED_CELLS = Counter("connectapi_channel_manager_refused_cells",
+                           "Cells of values the channel manager refused in a 200 (meta.warnings)", registry=REGISTRY)
 DIRTY_CELLS = Gauge("connectapi_dirty_cells", "Cells written but not yet accepted by the channel manager",
                     ["resource"], registry=REGISTRY)
 WEBHOOK_BACKLOG = Gauge("connectapi_webhook_backlog", "Webhook deliveries not yet delivered (paused included)",

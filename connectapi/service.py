@@ -135,10 +135,12 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                         "the property's writes and bookings answer 503; its OTA revisions wait")
                     # One queued wake is as good as many: a mailbox of one.
                     drains: Registry[int, Wake] = registry(
-                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock, leases),
+                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock, leases,
+                                                               settings.cm_gather_seconds),
                         "the property's availability stays dirty in the record, not pushed", 1)
                     projectors: Registry[int, Wake] = registry(
-                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock, leases),
+                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock, leases,
+                                                             settings.cm_gather_seconds),
                         "the property's rates and restrictions stay dirty in the record, not pushed", 1)
                     scheduler = PushScheduler(drains, projectors, settings.push_paused)
                     async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as services:

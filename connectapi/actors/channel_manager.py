@@ -7,9 +7,10 @@ budgets at the channel manager, so that in steady state it never has to answer 4
 push the budget does not allow yet is answered "deferred until T" at once, and the pusher
 asks again then (with the cells dirty meanwhile, so it sends the newest). Reads share the
 account-wide read budget in a lane of their own, deferred alike; catalog calls and the
-booking feed have a lane each. A 429 pauses the property for its Retry-After (a minute
-when absent); a 5xx, a timeout or an answer we cannot read backs it off exponentially
-with jitter.
+booking feed have a lane each. Channex asks partners to pause a property's updates for a
+minute after any error, then back off: a 429 pauses the property for its Retry-After (a
+minute when absent); any other failure (a 5xx, a timeout, an answer we cannot read, a
+4xx) pauses it a minute, doubling with each failure in a row up to BACKOFF_MAX.
 
 The budgets are counted in the record (storage.budgets, subjects `cm-reads`,
 `cm-availability:<property>`, `cm-restrictions:<property>`), one statement per call, so
@@ -79,9 +80,9 @@ class _PropertyState:
 class ChannelManagerActor(Actor[ChannelMessage]):
     # The record away: the asker hears it (and waits for the record), the actor goes on.
     replied_errors = (StorageUnavailable,)
-    THROTTLE_PAUSE = 60.0  # when a 429 names no Retry-After (the channel manager's own advice)
-    BACKOFF_BASE = 2.0
-    BACKOFF_MAX = 300.0
+    THROTTLE_PAUSE = 60.0  # when a 429 names no Retry-After (Channex documents none)
+    FAILURE_PAUSE = 60.0  # the first pause after a failure (Channex: "a minute")
+    BACKOFF_MAX = 900.0
 
     def __init__(self, client: ChannelManagerClient, db: Database, clock: Clock,
                  budgets: ChannelBudgets | None = None, jitter: Callable[[], float] = random.random,
@@ -160,9 +161,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             # deadline may be behind us already (the call is then cut short at once).
             with trio.move_on_at(math.inf if message.deadline is None else message.deadline) as lease_ends:
                 if kind == "availability":
-                    warnings = await self._client.push_availability(message.values)
+                    answer = await self._client.push_availability(message.values)
                 else:
-                    warnings = await self._client.push_restrictions(message.values)
+                    answer = await self._client.push_restrictions(message.values)
             if lease_ends.cancelled_caught:
                 # Our lease, not the channel manager: no failure and no backoff. The cells
                 # stay dirty; the sender renews its lease and sends them again (the same
@@ -172,9 +173,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         except ChannelManagerError as exc:
             CM_CALLS.labels(kind, "throttled" if isinstance(exc, Throttled) else "failed").inc()
             return self._failed(state, exc)
-        CM_CALLS.labels(kind, "ok").inc()
+        CM_CALLS.labels(kind, "refused" if answer.refusals else "ok").inc()
         state.failures = 0
-        return PushOutcome(True, tuple(warnings))
+        return PushOutcome(True, answer)
 
     async def _read(self, message: ReadGrid) -> GridRead:
         wait = await self._charge("cm-reads", "", self._budgets.reads_per_minute)
@@ -207,13 +208,18 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         return FeedRead(feed.revisions, feed.complete)
 
     async def _ack(self, revision_id: str) -> Acked:
+        """Only a 2xx acknowledges. A 404 says the revision is gone (acknowledged already, or
+        withdrawn): nothing is left to do. Anything else (401, 403, 5xx, no answer) is asked
+        again by a later round: the channel manager keeps offering the revision meanwhile."""
         try:
             await self._client.ack_booking_revision(revision_id)
         except Rejected as exc:
-            # The channel manager does not know it (a 4xx): there is nothing left to
-            # acknowledge, and asking again every round would hold up the others.
-            return Acked(True, refused=str(exc))
+            if exc.status == 404:
+                return Acked(True, refused=str(exc))
+            log.warning("acknowledging a booking revision was refused: %s", exc)
+            return Acked(False, error=str(exc))
         except ChannelManagerError as exc:
+            log.warning("acknowledging a booking revision failed: %s", exc)
             return Acked(False, error=str(exc))
         return Acked(True)
 
@@ -224,8 +230,10 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             pause = exc.retry_after if exc.retry_after is not None else self.THROTTLE_PAUSE
         else:
             state.failures += 1
-            base = min(self.BACKOFF_MAX, self.BACKOFF_BASE * 2 ** (state.failures - 1))
-            pause = base * (0.5 + self._jitter() / 2)  # jitter in [base/2, base)
+            base = min(self.BACKOFF_MAX, self.FAILURE_PAUSE * 2 ** (state.failures - 1))
+            # Never less than the minute Channex asks for; jitter in [base, 1.25 base) so
+            # that properties failed together do not all come back at one instant.
+            pause = base * (1 + self._jitter() / 4)
             if isinstance(exc, Rejected):
                 pause = self.BACKOFF_MAX  # our fault: retrying soon will not help
         state.paused_until = max(state.paused_until, now + pause)

@@ -1,10 +1,16 @@
 """Per property: the InventoryDrain (availability) and the AriProjector (rates and restrictions).
 
-Each round reads the property's dirty cells, drops those equal to what the channel
-manager already holds, coalesces the rest into one call, sends it through the
-ChannelManagerActor, then marks exactly the versions it read as pushed. A failure leaves
-the cells dirty and the round is tried again when the property's pause ends; with the
-record away, when it is back (tried every few seconds).
+A wake starts a short gathering window (GATHER_QUIET after the last wake, GATHER_MAX
+after the first at most): an integrator's change sent as the contract splits it (PUT
+/rates, then PUT /restrictions at once) is one call, as Channex's certification counts.
+Each round then drops dirty cells of nights that became past (Channex refuses them),
+reads the rest, drops those equal to what the channel manager already holds, coalesces
+the rest into one call, sends it through the ChannelManagerActor, then marks exactly the
+versions it read as pushed, except those the channel manager refused in its 200 (meta.
+warnings): those stay dirty, marked refused with what it said, and are offered again
+with backoff (channel_refusals). A failure leaves the cells dirty and the round is tried
+again when the property's pause ends; with the record away, when it is back (tried every
+few seconds).
 
 One process at a time pushes a property: rounds run under the property's push lease
 (actors.push_leases), which both pushers of this process share. A pusher that finds it
@@ -15,16 +21,22 @@ would run out (the holder died: the pusher takes the property over).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from ..domain import emails
 from ..domain.channel_values import rate_text, restriction_fields
 from ..domain.coalesce import RangeValue, coalesce
+from ..domain.refusals import refused_cells, said
 from ..engine import Actor, ActorError, Clock, Mailbox, RoundsActor, Wake
-from ..storage import properties, pushes
+from ..metrics import CM_PAST_DROPPED, CM_REFUSED_CELLS
+from ..storage import channel_refusals, properties, pushes
 from ..storage.database import RECORD_AWAY, Database, RecordBusy
+from ..storage.properties import ChannelIds
 from ..storage.pushes import DirtyCell
 from .channel_manager import CALL_ASK_TIMEOUT
 from .messages.channel_manager import ChannelMessage, Kind, Push, PushOutcome
@@ -37,6 +49,19 @@ RETRY_CHANNEL_ACTOR = 5.0  # the channel-manager actor restarting: its restart b
 OUTAGE_WAIT_MAX = 5.0  # the record away: look again this often at most
 # A call is asked to be over this long before the lease runs out.
 LEASE_MARGIN = 1.0
+# The gathering window (seconds): a round starts GATHER_QUIET after the last wake, and at
+# most GATHER_MAX after the first (CONNECTAPI_CM_GATHER_MS sets the most; the quiet is a
+# third of it). 0 sends at once.
+GATHER_MAX = 1.0
+# Refused cells are offered again after a minute, doubling with each refusal in a row, up
+# to an hour (a refusal can clear: a rate plan re-enabled on the channel).
+REFUSAL_RETRY_FIRST = timedelta(minutes=1)
+REFUSAL_RETRY_MAX = timedelta(hours=1)
+
+
+def refusal_backoff(tries: int) -> timedelta:
+    wait: timedelta = min(REFUSAL_RETRY_MAX, REFUSAL_RETRY_FIRST * 2 ** min(tries - 1, 16))
+    return wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +70,8 @@ class Round:
     dropped_cells: int
     outcome: PushOutcome | None  # None when nothing needed sending
     lost: bool = False  # the lease went to another process before the call: nothing was sent
+    refused_cells: int = 0  # of those sent, refused by the channel manager (still dirty)
+    held_until: float | None = None  # monotonic: only refused cells are left, offered again then
 
 
 LOST = Round(0, 0, None, lost=True)
@@ -54,20 +81,23 @@ class _Pusher(Actor[Wake]):
     """Wake messages only: told, never asked (a mailbox of one; one queued wake is as good
     as many)."""
 
-    kind = ""
+    kind: Kind = "availability"
 
     def __init__(self, property_id: int, db: Database, cm: Mailbox[ChannelMessage], clock: Clock,
-                 leases: PushLeases) -> None:
+                 leases: PushLeases, gather: float = GATHER_MAX) -> None:
         self.property_id = property_id
         self._db = db
         self._cm = cm
         self._clock = clock
         self._leases = leases
+        self._gather = max(0.0, gather)
 
     _retry_at: float | None = None  # monotonic; a failed round is tried again then
     _watching = False  # the retry is a look at a lease another process holds
+    _gathering_since: float | None = None  # monotonic: the first wake of the window open now
     _outage: float = 0.0
     _busy_in_a_row: int = 0
+    _holding = False  # the pending retry is refused cells' turn, not a failure's
 
     async def on_start(self) -> None:
         # A crashed incarnation's part in the lease is no work of this one's.
@@ -77,7 +107,16 @@ class _Pusher(Actor[Wake]):
         # While a retry is pending its timer runs the next round; once its time has come, a
         # wake may run it (queued wakes are served before a due timer). A wake while another
         # process holds the lease looks at it again: it may have been given back since.
-        if self._retry_at is None or self._watching or self._retry_at <= self._clock.monotonic():
+        # Otherwise a wake opens, or stretches, the gathering window: its timer runs the round.
+        now = self._clock.monotonic()
+        if self._gathering_since is not None:
+            self._retry_at = min(self._gathering_since + self._gather, now + self._gather / 3)
+            return
+        if self._retry_at is None or self._watching or self._holding or self._retry_at <= now:
+            if self._gather > 0 and not self._watching:
+                self._gathering_since = now
+                self._retry_at = now + self._gather / 3
+                return
             self._retry_at = None
             await self._rounds()
 
@@ -86,6 +125,7 @@ class _Pusher(Actor[Wake]):
 
     async def on_timer(self) -> None:
         self._retry_at = None
+        self._gathering_since = None
         await self._rounds()
 
     def may_stop_when_idle(self) -> bool:
@@ -97,6 +137,7 @@ class _Pusher(Actor[Wake]):
         (waiting between messages, so a shutdown never waits on it). With the lease held by
         another process, set the time to look at it again."""
         self._watching = False
+        self._holding = False
         while True:
             try:
                 elsewhere = await self._leases.take(self.property_id, self.kind)
@@ -105,8 +146,11 @@ class _Pusher(Actor[Wake]):
                     self._watching = True
                     return
                 done = await self.push_round()
-                if done is None:  # nothing dirty left
+                if done is None or done.held_until is not None:  # nothing dirty left but refused cells
                     await self._leases.leave(self.property_id, self.kind)
+                    self._holding = done is not None
+                    if done is not None:
+                        self._retry_at = done.held_until
                     return
             except RECORD_AWAY as exc:
                 # The cells stay dirty in the record; push them once it answers again. A
@@ -149,19 +193,14 @@ class _Pusher(Actor[Wake]):
         except ActorError as exc:
             outcome = PushOutcome(False, error=f"the channel-manager actor could not take the call ({exc})",
                                   retry_at=self._clock.monotonic() + RETRY_CHANNEL_ACTOR)
-        if outcome.deferred:
-            return outcome  # pacing: nothing was sent, nothing to record; the round is tried then
+        if outcome.deferred or outcome.ok:
+            # Pacing: nothing was sent, nothing to record; the round is tried then. A 200:
+            # the round records it once it knows which cells were refused.
+            return outcome
         now = self._clock.now()
-        if outcome.ok and outcome.warnings:
-            error = f"the channel manager dropped {len(outcome.warnings)} value(s): {outcome.warnings[0]}"
-            await pushes.record_outcome(self._db, self.property_id, now, "partial", error)
-        elif outcome.ok:
-            await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
-        else:
-            retry_in = 0.0 if outcome.retry_at is None else max(0.0, outcome.retry_at - self._clock.monotonic())
-            await pushes.record_outcome(self._db, self.property_id, now, "failed", outcome.error,
-                                        now + timedelta(seconds=retry_in) if retry_in > 0 else None,
-                                        outcome.failures)
+        retry_in = 0.0 if outcome.retry_at is None else max(0.0, outcome.retry_at - self._clock.monotonic())
+        await pushes.record_outcome(self._db, self.property_id, now, "failed", outcome.error,
+                                    now + timedelta(seconds=retry_in) if retry_in > 0 else None, outcome.failures)
         return outcome
 
     async def _unmapped(self, what: str) -> Round:
@@ -184,74 +223,158 @@ def _by_entity(cells: Sequence[tuple[int, date, Hashable]]) -> dict[int, dict[da
     return grouped
 
 
-class InventoryDrain(_Pusher):
+class _CellPusher(_Pusher):
+    """One round of a pipe: its resources' dirty cells to one call (see the module's doc).
+    A subclass says which resources, how to read them and how to make the call's values."""
+
+    resources: tuple[str, ...] = ()
+    id_field = ""
+
+    async def dirty(self, resource: str, today: date) -> list[DirtyCell]:
+        raise NotImplementedError
+
+    def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
+        raise NotImplementedError
+
+    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    async def push_round(self) -> Round | None:
+        ids = await properties.channel_ids(self._db, self.property_id)
+        today = self._clock.today(ZoneInfo(ids.timezone)) if ids is not None else date.min
+        dropped_past = await pushes.drop_past(self._db, self.property_id, self.kind, today)
+        if dropped_past:
+            CM_PAST_DROPPED.inc(dropped_past)
+            log.info("%s of property %d: %d dirty cell(s) of past nights dropped, never sent", self.kind,
+                     self.property_id, dropped_past)
+        cells = {r: await self.dirty(r, today) for r in self.resources}
+        if not any(cells.values()):
+            return None
+        now = self._clock.now()
+        retry_at = await channel_refusals.retry_at(self._db, self.property_id, self.kind)
+        holding = retry_at is not None and retry_at > now
+        if holding:
+            cells = {r: [c for c in found if not c.refused] for r, found in cells.items()}
+            if not any(cells.values()):
+                assert retry_at is not None
+                return Round(0, 0, None, held_until=self._clock.monotonic() + (retry_at - now).total_seconds())
+        split = {r: _split(found) for r, found in cells.items()}
+        send = {r: sent for r, (sent, _) in split.items()}
+        dropped = sum(len(d) for _, d in split.values())
+        outcome = None
+        refused: dict[tuple[int, date], str] = {}
+        if any(send.values()):
+            known = self.entity_ids(ids) if ids is not None else {}
+            missing = sorted({c.entity_id for sent in send.values() for c in sent} - set(known))
+            if ids is None or ids.property_id is None or missing:
+                what = "room types" if self.kind == "availability" else "rate plans"
+                return await self._unmapped(f"{what} {missing}" if ids and ids.property_id else "property")
+            outcome = await self._send(self.kind, self.values(ids, send))
+            if outcome is None:
+                return LOST
+            if not outcome.ok:
+                return Round(0, 0, outcome)
+            refused = await self._settle(outcome, known, send, now, today,
+                                         offered_refused=retry_at is not None and not holding)
+        for resource, found in cells.items():
+            taken = [c for c in found if (c.entity_id, c.night) not in refused]
+            if resource == "availability":
+                await pushes.mark_availability_pushed(self._db, taken)
+            elif resource == "rates":
+                await pushes.mark_rates_pushed(self._db, taken)
+            else:
+                await pushes.mark_restrictions_pushed(self._db, taken)
+        return Round(sum(len(sent) for sent in send.values()), dropped, outcome,
+                     refused_cells=sum(1 for sent in send.values() for c in sent if (c.entity_id, c.night) in refused))
+
+    async def _settle(self, outcome: PushOutcome, known: dict[int, str], send: dict[str, list[DirtyCell]],
+                      now: datetime, today: date, offered_refused: bool) -> dict[tuple[int, date], str]:
+        """After a 200: mark what the channel manager refused, record the call's task ids on
+        the batches whose cells it carried, and the outcome. Answers the refused cells.
+        `offered_refused`: the call carried every cell refused before (their retry was due)."""
+        answer = outcome.answer
+        sent = [c for cells in send.values() for c in cells]
+        refusals = answer.refusals if answer is not None else ()
+        refused = refused_cells(((r.value, r.fields) for r in refusals), self.id_field,
+                                {cm: ours for ours, cm in known.items()},
+                                {(c.entity_id, c.night) for c in sent}) if refusals else {}
+        for resource, cells in send.items():
+            await channel_refusals.mark_refused(
+                self._db, resource, [(c, refused[(c.entity_id, c.night)]) for c in cells
+                                     if (c.entity_id, c.night) in refused])
+        if answer is not None:
+            batches: set[uuid.UUID] = {c.batch for c in sent if c.batch is not None}
+            await channel_refusals.record_tasks(self._db, self.kind, now, answer.task_ids, batches)
+        if not refused:
+            await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
+            if offered_refused:
+                # Every cell refused before went with this call, and none was refused: the
+                # backoff starts over next time.
+                await channel_refusals.cleared(self._db, self.property_id, self.kind)
+            return refused
+        count = sum(1 for c in sent if (c.entity_id, c.night) in refused)
+        CM_REFUSED_CELLS.inc(count)
+        example = said(next(iter(refused.values())))
+        request = f" (x-request-id {answer.request_id})" if answer is not None and answer.request_id else ""
+        error = f"the channel manager refused {count} cell(s): {example}{request}"
+        log.warning("%s of property %d: %s", self.kind, self.property_id, error)
+        await channel_refusals.refused_again(self._db, self.property_id, self.kind, now, refusal_backoff)
+        await pushes.record_outcome(self._db, self.property_id, now, "refused", error)
+        await channel_refusals.tell_owner_once(self._db, self.property_id, today, now,
+                                               lambda name: emails.owner_channel_refused(name, count, example))
+        return refused
+
+
+class InventoryDrain(_CellPusher):
     kind = "availability"
+    resources = ("availability",)
+    id_field = "room_type_id"
 
-    async def push_round(self) -> Round | None:
-        dirty = await pushes.dirty_availability(self._db, self.property_id, MAX_CELLS_PER_PUSH)
-        if not dirty:
-            return None
-        send, drop = _split(dirty)
-        outcome = None
-        if send:
-            ids = await properties.channel_ids(self._db, self.property_id)
-            missing = sorted({c.entity_id for c in send} - set(ids.room_types if ids else {}))
-            if ids is None or ids.property_id is None or missing:
-                return await self._unmapped(f"room types {missing}" if ids and ids.property_id else "property")
-            values = [
-                {"property_id": ids.property_id, "room_type_id": ids.room_types[v.entity_id],
-                 "date_from": v.first.isoformat(), "date_to": v.last.isoformat(), "availability": v.value}
-                for entity, cells in _by_entity([(c.entity_id, c.night, c.value) for c in send]).items()
-                for v in coalesce(entity, cells, weekday_masks=False)
-            ]
-            outcome = await self._send("availability", values)
-            if outcome is None:
-                return LOST
-            if not outcome.ok:
-                return Round(0, 0, outcome)
-        await pushes.mark_availability_pushed(self._db, dirty)
-        return Round(len(send), len(drop), outcome)
+    async def dirty(self, resource: str, today: date) -> list[DirtyCell]:
+        return await pushes.dirty_availability(self._db, self.property_id, MAX_CELLS_PER_PUSH, today)
+
+    def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
+        return ids.room_types
+
+    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[dict[str, Any]]:
+        assert ids.property_id is not None
+        return [
+            {"property_id": ids.property_id, "room_type_id": ids.room_types[v.entity_id],
+             "date_from": v.first.isoformat(), "date_to": v.last.isoformat(), "availability": v.value}
+            for entity, cells in _by_entity([(c.entity_id, c.night, c.value) for c in send["availability"]]).items()
+            for v in coalesce(entity, cells, weekday_masks=False)
+        ]
 
 
-class AriProjector(_Pusher):
+class AriProjector(_CellPusher):
     kind = "restrictions"
+    resources = ("rates", "restrictions")
+    id_field = "rate_plan_id"
 
-    async def push_round(self) -> Round | None:
-        rates = await pushes.dirty_rates(self._db, self.property_id, MAX_CELLS_PER_PUSH)
-        restrictions = await pushes.dirty_restrictions(self._db, self.property_id, MAX_CELLS_PER_PUSH)
-        if not rates and not restrictions:
-            return None
-        send_rates, drop_rates = _split(rates)
-        send_restrictions, drop_restrictions = _split(restrictions)
-        outcome = None
-        if send_rates or send_restrictions:
-            ids = await properties.channel_ids(self._db, self.property_id)
-            plans = {c.entity_id for c in send_rates + send_restrictions}
-            missing = sorted(plans - set(ids.rate_plans if ids else {}))
-            if ids is None or ids.property_id is None or missing:
-                return await self._unmapped(f"rate plans {missing}" if ids and ids.property_id else "property")
-            # One value per plan and night: the rate and the restrictions that changed.
-            merged: dict[tuple[int, date], dict[str, Any]] = {}
-            for cell in send_rates:
-                merged.setdefault((cell.entity_id, cell.night), {})["rate"] = rate_text(cell.value, ids.currency)
-            for cell in send_restrictions:
-                merged.setdefault((cell.entity_id, cell.night), {}).update(restriction_fields(cell.value))
-            frozen = [(plan, night, tuple(sorted(fields.items()))) for (plan, night), fields in merged.items()]
-            values = [
-                {"property_id": ids.property_id, "rate_plan_id": ids.rate_plans[v.entity_id],
-                 "date_from": v.first.isoformat(), "date_to": v.last.isoformat(),
-                 **({"days": list(v.days)} if v.days else {}), **dict(v.value)}  # type: ignore[call-overload]
-                for plan, cells in _by_entity(frozen).items()
-                for v in coalesce(plan, cells, weekday_masks=True)
-            ]
-            outcome = await self._send("restrictions", values)
-            if outcome is None:
-                return LOST
-            if not outcome.ok:
-                return Round(0, 0, outcome)
-        await pushes.mark_rates_pushed(self._db, rates)
-        await pushes.mark_restrictions_pushed(self._db, restrictions)
-        return Round(len(send_rates) + len(send_restrictions), len(drop_rates) + len(drop_restrictions), outcome)
+    async def dirty(self, resource: str, today: date) -> list[DirtyCell]:
+        if resource == "rates":
+            return await pushes.dirty_rates(self._db, self.property_id, MAX_CELLS_PER_PUSH, today)
+        return await pushes.dirty_restrictions(self._db, self.property_id, MAX_CELLS_PER_PUSH, today)
+
+    def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
+        return ids.rate_plans
+
+    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[dict[str, Any]]:
+        assert ids.property_id is not None
+        # One value per plan and night: the rate and the restrictions that changed.
+        merged: dict[tuple[int, date], dict[str, Any]] = {}
+        for cell in send["rates"]:
+            merged.setdefault((cell.entity_id, cell.night), {})["rate"] = rate_text(cell.value, ids.currency)
+        for cell in send["restrictions"]:
+            merged.setdefault((cell.entity_id, cell.night), {}).update(restriction_fields(cell.value))
+        frozen = [(plan, night, tuple(sorted(fields.items()))) for (plan, night), fields in merged.items()]
+        return [
+            {"property_id": ids.property_id, "rate_plan_id": ids.rate_plans[v.entity_id],
+             "date_from": v.first.isoformat(), "date_to": v.last.isoformat(),
+             **({"days": list(v.days)} if v.days else {}), **dict(v.value)}  # type: ignore[call-overload]
+            for plan, cells in _by_entity(frozen).items()
+            for v in coalesce(plan, cells, weekday_masks=True)
+        ]
 
 
 __all__ = ["AriProjector", "InventoryDrain", "RangeValue", "Round"]

@@ -56,6 +56,12 @@ _COUNT_RANGE = (-(2**31), 2**31 - 1)  # availability: a whole number (negative w
 _STAY_RANGE = (0, 2**31 - 1)
 
 
+# What the reconciler and the operator's grid compare: `filter[restrictions]` asks for these
+# (Channex answers 400 "restrictions is required" to a read without it).
+COMPARED_RESTRICTIONS = ("rate", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
+                         "closed_to_departure", "stop_sell")
+
+
 class RestrictionFields(TypedDict, total=False):
     """What the channel manager holds for a rate plan on a night; a field it does not show
     (or shows as null) is absent, and fields we do not know are left out."""
@@ -82,8 +88,34 @@ class Feed:
     complete: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A value the channel manager refused inside a 200 (`meta.warnings`): the value as it
+    echoed it (ids, dates, fields) and, per field, its messages. A warning that is not an
+    object naming a value is kept with `value` empty: it cannot be tied to cells."""
+
+    value: dict[str, Any]
+    fields: dict[str, list[str]]
+
+    def message(self) -> str:
+        return "; ".join(f"{name}: {', '.join(texts)}" for name, texts in self.fields.items())
+
+
+@dataclass(frozen=True, slots=True)
+class PushAnswer:
+    """What a write call came back with: the task ids of what it applied (none when it
+    applied nothing), the values it refused, and its `x-request-id`."""
+
+    task_ids: tuple[str, ...]
+    refusals: tuple[Refusal, ...]
+    request_id: str | None = None
+
+
 class ChannelManagerError(Exception):
-    """Base of what a call to the channel manager can end in."""
+    """Base of what a call to the channel manager can end in. `request_id` is the answer's
+    `x-request-id` (what Channex's support asks for), None when no answer came."""
+
+    request_id: str | None = None
 
 
 class Throttled(ChannelManagerError):
@@ -174,21 +206,32 @@ class ChannelManagerClient:
             # A refused, reset or dropped connection, a broken answer: no answer we can use.
             raise Unavailable(self._say(f"{call}: {_no_answer(exc)} ({type(exc).__name__})")) from None
         status = response.status_code
+        request_id = _request_id(response)
+        said = f" (x-request-id {request_id})" if request_id else ""
+        failure: ChannelManagerError | None = None
         if status == 429:
-            raise Throttled(retry_after_seconds(response.headers.get("Retry-After")))
-        if status >= 500:
-            raise Unavailable(self._say(f"{call}: HTTP {status}"), status)
-        if status >= 400:
-            raise Rejected(self._say(f"{call}: HTTP {status}: {self._say(_error_text(response), 200)}"), status)
-        if status >= 300:
-            raise Rejected(self._say(f"{call}: HTTP {status}, a redirect (not followed)"), status)
-        if status < 200:
-            raise Unavailable(self._say(f"{call}: HTTP {status}, not a final answer"), status)
+            failure = Throttled(retry_after_seconds(response.headers.get("Retry-After")))
+        elif status >= 500:
+            failure = Unavailable(self._say(f"{call}: HTTP {status}{said}"), status)
+        elif status >= 400:
+            failure = Rejected(self._say(f"{call}: HTTP {status}: {self._say(_error_text(response), 200)}{said}"),
+                               status)
+        elif status >= 300:
+            failure = Rejected(self._say(f"{call}: HTTP {status}, a redirect (not followed){said}"), status)
+        elif status < 200:
+            failure = Unavailable(self._say(f"{call}: HTTP {status}, not a final answer{said}"), status)
+        if failure is not None:
+            failure.request_id = request_id
+            raise failure
         return response
 
     async def _read(self, method: str, path: str, reader: Callable[[Any], _T], *, json_body: Any = None,
                     params: dict[str, str] | None = None) -> _T:
         """Call, parse the 2xx as JSON and read it with `reader` (which raises _Shape)."""
+        return (await self._read_answer(method, path, reader, json_body=json_body, params=params))[0]
+
+    async def _read_answer(self, method: str, path: str, reader: Callable[[Any], _T], *, json_body: Any = None,
+                           params: dict[str, str] | None = None) -> tuple[_T, httpx.Response]:
         response = await self._call(method, path, json_body=json_body, params=params)
         status = response.status_code
         body = _parse_json(response.content)
@@ -197,10 +240,14 @@ class ChannelManagerClient:
                 f"that is not JSON ({_content_type(response)})"
         else:
             try:
-                return reader(body)
+                return reader(body), response
             except _Shape as exc:
                 what = f"whose {exc}"
-        raise MalformedAnswer(self._say(f"{method} {self._say(path, 80)}: a {status} {what}"), status)
+        request_id = _request_id(response)
+        said = f" (x-request-id {request_id})" if request_id else ""
+        failure = MalformedAnswer(self._say(f"{method} {self._say(path, 80)}: a {status} {what}{said}"), status)
+        failure.request_id = request_id
+        raise failure
 
     async def create_property(self, title: str, currency: str) -> str:
         return await self._read("POST", "/api/v1/properties", _created_id,
@@ -214,15 +261,22 @@ class ChannelManagerClient:
         return await self._read("POST", "/api/v1/rate_plans", _created_id, json_body={"rate_plan": {
             "property_id": property_id, "room_type_id": room_type_id, "title": title}})
 
-    async def push_availability(self, values: list[dict[str, Any]]) -> list[str]:
-        """Absolute counts as range values; returns the warnings for values it dropped."""
-        warnings = await self._read("POST", "/api/v1/availability", _warnings, json_body={"values": values})
-        return [self._say(warning, WARNING_MAX) for warning in warnings]
+    async def push_availability(self, values: list[dict[str, Any]]) -> PushAnswer:
+        """Absolute counts as range values (no `days`: Channex refuses them there)."""
+        return await self._push("/api/v1/availability", values)
 
-    async def push_restrictions(self, values: list[dict[str, Any]]) -> list[str]:
-        """Rates and restrictions as range values (with `days`); returns the warnings."""
-        warnings = await self._read("POST", "/api/v1/restrictions", _warnings, json_body={"values": values})
-        return [self._say(warning, WARNING_MAX) for warning in warnings]
+    async def push_restrictions(self, values: list[dict[str, Any]]) -> PushAnswer:
+        """Rates and restrictions as range values (with `days`)."""
+        return await self._push("/api/v1/restrictions", values)
+
+    async def _push(self, path: str, values: list[dict[str, Any]]) -> PushAnswer:
+        """A 200 is not success for every value: those refused come back in `meta.warnings`."""
+        (task_ids, refusals), response = await self._read_answer("POST", path, _push_answer,
+                                                                 json_body={"values": values})
+        said = tuple(Refusal(value, {self._say(name, 60): [self._say(text, WARNING_MAX) for text in texts]
+                                     for name, texts in fields.items()})
+                     for value, fields in refusals)
+        return PushAnswer(task_ids, said, _request_id(response))
 
     def _range(self, property_id: str, first: date, last: date) -> dict[str, str]:
         return {"filter[property_id]": property_id, "filter[date][gte]": first.isoformat(),
@@ -233,12 +287,15 @@ class ChannelManagerClient:
         return await self._read("GET", "/api/v1/availability", _availability_grid,
                                 params=self._range(property_id, first, last))
 
-    async def read_restrictions(self, property_id: str, first: date,
-                                last: date) -> dict[str, dict[str, RestrictionFields]]:
+    async def read_restrictions(self, property_id: str, first: date, last: date,
+                                fields: tuple[str, ...] = COMPARED_RESTRICTIONS,
+                                ) -> dict[str, dict[str, RestrictionFields]]:
         """{rate plan id: {YYYY-MM-DD: fields}}: a rate as a decimal string, stays as whole
-        numbers, closures and stop-sell as booleans (RestrictionFields)."""
+        numbers, closures and stop-sell as booleans (RestrictionFields). Channex answers
+        only the fields named in `filter[restrictions]`, which it requires."""
         return await self._read("GET", "/api/v1/restrictions", _restrictions_grid,
-                                params=self._range(property_id, first, last))
+                                params={**self._range(property_id, first, last),
+                                        "filter[restrictions]": ",".join(fields)})
 
     async def booking_feed(self, property_id: str | None = None, max_pages: int = FEED_MAX_PAGES) -> Feed:
         """Booking revisions not yet acknowledged (of one property, or of the account), oldest
@@ -274,7 +331,8 @@ class ChannelManagerClient:
 
     async def ack_booking_revision(self, revision_id: str) -> None:
         """Only once the revision is stored: an acknowledged revision is not offered again.
-        Any 2xx is the acknowledgement; what its body says does not change that."""
+        Any 2xx is the acknowledgement; what its body says does not change that. Anything
+        else raises (a 404, Rejected with status 404: the revision is gone)."""
         await self._call("POST", f"/api/v1/booking_revisions/{_segment(revision_id)}/ack")
 
 
@@ -283,6 +341,12 @@ def _segment(text: str) -> str:
     if text in (".", ".."):
         return "%2E" * len(text)  # dots alone would be read as a move up the path
     return quote(text, safe="", errors="replace")
+
+
+def _request_id(response: httpx.Response) -> str | None:
+    """The answer's x-request-id when it reads as an id (it goes to logs and lastError)."""
+    found = response.headers.get("x-request-id")
+    return found if found is not None and _ID.fullmatch(found) else None
 
 
 def _no_answer(exc: Exception) -> str:
@@ -384,18 +448,44 @@ def _created_id(body: Any) -> str:
     return ident
 
 
-def _warnings(body: Any) -> list[str]:
-    """meta.warnings as text; a warning that is not a string (an object naming the value
-    and the problem) is kept as its JSON. No meta, or no warnings in it: none."""
-    meta = _object(body, "body").get("meta")
-    if meta is None:
-        return []
-    warnings = _object(meta, "meta").get("warnings")
+_RawRefusal = tuple[dict[str, Any], dict[str, list[str]]]
+
+
+def _push_answer(body: Any) -> tuple[tuple[str, ...], tuple[_RawRefusal, ...]]:
+    """(task ids of `data`, refusals of `meta.warnings`). Channex's availability route may
+    answer `{"meta": {"message": "Success"}}` alone: no task id then."""
+    found = _object(body, "body")
+    data = found.get("data")
+    task_ids: list[str] = []
+    if data is not None:
+        if not isinstance(data, list):
+            raise _Shape(f"data is {_kind(data)}, not a list")
+        for index, item in enumerate(data):
+            ident = _member(item, "id", f"data[{index}]")
+            if not isinstance(ident, str) or not _ID.fullmatch(ident):
+                raise _Shape(f"data[{index}].id is not an id")
+            task_ids.append(ident)
+    meta = found.get("meta")
+    warnings = None if meta is None else _object(meta, "meta").get("warnings")
     if warnings is None:
-        return []
+        return tuple(task_ids), ()
     if not isinstance(warnings, list):
         raise _Shape(f"meta.warnings is {_kind(warnings)}, not a list")
-    return [w if isinstance(w, str) else _compact(w) for w in warnings]
+    return tuple(task_ids), tuple(_refusal(w) for w in warnings)
+
+
+def _refusal(warning: Any) -> _RawRefusal:
+    """A warning as (the value echoed, field -> messages). Documented: the value with a
+    `warning` object of field -> list of messages; anything else is kept as one message
+    about no value in particular."""
+    if isinstance(warning, dict) and isinstance(warning.get("warning"), dict):
+        value = {k: v for k, v in warning.items() if k != "warning"}
+        fields: dict[str, list[str]] = {}
+        for name, texts in warning["warning"].items():
+            said = texts if isinstance(texts, list) else [texts]
+            fields[str(name)] = [t if isinstance(t, str) else _compact(t) for t in said]
+        return value, fields
+    return {}, {"value": [warning if isinstance(warning, str) else _compact(warning)]}
 
 
 def _grid(body: Any, cell: Callable[[Any, str], _T]) -> dict[str, dict[str, _T]]:

@@ -84,6 +84,17 @@ def owner_ota_overbooked(property_name: str, reservation_code: str, channel: str
                  f"with {channel}.\n")
 
 
+def owner_channel_refused(property_name: str, cells: int, example: str) -> Email:
+    """Values the channel manager refused (once per property and day): they have not
+    reached the channels, and the service keeps offering them."""
+    return Email("channel.refused", f"The channel manager refused {cells} value(s) ({property_name})",
+                 f"The channel manager refused {cells} of the property's values, so the channels do not show them. "
+                 f"It said: {example}\n\n"
+                 f"The service offers them again, less and less often, and sends them as soon as they are "
+                 f"taken; the console's channel page lists them. A rate plan or room type closed or unmapped "
+                 f"on the channel manager is the usual cause.\n")
+
+
 def owner_setup(name: str, link: str, valid_hours: int, reset: bool) -> Email:
     """The link an owner chooses a password at (a first one, or a new one after a reset)."""
     what = "choose a new password" if reset else "choose your password and open the console"

@@ -13,11 +13,15 @@ def pending_next_attempt(next_attempt_at: datetime | None, now: datetime) -> dat
 
 
 def push_state(failures: int, next_attempt_at: datetime | None, last_outcome: str | None, dirty_availability: int,
-               now: datetime) -> str:
+               now: datetime, refused: int = 0) -> str:
+    """FAILING, BACKING_OFF, REFUSED (cells the channel manager refused in its 200, of any
+    resource, wait to be offered again: the channels do not show them), PENDING, IN_SYNC."""
     if failures >= FAILING_AFTER:
         return "FAILING"
     if pending_next_attempt(next_attempt_at, now) is not None and last_outcome == "failed":
         return "BACKING_OFF"
+    if refused:
+        return "REFUSED"
     if dirty_availability:
         return "PENDING"
     return "IN_SYNC"

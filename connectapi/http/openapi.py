@@ -201,8 +201,9 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
                                    "pushedBy": {"type": "string"}, "poll": {"type": "string"}}},
     "Sync": {"type": "object", "required": ["inventory", "rates", "restrictions", "projector"], "properties": {
         "inventory": {"type": "object", "required": ["state", "dirtyCells"], "properties": {
-            "state": {"enum": ["IN_SYNC", "PENDING", "BACKING_OFF", "FAILING"]},
-            "dirtyCells": {"type": "integer"}}},
+            "state": {"enum": ["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"]},
+            "dirtyCells": {"type": "integer"}, "refusedCells": {"type": "integer"}}},
+        "refusedCells": {"type": "integer"},
         "rates": {"type": "object"}, "restrictions": {"type": "object"}, "projector": {"type": "object"},
         "newestPendingBatch": {"type": ["object", "null"]}}},
     "Batch": {"type": "object", "required": ["batchId", "resource", "status", "pendingCells"], "properties": {
@@ -210,7 +211,10 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
         "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
         "noopCells": {"type": "integer"}, "rejected": {"type": "array"},
         "status": {"enum": ["pending", "completed"]}, "pendingCells": {"type": "integer"},
-        "lastError": {"type": ["string", "null"]}}},
+        "lastError": {"type": ["string", "null"]},
+        "channelTasks": {"type": "array", "items": {"type": "object", "properties": {
+            "taskId": {"type": "string"}, "kind": {"enum": ["availability", "restrictions"]},
+            "sentAt": {"type": "string"}}}}}},
     "Booking": {"type": "object", "required": ["bookingId", "reference", "externalReference", "status", "checkIn",
                                                "checkOut", "currency", "totalAmount", "guest", "rooms", "replay"],
                 "properties": {

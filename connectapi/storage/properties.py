@@ -209,11 +209,13 @@ class ChannelIds:
     currency: str
     room_types: dict[int, str]
     rate_plans: dict[int, str]
+    timezone: str = "UTC"
 
 
 async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
     async def work(conn: asyncpg.Connection) -> ChannelIds | None:
-        prop = await conn.fetchrow("SELECT cm_property_id, currency FROM properties WHERE id = $1", property_id)
+        prop = await conn.fetchrow("SELECT cm_property_id, currency, timezone FROM properties WHERE id = $1",
+                                   property_id)
         if prop is None:
             return None
         rooms = await conn.fetch("SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL",
@@ -221,7 +223,7 @@ async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
         plans = await conn.fetch("SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL",
                                  property_id)
         return ChannelIds(prop["cm_property_id"], prop["currency"], {r["id"]: r["cm_id"] for r in rooms},
-                          {r["id"]: r["cm_id"] for r in plans})
+                          {r["id"]: r["cm_id"] for r in plans}, prop["timezone"])
 
     return await db.run(work)
 

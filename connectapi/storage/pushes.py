@@ -28,39 +28,71 @@ class DirtyCell:
     version: int
     value: Any  # availability: int; rates: minor units; restrictions: {API field: value}
     pushed: Any  # what the channel manager holds, None when unknown
+    batch: uuid.UUID | None = None  # the batch that wrote this version
+    refused: bool = False  # the channel manager refused this very version
 
 
-async def dirty_availability(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+# Dirty cells from `today` on (nights before it are dropped: drop_past), oldest entity first.
+_DIRTY = """WHERE property_id = $1 AND version > pushed_version AND night >= $3
+            ORDER BY {id}, night LIMIT $2"""
+
+
+async def dirty_availability(db: Database, property_id: int, limit: int, today: date = date.min) -> list[DirtyCell]:
     rows = await db.fetch(
-        """SELECT room_type_id, night, version, available, pushed_available FROM availability_cells
-           WHERE property_id = $1 AND version > pushed_version ORDER BY room_type_id, night LIMIT $2""",
-        property_id, limit,
+        f"""SELECT room_type_id, night, version, available, pushed_available, last_batch_id,
+                   refused_version = version AS refused
+            FROM availability_cells {_DIRTY.format(id="room_type_id")}""",
+        property_id, limit, today,
     )
-    return [DirtyCell(r["room_type_id"], r["night"], r["version"], r["available"], r["pushed_available"])
+    return [DirtyCell(r["room_type_id"], r["night"], r["version"], r["available"], r["pushed_available"],
+                      r["last_batch_id"], r["refused"])
             for r in rows]
 
 
-async def dirty_rates(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+async def dirty_rates(db: Database, property_id: int, limit: int, today: date = date.min) -> list[DirtyCell]:
     rows = await db.fetch(
-        """SELECT rate_plan_id, night, version, rate_minor, pushed_rate_minor FROM rate_cells
-           WHERE property_id = $1 AND version > pushed_version ORDER BY rate_plan_id, night LIMIT $2""",
-        property_id, limit,
+        f"""SELECT rate_plan_id, night, version, rate_minor, pushed_rate_minor, last_batch_id,
+                   refused_version = version AS refused
+            FROM rate_cells {_DIRTY.format(id="rate_plan_id")}""",
+        property_id, limit, today,
     )
-    return [DirtyCell(r["rate_plan_id"], r["night"], r["version"], r["rate_minor"], r["pushed_rate_minor"])
+    return [DirtyCell(r["rate_plan_id"], r["night"], r["version"], r["rate_minor"], r["pushed_rate_minor"],
+                      r["last_batch_id"], r["refused"])
             for r in rows]
 
 
-async def dirty_restrictions(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+async def dirty_restrictions(db: Database, property_id: int, limit: int, today: date = date.min) -> list[DirtyCell]:
     rows = await db.fetch(
-        f"""SELECT rate_plan_id, night, version, pushed_fields,
+        f"""SELECT rate_plan_id, night, version, pushed_fields, last_batch_id, refused_version = version AS refused,
                    {', '.join(RESTRICTION_COLUMNS.values())}
-            FROM restriction_cells
-            WHERE property_id = $1 AND version > pushed_version ORDER BY rate_plan_id, night LIMIT $2""",
-        property_id, limit,
+            FROM restriction_cells {_DIRTY.format(id="rate_plan_id")}""",
+        property_id, limit, today,
     )
     return [DirtyCell(r["rate_plan_id"], r["night"], r["version"],
-                      {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}, r["pushed_fields"])
+                      {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}, r["pushed_fields"],
+                      r["last_batch_id"], r["refused"])
             for r in rows]
+
+
+async def drop_past(db: Database, property_id: int, kind: str, today: date) -> int:
+    """Nights before `today` (the property's) are never sent (Channex refuses past dates):
+    their dirty cells stop being dirty, what the channel manager holds left as it was, and
+    are counted on the property. Answers how many went."""
+    tables = ("availability_cells",) if kind == "availability" else ("rate_cells", "restriction_cells")
+
+    async def work(conn: asyncpg.Connection) -> int:
+        dropped = 0
+        for table in tables:
+            status: str = await conn.execute(
+                f"""UPDATE {table} SET pushed_version = version
+                    WHERE property_id = $1 AND night < $2 AND version > pushed_version""", property_id, today)
+            dropped += int(status.split()[-1])
+        if dropped:
+            await conn.execute("UPDATE properties SET cm_past_dropped = cm_past_dropped + $2 WHERE id = $1",
+                               property_id, dropped)
+        return dropped
+
+    return await db.transaction(work)
 
 
 async def _mark(conn: asyncpg.Connection, table: str, id_column: str, pushed_column: str, cast: str,
@@ -93,14 +125,24 @@ async def mark_restrictions_pushed(db: Database, cells: list[DirtyCell]) -> int:
 
 
 async def dirty_counts(db: Database, property_id: int) -> dict[str, int]:
+    return (await _counts(db, property_id))[0]
+
+
+async def _counts(db: Database, property_id: int) -> tuple[dict[str, int], dict[str, int]]:
+    """(dirty cells, of which refused by the channel manager), per resource."""
     row = await db.fetchrow(
-        """SELECT (SELECT count(*) FROM availability_cells WHERE property_id = $1 AND version > pushed_version) AS a,
-                  (SELECT count(*) FROM rate_cells WHERE property_id = $1 AND version > pushed_version) AS r,
-                  (SELECT count(*) FROM restriction_cells WHERE property_id = $1 AND version > pushed_version) AS s""",
+        """SELECT a.dirty AS a, a.refused AS ra, r.dirty AS r, r.refused AS rr, s.dirty AS s, s.refused AS rs
+           FROM (SELECT count(*) AS dirty, count(*) FILTER (WHERE refused_version = version) AS refused
+                 FROM availability_cells WHERE property_id = $1 AND version > pushed_version) a,
+                (SELECT count(*) AS dirty, count(*) FILTER (WHERE refused_version = version) AS refused
+                 FROM rate_cells WHERE property_id = $1 AND version > pushed_version) r,
+                (SELECT count(*) AS dirty, count(*) FILTER (WHERE refused_version = version) AS refused
+                 FROM restriction_cells WHERE property_id = $1 AND version > pushed_version) s""",
         property_id,
     )
     assert row is not None
-    return {"availability": row["a"], "rates": row["r"], "restrictions": row["s"]}
+    return ({"availability": row["a"], "rates": row["r"], "restrictions": row["s"]},
+            {"availability": row["ra"], "rates": row["rr"], "restrictions": row["rs"]})
 
 
 async def dirty_totals(db: Database) -> dict[str, int]:
@@ -114,7 +156,8 @@ async def dirty_totals(db: Database) -> dict[str, int]:
 
 
 async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
-    """The record's side of GET /sync: dirty counts, the last outcome, the newest pending batch."""
+    """The record's side of GET /sync: dirty counts (and of them, those the channel manager
+    refused), the last outcome, the newest pending batch."""
 
     async def work(conn: asyncpg.Connection) -> dict[str, Any]:
         prop = await conn.fetchrow(
@@ -127,7 +170,7 @@ async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
                 "newest_pending": (newest[0].id, newest[0].pending_cells) if newest else None}
 
     view = await db.run(work)
-    view["dirty"] = await dirty_counts(db, property_id)
+    view["dirty"], view["refused"] = await _counts(db, property_id)
     return view
 
 

@@ -21,6 +21,8 @@ from connectapi.channel.client import (
     ChannelManagerClient,
     ChannelManagerError,
     Feed,
+    PushAnswer,
+    Refusal,
     MalformedAnswer,
     Rejected,
     Throttled,
@@ -42,7 +44,10 @@ def is_id(found: Any) -> bool:
 
 
 def is_warnings(found: Any) -> bool:
-    return isinstance(found, list) and all(isinstance(w, str) for w in found)
+    return isinstance(found, PushAnswer) and all(isinstance(t, str) for t in found.task_ids) and all(
+        isinstance(r, Refusal) and isinstance(r.value, dict) and all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(m, str) for m in v)
+            for k, v in r.fields.items()) for r in found.refusals)
 
 
 def is_availability(found: Any) -> bool:
@@ -194,6 +199,9 @@ WRONG: dict[str, list[tuple[Any, str]]] = {
         ({"meta": {"warnings": 7}}, "whose meta.warnings is a whole number, not a list"),
         ({"meta": {"warnings": "values[0]: bad"}}, "whose meta.warnings is a string, not a list"),
         ({"meta": {"warnings": {"0": "bad"}}}, "whose meta.warnings is an object, not a list"),
+        ({"data": {"id": "t"}}, "whose data is an object, not a list"),
+        ({"data": [{"type": "task"}]}, "whose data[0].id is missing"),
+        ({"data": [{"id": "a/b"}]}, "whose data[0].id is not an id"),
     ],
     "read_availability": [
         ({}, "whose data is missing"),
@@ -264,11 +272,17 @@ async def test_json_of_the_wrong_shape_or_type_is_a_malformed_answer(name: str, 
 async def test_answers_of_the_right_shape_are_read_as_declared() -> None:
     assert await call("create_property", answering(201, body({"data": {"id": "9f0c-1", "type": "property"}}))) \
         == "9f0c-1"
-    assert await call("push_availability", answering(200, body({"data": [{"id": "t", "type": "task"}]}))) == []
-    warned = await call("push_restrictions", answering(200, body({"meta": {"warnings": [
-        "values[0]: rate must be positive", {"date": "2026-12-01", "warning": {"rate": ["is invalid"]}}, None]}})))
-    assert warned == ["values[0]: rate must be positive",
-                      '{"date":"2026-12-01","warning":{"rate":["is invalid"]}}', "null"]
+    assert await call("push_availability", answering(200, body({"data": [{"id": "t", "type": "task"}]}))) \
+        == PushAnswer(("t",), ())
+    # The availability route may answer its meta alone: applied, no task id to keep.
+    assert await call("push_availability", answering(200, body({"meta": {"message": "Success"}}))) \
+        == PushAnswer((), ())
+    warned = await call("push_restrictions", answering(200, body({"data": [], "meta": {"warnings": [
+        "values[0]: rate must be positive", {"date": "2026-12-01", "rate": "-2", "warning": {"rate": ["is invalid"]}},
+        None]}})))
+    assert warned == PushAnswer((), (Refusal({}, {"value": ["values[0]: rate must be positive"]}),
+                                     Refusal({"date": "2026-12-01", "rate": "-2"}, {"rate": ["is invalid"]}),
+                                     Refusal({}, {"value": ["null"]})))
     assert await call("read_availability", answering(200, body({"data": {
         "room-1": {"2026-12-01": 3, "2026-12-02": 0}, "room-2": []}}))) == {
         "room-1": {"2026-12-01": 3, "2026-12-02": 0}, "room-2": {}}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
+from ...channel.client import PushAnswer
 from ...engine import Ask
 
 Kind = Literal["availability", "restrictions"]
@@ -20,13 +21,14 @@ Failure = Literal["throttled", "unavailable", "rejected"]
 
 @dataclass(frozen=True, slots=True)
 class PushOutcome:
-    """`ok`; or a failure (`error` says what came back) with the property paused until
-    `retry_at`; or `deferred`: not sent, the property's budget at the channel manager is
-    spent until `retry_at`, or the sender's lease is too short for a call (pacing, not a
-    failure: the asker waits and asks again)."""
+    """`ok` (the call was answered 200: `answer` says which values it applied, as task ids,
+    and which it refused); or a failure (`error` says what came back) with the property
+    paused until `retry_at`; or `deferred`: not sent, the property's budget at the channel
+    manager is spent until `retry_at`, or the sender's lease is too short for a call
+    (pacing, not a failure: the asker waits and asks again)."""
 
     ok: bool
-    warnings: tuple[str, ...] = ()
+    answer: PushAnswer | None = None
     error: str | None = None
     retry_at: float | None = None  # monotonic time before which the property is paused
     deferred: bool = False

@@ -14,7 +14,8 @@ from quart import Blueprint, Response, request
 
 from ...domain.channel_values import CM_RESTRICTIONS, rate_text
 from ...domain.errors import ApiError
-from ...storage import ari, properties, pushes
+from ...domain.refusals import said
+from ...storage import ari, channel_refusals, properties, pushes
 from ..gates import context
 from ..held_grid import HeldGrid, read_held_grid
 from .pages import property_page
@@ -134,9 +135,13 @@ async def grid(property_id: int) -> Response:
             differing += sum(shown.differs for shown in cells.values())
         rooms.append({"room": room, "plans": plans, "rows": rows, "differing": differing})
     batches = await pushes.pending_batches(ctx.db, prop.id)
+    names = {("availability", r.id): r.name for r in catalog.room_types}
+    names.update({(kind, p.id): p.name for p in catalog.rate_plans for kind in ("rates", "restrictions")})
+    refused = [{"refusal": r, "name": names.get((r.resource, r.entity_id), f"#{r.entity_id}"), "said": said(r.refusal)}
+               for r in await channel_refusals.of_property(ctx.db, prop.id)]
     return await property_page("grid.html", prop, "/grid", 400 if error else 200, error=error, first=first,
                                last=last, most_nights=MOST_NIGHTS, rooms=rooms, held_note=held_note,
-                               compared=compared, batches=batches)
+                               compared=compared, batches=batches, refused=refused)
 
 
 def register(blueprint: Blueprint) -> None:

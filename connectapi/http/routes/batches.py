@@ -7,7 +7,8 @@ import uuid
 from quart import Blueprint, Response
 
 from ...domain.errors import ApiError
-from ...storage import ari
+from ...domain.refusals import fields_of
+from ...storage import ari, channel_refusals
 from ..envelope import ok
 from ..gates import caller, context, rule
 
@@ -26,6 +27,14 @@ async def read_batch(batch_id: str) -> Response:
     if found is None:
         raise not_found
     pending = int(found["pending_cells"])
+    db = context().db
+    # What the channel manager refused of the batch's cells (they are still pending): one
+    # entry per field and message, beside the write's own refusals.
+    refused = [{"cells": r.cells, "error": f"refused by the channel manager: {field}: {', '.join(messages)}",
+                "by": "channelManager", "field": field, "messages": messages,
+                "from": r.first.isoformat(), "to": r.last.isoformat()}
+               for r in await channel_refusals.of_batch(db, found["resource"], found["id"])
+               for field, messages in fields_of(r.refusal).items()] if pending else []
     return ok({
         "batchId": str(found["id"]),
         "resource": found["resource"],
@@ -33,9 +42,11 @@ async def read_batch(batch_id: str) -> Response:
         "requestedCells": found["requested_cells"],
         "acceptedCells": found["accepted_cells"],
         "noopCells": found["noop_cells"],
-        "rejected": found["rejected"],
+        "rejected": [*found["rejected"], *refused],
         "status": "pending" if pending else "completed",
         "pendingCells": pending,
         # The channel manager's last error for the property; cleared by a successful push.
         "lastError": found["cm_last_error"],
+        # The task ids of the channel manager's calls that carried the batch's cells.
+        "channelTasks": await channel_refusals.tasks_of_batch(db, found["id"]),
     })

@@ -19,15 +19,19 @@ async def read_sync() -> Response:
     # All of it from the record, written by whichever process pushes the property: every
     # process answers alike.
     view = await pushes.sync_view(ctx.db, prop.id)
-    dirty = view["dirty"]
+    dirty, refused = view["dirty"], view["refused"]
     now = ctx.clock.now()
-    state = push_state(view["failures"], view["next_attempt_at"], view["last_outcome"], dirty["availability"], now)
+    state = push_state(view["failures"], view["next_attempt_at"], view["last_outcome"], dirty["availability"], now,
+                       sum(refused.values()))
     next_attempt = pending_next_attempt(view["next_attempt_at"], now)
     newest = view["newest_pending"]
     return ok({
-        "inventory": {"state": state, "dirtyCells": dirty["availability"]},
-        "rates": {"dirtyCells": dirty["rates"]},
-        "restrictions": {"dirtyCells": dirty["restrictions"]},
+        # refusedCells: of the dirty cells, those the channel manager refused (offered again
+        # with backoff); the state is REFUSED while any wait.
+        "inventory": {"state": state, "dirtyCells": dirty["availability"], "refusedCells": refused["availability"]},
+        "rates": {"dirtyCells": dirty["rates"], "refusedCells": refused["rates"]},
+        "restrictions": {"dirtyCells": dirty["restrictions"], "refusedCells": refused["restrictions"]},
+        "refusedCells": sum(refused.values()),
         "projector": {
             "lastPushAt": view["last_push_at"],
             "lastOutcome": view["last_outcome"],

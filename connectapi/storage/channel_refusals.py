@@ -1,0 +1,168 @@
+"""Cells the channel manager refused, and when to offer them again.
+
+Channex answers a call 200 and lists the values it refused in `meta.warnings`. Their
+cells stay dirty, marked refused at the version refused (`refused_version`) with what
+Channex said (`refusal`); the pusher leaves them out of its calls until the property's
+retry time (`channel_refusals`), then offers them again. A newer write of a cell is a
+newer version and goes out at once; a cell the channel manager takes is marked pushed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import asyncpg
+
+from ..domain.emails import Email
+from . import notifications
+from .database import Database
+from .pushes import DirtyCell
+
+# Which tables a pipe's cells live in (`kind` is the pipe: availability, or rates with
+# restrictions); the resource names are those of the API.
+TABLES = {"availability": ("availability_cells", "room_type_id"), "rates": ("rate_cells", "rate_plan_id"),
+          "restrictions": ("restriction_cells", "rate_plan_id")}
+
+
+async def mark_refused(db: Database, resource: str, cells: list[tuple[DirtyCell, str]]) -> int:
+    """Mark these versions refused, with what was said of each; a cell written since (a
+    newer version) is left alone. Answers how many were marked."""
+    if not cells:
+        return 0
+    table, id_column = TABLES[resource]
+    status: str = await db.execute(
+        f"""UPDATE {table} AS c SET refused_version = w.version, refusal = w.refusal
+            FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::text[]) AS w (id, night, version, refusal)
+            WHERE c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
+              AND c.pushed_version < w.version""",
+        [c.entity_id for c, _ in cells], [c.night for c, _ in cells], [c.version for c, _ in cells],
+        [said for _, said in cells],
+    )
+    return int(status.split()[-1])
+
+
+async def retry_at(db: Database, property_id: int, kind: str) -> datetime | None:
+    """When the pipe's refused cells are next offered, None when none wait."""
+    found: datetime | None = await db.fetchval(
+        "SELECT retry_at FROM channel_refusals WHERE property_id = $1 AND kind = $2", property_id, kind)
+    return found
+
+
+async def refused_again(db: Database, property_id: int, kind: str, now: datetime,
+                        backoff: Any) -> datetime:
+    """Another call refused some of the pipe's cells: the try is counted and the next one
+    put off by `backoff(tries)` (a timedelta). Answers when it is."""
+
+    async def work(conn: asyncpg.Connection) -> datetime:
+        tries: int = await conn.fetchval(
+            """INSERT INTO channel_refusals (property_id, kind, tries, retry_at) VALUES ($1, $2, 1, $3)
+               ON CONFLICT (property_id, kind) DO UPDATE SET tries = channel_refusals.tries + 1
+               RETURNING tries""", property_id, kind, now)
+        when: datetime = now + backoff(tries)
+        await conn.execute("UPDATE channel_refusals SET retry_at = $3 WHERE property_id = $1 AND kind = $2",
+                           property_id, kind, when)
+        return when
+
+    return await db.transaction(work)
+
+
+async def cleared(db: Database, property_id: int, kind: str) -> None:
+    """No refused cell of the pipe is left: its backoff starts over next time."""
+    await db.execute("DELETE FROM channel_refusals WHERE property_id = $1 AND kind = $2", property_id, kind)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRefusal:
+    """What the channel manager said of some of a batch's cells, with how many and which
+    nights (first and last)."""
+
+    refusal: str
+    cells: int
+    first: date
+    last: date
+
+
+async def of_batch(db: Database, resource: str, batch: uuid.UUID) -> list[BatchRefusal]:
+    """The batch's own cells (last written by it) refused and still waiting, by what was said."""
+    table, _ = TABLES[resource]
+    rows = await db.fetch(
+        f"""SELECT refusal, count(*) AS cells, min(night) AS first, max(night) AS last FROM {table}
+            WHERE last_batch_id = $1 AND version > pushed_version AND refused_version = version
+            GROUP BY refusal ORDER BY min(night), refusal LIMIT 50""", batch)
+    return [BatchRefusal(r["refusal"] or "", r["cells"], r["first"], r["last"]) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyRefusal:
+    """Refused cells of one room type or rate plan, by what was said (the console lists them)."""
+
+    resource: str
+    entity_id: int
+    refusal: str
+    cells: int
+    first: date
+    last: date
+
+
+async def of_property(db: Database, property_id: int, limit: int = 100) -> list[PropertyRefusal]:
+    rows = await db.fetch(
+        """SELECT resource, entity, refusal, count(*) AS cells, min(night) AS first, max(night) AS last FROM (
+               SELECT 'availability' AS resource, room_type_id AS entity, refusal, night FROM availability_cells
+               WHERE property_id = $1 AND version > pushed_version AND refused_version = version
+               UNION ALL
+               SELECT 'rates', rate_plan_id, refusal, night FROM rate_cells
+               WHERE property_id = $1 AND version > pushed_version AND refused_version = version
+               UNION ALL
+               SELECT 'restrictions', rate_plan_id, refusal, night FROM restriction_cells
+               WHERE property_id = $1 AND version > pushed_version AND refused_version = version) refused
+           GROUP BY resource, entity, refusal ORDER BY resource, entity, min(night) LIMIT $2""",
+        property_id, limit)
+    return [PropertyRefusal(r["resource"], r["entity"], r["refusal"] or "", r["cells"], r["first"], r["last"])
+            for r in rows]
+
+
+async def tell_owner_once(db: Database, property_id: int, today: date, at: datetime,
+                          compose: Callable[[str], Email]) -> bool:
+    """Queue the owner's e-mail of refusals, `compose(property name)`, unless they were told
+    already on `today` (the property's day) or have no address: the claim and the e-mail
+    are one transaction. Answers whether it was queued."""
+
+    async def work(conn: asyncpg.Connection) -> bool:
+        owner = await conn.fetchrow(
+            """UPDATE properties SET cm_refusal_mailed_on = $2
+               WHERE id = $1 AND cm_refusal_mailed_on IS DISTINCT FROM $2 AND owner_email IS NOT NULL
+               RETURNING owner_email, name""", property_id, today)
+        if owner is None:
+            return False
+        mail = compose(owner["name"])
+        await notifications.enqueue(conn, property_id, None, mail.kind, owner["owner_email"], mail.subject,
+                                    mail.body, at)
+        return True
+
+    return await db.transaction(work)
+
+
+async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[str, ...],
+                       batches: set[uuid.UUID]) -> None:
+    """The task ids of a call, on each batch whose cells it carried (a batch pruned
+    meanwhile is passed over)."""
+    if not task_ids or not batches:
+        return
+    pairs = [(batch, task) for batch in sorted(batches) for task in task_ids]
+    await db.execute(
+        """INSERT INTO batch_channel_tasks (batch_id, task_id, kind, sent_at)
+           SELECT w.batch, w.task, $3, $4 FROM unnest($1::uuid[], $2::text[]) AS w (batch, task)
+           JOIN write_batches b ON b.id = w.batch
+           ON CONFLICT DO NOTHING""",
+        [b for b, _ in pairs], [t for _, t in pairs], kind, at)
+
+
+async def tasks_of_batch(db: Database, batch: uuid.UUID) -> list[dict[str, Any]]:
+    rows = await db.fetch(
+        """SELECT task_id, kind, sent_at FROM batch_channel_tasks WHERE batch_id = $1
+           ORDER BY sent_at, task_id LIMIT 100""", batch)
+    return [{"taskId": r["task_id"], "kind": r["kind"], "sentAt": r["sent_at"]} for r in rows]
