@@ -1,4 +1,5 @@
-"""Serving the sandbox channel manager with hypercorn, in-process or alone (`connectapi sandbox-cm`)."""
+"""Serving the sandbox channel manager with hypercorn, in-process or alone (`connectapi sandbox-cm`),
+and its webhooks as Channex sends them (Webhook Collection, "Payloads")."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import trio
@@ -13,58 +16,125 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from ...engine import Clock, SystemClock
+from .bookings import BookingFeed
 from .server import sandbox_asgi_app
 from .state import Limits, SandboxState
+
+# How often the sandbox looks for revisions left unacknowledged REMIND_AFTER (on its clock):
+# a reminder goes out at most this late.
+REMIND_EVERY_SECONDS = 30.0
 
 
 async def serve_sandbox(state: SandboxState, api_key: str, clock: Clock, host: str, port: int,
                         shutdown: trio.Event,
                         task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve until `shutdown` is set; hands back the base URL once listening."""
+    """Serve until `shutdown` is set; hands back the base URL once listening. Meanwhile it
+    tells the bookings' reminder listeners of revisions left unacknowledged 30 minutes."""
     config = HypercornConfig()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = None
 
-    async def started(task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-        await serve(sandbox_asgi_app(state, api_key, clock), config,
-                    shutdown_trigger=shutdown.wait, task_status=task_status)
-
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(started)
+        async def served(task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
+            await serve(sandbox_asgi_app(state, api_key, clock), config,
+                        shutdown_trigger=shutdown.wait, task_status=task_status)
+            nursery.cancel_scope.cancel()  # the reminders stop with the server
+
+        nursery.start_soon(remind_unacknowledged, state.bookings, clock)
+        binds = await nursery.start(served)
         task_status.started(binds[0])
 
 
+async def remind_unacknowledged(bookings: BookingFeed, clock: Clock) -> None:
+    while True:
+        await trio.sleep(REMIND_EVERY_SECONDS)
+        bookings.remind(clock.now())
+
+
 log = logging.getLogger("connectapi.sandbox")
+# The header the service's /api/v1/channel-manager/notify checks: the default custom header
+# of the sandbox's webhook (Channex's webhooks are unsigned; the subscriber configures
+# headers, e.g. {"Authorization": "Basic user:password"}).
 NOTIFY_SECRET_HEADER = "X-Notify-Secret"
 
 
-def notifier(url: str, secret: str, client: httpx.AsyncClient) -> Callable[[dict[str, str]], None]:
-    """The channel manager's booking webhook: {booking_id, property_id, revision_id}, sent in
-    the background, unsigned but carrying a shared secret header (REFERENCE.md)."""
-    async def send(payload: dict[str, str]) -> None:
+@dataclass(frozen=True)
+class Webhook:
+    """A webhook subscription as Channex keeps one: callback_url, headers, send_data."""
+
+    callback_url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    send_data: bool = True
+    user_id: str | None = None  # who made the change: null for an OTA's booking
+
+
+def event_body(event: str, payload: dict[str, str], hook: Webhook, clock: Clock) -> dict[str, Any]:
+    """`{"event", "payload", "property_id", "user_id", "timestamp"}`; without `payload` when
+    the subscription does not send data. The payload of `non_acked_booking` is not
+    documented: ours repeats the `booking` one."""
+    body: dict[str, Any] = {"event": event}
+    if hook.send_data:
+        body["payload"] = payload
+    body |= {"property_id": payload["property_id"], "user_id": hook.user_id,
+             "timestamp": clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    return body
+
+
+def webhook_sender(hook: Webhook, client: httpx.AsyncClient,
+                   clock: Clock) -> Callable[[str], Callable[[dict[str, str]], None]]:
+    """listener(event) -> a BookingFeed listener sending that event in the background (a
+    trigger to pull the feed, never the booking's data)."""
+    async def send(event: str, payload: dict[str, str]) -> None:
         try:
-            answer = await client.post(url, json=payload, headers={NOTIFY_SECRET_HEADER: secret})
+            answer = await client.post(hook.callback_url, json=event_body(event, payload, hook, clock),
+                                       headers=hook.headers)
             if answer.status_code >= 300:
-                log.warning("booking notification answered %d", answer.status_code)
+                log.warning("%s webhook answered %d", event, answer.status_code)
         except httpx.HTTPError as exc:
-            log.warning("booking notification failed: %s", type(exc).__name__)
+            log.warning("%s webhook failed: %s", event, type(exc).__name__)
 
-    def notify(payload: dict[str, str]) -> None:
-        trio.lowlevel.spawn_system_task(send, payload)
+    def listener(event: str) -> Callable[[dict[str, str]], None]:
+        def notify(payload: dict[str, str]) -> None:
+            trio.lowlevel.spawn_system_task(send, event, payload)
 
-    return notify
+        return notify
+
+    return listener
+
+
+def notifier(url: str, secret: str, client: httpx.AsyncClient,
+             clock: Clock | None = None) -> Callable[[dict[str, str]], None]:
+    """The `booking` webhook to `url` with the secret in X-Notify-Secret (what the service's
+    notify route checks)."""
+    hook = Webhook(url, {NOTIFY_SECRET_HEADER: secret})
+    return webhook_sender(hook, client, clock or SystemClock())("booking")
+
+
+def subscribe(bookings: BookingFeed, hook: Webhook, client: httpx.AsyncClient, clock: Clock) -> None:
+    """Send `booking` for every revision and `non_acked_booking` for one left unacknowledged."""
+    listener = webhook_sender(hook, client, clock)
+    bookings.listeners.append(listener("booking"))
+    bookings.reminder_listeners.append(listener("non_acked_booking"))
 
 
 def run_standalone(host: str, port: int, api_key: str, limits: Limits, notify_url: str | None = None,
-                   notify_secret: str | None = None, call_seconds: float = 0.0) -> None:
+                   notify_secret: str | None = None, call_seconds: float = 0.0,
+                   notify_headers: dict[str, str] | None = None, send_data: bool = True) -> None:
+    """`notify_headers` are the subscription's custom headers; with `notify_secret` they
+    include X-Notify-Secret."""
+    headers = dict(notify_headers or {})
+    if notify_secret:
+        headers.setdefault(NOTIFY_SECRET_HEADER, notify_secret)
+
     async def main() -> None:
         stop = trio.Event()
+        clock = SystemClock()
         state = SandboxState(limits, call_seconds)
         async with trio.open_nursery() as nursery, httpx.AsyncClient(timeout=10) as client:
-            if notify_url and notify_secret:
-                state.bookings.listeners.append(notifier(notify_url, notify_secret, client))
-            url = await nursery.start(serve_sandbox, state, api_key, SystemClock(), host, port, stop)
+            if notify_url:
+                subscribe(state.bookings, Webhook(notify_url, headers, send_data), client, clock)
+            url = await nursery.start(serve_sandbox, state, api_key, clock, host, port, stop)
             print(f"sandbox channel manager listening on {url}", file=sys.stderr, flush=True)
             with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:

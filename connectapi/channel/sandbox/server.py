@@ -1,13 +1,10 @@
-"""The sandbox channel manager over HTTP: a Channex-style API, plus control routes for us.
+"""The sandbox channel manager over HTTP: Channex's API as documented, plus control routes.
 
-Channex-style routes (auth: `user-api-key`): POST /api/v1/properties, /room_types,
-/rate_plans; POST and GET /api/v1/availability and /api/v1/restrictions; the booking
-revision feed (paged: `pagination[page]`, `pagination[limit]`, `meta.total`), one
-revision, and its acknowledgement. Control routes (same key): GET /_sandbox/stats,
-POST /_sandbox/faults, GET /_sandbox/grid (what a property holds, outside the read budget),
-POST /_sandbox/ota-bookings (an OTA sells a stay) and /_sandbox/ota-bookings/{code}/modify
-and /cancel.
-Order for every Channex-style call: key, armed fault, budget, work.
+Channex routes (auth: `user-api-key`): POST /api/v1/properties, /room_types, /rate_plans;
+POST and GET /api/v1/availability and /api/v1/restrictions; the booking revision feed
+(paged), one revision, and its acknowledgement. Control routes: control.py.
+Order for every Channex call: key, armed fault, body, budget, work. Every answer carries a
+fresh `x-request-id`, as Channex's do.
 
 Faults: `429` and `500` answer so; `timeout` holds the call for an hour; `malformed`
 answers 200 with an HTML page (content type text/html); `reset` closes the connection
@@ -21,7 +18,6 @@ import hmac
 import json
 import uuid
 from datetime import date
-from decimal import Decimal
 from typing import Any
 
 import trio
@@ -31,30 +27,23 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ...engine import Clock
-from .bookings import Stay
-from .state import FAULT_MODES, SandboxState, Throttle
+from . import answers
+from .answers import DROP_CONNECTION_HEADER
+from .control import add_control_routes
+from .state import READABLE_RESTRICTIONS, CallKind, SandboxState, Throttle
 
 HANG_SECONDS = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
 # Channex pages its lists: the first 10 unless asked, at most 100 a page (API reference, Pagination).
 FEED_DEFAULT_LIMIT = 10
 FEED_MAX_LIMIT = 100
-# A response carrying this header is never sent: DropConnections closes the connection instead.
-DROP_CONNECTION_HEADER = "x-sandbox-drop-connection"
-MALFORMED_PAGE = ("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>"
-                  "<body><h1>Bad Gateway</h1><p>The upstream server sent an invalid response.</p></body></html>\n")
 
 
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(json.dumps(body), status=status, content_type="application/json", headers=headers or {})
+class Refused(Exception):
+    """Raised inside a route to answer at once with `answer`."""
 
-
-def _error(status: int, code: str, title: str, headers: dict[str, str] | None = None) -> Response:
-    return _json({"errors": {"code": code, "title": title}}, status, headers)
-
-
-def _throttled(retry_after: int | None) -> Response:
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
-    return _error(429, "http_too_many_requests", "Too many requests", headers)
+    def __init__(self, answer: Response) -> None:
+        super().__init__("refused")
+        self.answer = answer
 
 
 def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> QuartTrio:
@@ -65,89 +54,114 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         given = request.headers.get("user-api-key", "")
         return hmac.compare_digest(given.encode(), api_key.encode())
 
-    async def gate(budgets: list[tuple[str, str]], faults: bool = True) -> Response | None:
-        """Key, then an armed fault, then the budget; None lets the call through. Faults are
-        armed for the ARI calls; the booking feed is left out so that a test arming one for
-        a push is never robbed of it by the intake's round."""
+    async def gate(kind: CallKind) -> None:
+        """The key, then a fault armed for this kind of call; raises Refused to answer."""
         if not authorised():
-            return _error(401, "unauthorized", "Unauthorized")
-        mode, retry_after = state.faults.take() if faults else ("ok", None)
+            raise Refused(answers.unauthorized())
+        mode, retry_after = state.faults.take(kind)
         if mode == "429":
             state.stats.throttled += 1
-            return _throttled(retry_after)
-        if mode == "500":
-            state.stats.failed += 1
-            return _error(500, "internal_server_error", "Internal server error")
+            raise Refused(answers.too_many(retry_after))
+        if mode == "ok":
+            return
+        state.stats.failed += 1
         if mode == "timeout":
-            state.stats.failed += 1
             await trio.sleep(HANG_SECONDS)
-        if mode == "malformed":
-            # A 200 that is not the JSON asked for: what a proxy's error page looks like.
-            state.stats.failed += 1
-            return Response(MALFORMED_PAGE, status=200, content_type="text/html; charset=utf-8")
-        if mode == "reset":
-            state.stats.failed += 1
-            return Response("", status=200, headers={DROP_CONNECTION_HEADER: "1"})
-        throttle = state.admit(clock.monotonic(), budgets)
+        raise Refused({"500": answers.server_error, "malformed": answers.malformed,
+                       "reset": answers.dropped, "timeout": answers.server_error}[mode]())
+
+    def budget(subjects: list[tuple[str, str]]) -> None:
+        throttle = state.admit(clock.monotonic(), subjects)
         if isinstance(throttle, Throttle):
-            return _throttled(throttle.retry_after)
-        return None
+            # Channex's 429 names no wait (no Retry-After): the exact one stays ours to know.
+            raise Refused(answers.too_many())
 
-    async def body() -> dict[str, Any]:
+    async def body() -> Any:
         try:
-            parsed = json.loads(await request.get_data(as_text=True))
+            return json.loads(await request.get_data(as_text=True) or "null")
         except json.JSONDecodeError:
-            return {}
-        return parsed if isinstance(parsed, dict) else {}
+            raise Refused(answers.bad_request("body is not valid JSON")) from None  # ours
 
-    def created(kind: str, ident: str, attributes: dict[str, Any]) -> Response:
-        return _json({"data": {"type": kind, "id": ident, "attributes": attributes}}, 201)
+    @app.errorhandler(Refused)
+    async def refused(exc: Refused) -> Response:
+        return exc.answer
+
+    @app.errorhandler(404)
+    async def no_route(_: Exception) -> Response:
+        return answers.not_found()
+
+    @app.errorhandler(405)
+    async def no_method(_: Exception) -> Response:
+        return answers.error(405, "method_not_allowed", "Method Not Allowed")  # ours
+
+    @app.after_request
+    async def request_id(response: Response) -> Response:
+        response.headers["x-request-id"] = str(uuid.uuid4())
+        return response
+
+    async def entity(kind: str) -> dict[str, Any]:
+        await gate("catalog")
+        wanted = await body()
+        attrs = wanted.get(kind) if isinstance(wanted, dict) else None
+        if not isinstance(attrs, dict):
+            raise Refused(answers.invalid({kind: ["can't be blank"]}))
+        return attrs
+
+    def required(attrs: dict[str, Any], *names: str) -> None:
+        missing = {name: ["can't be blank"] for name in names if attrs.get(name) in (None, "")}
+        if missing:
+            raise Refused(answers.invalid(missing))
 
     @app.post("/api/v1/properties")
     async def create_property() -> Response:
-        refused = await gate([])
-        if refused:
-            return refused
-        attrs = (await body()).get("property", {})
+        """`{"property": {"title", "currency", "timezone"?, "settings"?: {"min_stay_type"?}}}`."""
+        attrs = await entity("property")
+        required(attrs, "title", "currency")
+        settings: dict[str, Any] = attrs["settings"] if isinstance(attrs.get("settings"), dict) else {}
         try:
-            pid = state.create_property(str(attrs["title"]), str(attrs["currency"]))
+            pid = state.create_property(str(attrs["title"]), str(attrs["currency"]), str(attrs.get("timezone") or "UTC"),
+                                        str(settings.get("min_stay_type") or "arrival"))
         except KeyError:
-            return _error(422, "validation_error", "title and a known currency are required")
-        return created("property", pid, attrs)
+            raise Refused(answers.invalid({"currency": ["is invalid"]})) from None
+        except ValueError as exc:
+            raise Refused(answers.invalid({str(exc): ["is invalid"]})) from None
+        prop = state.properties[pid]
+        return answers.created("property", pid, {**attrs, "timezone": prop.timezone,
+                                                 "settings": {"min_stay_type": prop.min_stay_type}})
 
     @app.post("/api/v1/room_types")
     async def create_room_type() -> Response:
-        refused = await gate([])
-        if refused:
-            return refused
-        attrs = (await body()).get("room_type", {})
-        try:
-            rid = state.create_room_type(str(attrs["property_id"]), str(attrs["title"]),
-                                         int(attrs.get("count_of_rooms", 0)))
-        except (KeyError, ValueError):
-            return _error(422, "validation_error", "property_id and title are required")
-        return created("room_type", rid, attrs)
+        attrs = await entity("room_type")
+        required(attrs, "property_id", "title")
+        rooms = attrs.get("count_of_rooms", 0)
+        if isinstance(rooms, bool) or not isinstance(rooms, int) or rooms < 0:
+            raise Refused(answers.invalid({"count_of_rooms": ["is invalid"]}))
+        if str(attrs["property_id"]) not in state.properties:
+            raise Refused(answers.invalid({"property_id": ["not found"]}))  # ours
+        return answers.created("room_type", state.create_room_type(str(attrs["property_id"]), str(attrs["title"]),
+                                                                   rooms), attrs)
 
     @app.post("/api/v1/rate_plans")
     async def create_rate_plan() -> Response:
-        refused = await gate([])
-        if refused:
-            return refused
-        attrs = (await body()).get("rate_plan", {})
+        attrs = await entity("rate_plan")
+        required(attrs, "property_id", "room_type_id", "title")
         try:
             rid = state.create_rate_plan(str(attrs["property_id"]), str(attrs["room_type_id"]), str(attrs["title"]))
         except KeyError:
-            return _error(422, "validation_error", "property_id, room_type_id and title are required")
-        return created("rate_plan", rid, attrs)
+            raise Refused(answers.invalid({"room_type_id": ["not found"]})) from None  # ours
+        return answers.created("rate_plan", rid, attrs)
 
     async def push(kind: str) -> Response:
-        values = (await body()).get("values")
+        await gate("write")
+        wanted = await body()
+        if not isinstance(wanted, dict) or "values" not in wanted:
+            raise Refused(answers.invalid({"values": ["can't be blank"]}))
+        values = wanted["values"]
         if not isinstance(values, list):
-            return _error(422, "validation_error", "values must be a list")
-        properties = sorted({str(v.get("property_id")) for v in values if isinstance(v, dict)})
-        refused = await gate([(kind, pid) for pid in properties])
-        if refused:
-            return refused
+            raise Refused(answers.invalid({"values": ["is invalid"]}))
+        properties = sorted({v["property_id"] for v in values
+                             if isinstance(v, dict) and isinstance(v.get("property_id"), str)})
+        budget([(kind, pid) for pid in properties])
         if any(state.open_pushes[pid] for pid in properties):
             state.stats.overlapping_calls += 1
         state.open_pushes.update(properties)
@@ -158,12 +172,12 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
             state.open_pushes.subtract(properties)
         if kind == "availability":
             state.stats.availability_calls += 1
-            warnings = state.apply_availability([v for v in values if isinstance(v, dict)])
+            applied = state.apply_availability(values, clock.now())
         else:
             state.stats.restriction_calls += 1
-            warnings = state.apply_restrictions([v for v in values if isinstance(v, dict)])
-        return _json({"data": [{"id": str(uuid.uuid4()), "type": "task"}],
-                      "meta": {"message": "Success", "warnings": warnings}})
+            applied = state.apply_restrictions(values, clock.now())
+        tasks = [{"id": applied.task_id, "type": "task"}] if applied.task_id else []
+        return answers.json_answer({"data": tasks, "meta": {"message": "Success", "warnings": applied.warnings}})
 
     @app.post("/api/v1/availability")
     async def push_availability() -> Response:
@@ -174,20 +188,36 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         return await push("restrictions")
 
     async def read(kind: str) -> Response:
-        refused = await gate([("reads", "account")])
-        if refused:
-            return refused
+        await gate("read")
+        budget([("reads", "account")])
         state.stats.read_calls += 1
-        args = request.args
+        pid, first, last = read_filters(request.args)
+        if kind == "availability":
+            return answers.json_answer({"data": state.read_availability(pid, first, last)})
+        asked = [name for name in request.args.get("filter[restrictions]", "").split(",") if name]
+        if not asked:
+            raise Refused(answers.bad_request("restrictions is required"))
+        if any(name not in READABLE_RESTRICTIONS for name in asked):
+            raise Refused(answers.bad_request("restrictions is invalid"))  # ours
+        return answers.json_answer({"data": state.read_fields(pid, first, last, asked)})
+
+    def read_filters(args: Any) -> tuple[str, date, date]:
+        """filter[property_id] and filter[date] (one day) or filter[date][gte] and [lte]."""
+        pid = args.get("filter[property_id]")
+        if not pid:
+            raise Refused(answers.bad_request("property_id is required"))  # ours, in the docs' words
+        one, gte, lte = args.get("filter[date]"), args.get("filter[date][gte]"), args.get("filter[date][lte]")
+        if not one and not (gte and lte):
+            raise Refused(answers.bad_request("date is required"))
         try:
-            pid = args["filter[property_id]"]
-            first = date.fromisoformat(args["filter[date][gte]"])
-            last = date.fromisoformat(args["filter[date][lte]"])
-            if kind == "availability":
-                return _json({"data": state.read_availability(pid, first, last)})
-            return _json({"data": state.read_restrictions(pid, first, last)})
-        except (KeyError, ValueError):
-            return _error(422, "validation_error", "filter[property_id] and a date range are required")
+            first, last = (date.fromisoformat(one),) * 2 if one else (date.fromisoformat(gte), date.fromisoformat(lte))
+        except ValueError:
+            raise Refused(answers.bad_request("date is invalid")) from None  # ours
+        if last < first:
+            raise Refused(answers.bad_request("date is invalid"))  # ours
+        if pid not in state.properties:
+            raise Refused(answers.not_found())
+        return pid, first, last
 
     @app.get("/api/v1/availability")
     async def read_availability() -> Response:
@@ -199,138 +229,49 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
 
     @app.get("/api/v1/booking_revisions/feed")
     async def booking_feed() -> Response:
-        refused = await gate([], faults=False)
-        if refused:
-            return refused
-        try:
-            page = int(request.args.get("pagination[page]", "1"))
-            limit = int(request.args.get("pagination[limit]", str(FEED_DEFAULT_LIMIT)))
-        except ValueError:
-            return _error(422, "validation_error", "pagination[page] and pagination[limit] are whole numbers")
-        if page < 1 or limit < 1:
-            return _error(422, "validation_error", "pagination counts from 1")
-        limit = min(limit, FEED_MAX_LIMIT)
+        """filter[property_id], order[inserted_at]=asc|desc, pagination[page] and [limit]."""
+        await gate("feed")
+        problems: dict[str, list[str]] = {}
+        numbers = {}
+        for name, default in (("page", 1), ("limit", FEED_DEFAULT_LIMIT)):
+            text = request.args.get(f"pagination[{name}]", str(default))
+            numbers[name] = int(text) if text.isdigit() else 0
+            if numbers[name] < 1:
+                problems[f"pagination[{name}]"] = ["is invalid"]
+        order = request.args.get("order[inserted_at]", "asc")
+        if order not in ("asc", "desc"):
+            problems["order[inserted_at]"] = ["is invalid"]
+        if problems:
+            raise Refused(answers.invalid(problems))
+        page, limit = numbers["page"], min(numbers["limit"], FEED_MAX_LIMIT)
         state.stats.feed_reads += 1
         revisions = state.bookings.feed(request.args.get("filter[property_id]"))
+        if order == "desc":
+            revisions = revisions[::-1]
         shown = revisions[(page - 1) * limit:page * limit]
-        return _json({"data": [{"type": "booking_revision", "id": r["id"], "attributes": r} for r in shown],
-                      "meta": {"page": page, "limit": limit, "total": len(revisions)}})
+        return answers.json_answer({"data": [{"type": "booking_revision", "id": r["id"], "attributes": r}
+                                             for r in shown],
+                                    "meta": {"page": page, "limit": limit, "total": len(revisions)}})
 
     @app.get("/api/v1/booking_revisions/<revision_id>")
     async def booking_revision(revision_id: str) -> Response:
-        refused = await gate([], faults=False)
-        if refused:
-            return refused
+        await gate("feed")
         found = state.bookings.revisions.get(revision_id)
         if found is None:
-            return _error(404, "resource_not_found", "no such booking revision")
-        return _json({"data": {"type": "booking_revision", "id": revision_id, "attributes": found}})
+            return answers.not_found()
+        return answers.json_answer({"data": {"type": "booking_revision", "id": revision_id, "attributes": found}})
 
     @app.post("/api/v1/booking_revisions/<revision_id>/ack")
     async def ack_booking_revision(revision_id: str) -> Response:
-        refused = await gate([], faults=False)
-        if refused:
-            return refused
+        await gate("ack")
         repeated = revision_id in state.bookings.acked
         if not state.bookings.ack(revision_id):
-            return _error(404, "resource_not_found", "no such booking revision")
+            return answers.not_found()
         state.stats.acks += 1
         state.stats.acks_repeated += repeated
-        return _json({"meta": {"message": "Success"}})
+        return answers.success()
 
-    @app.get("/_sandbox/stats")
-    async def stats() -> Response:
-        if not authorised():
-            return _error(401, "unauthorized", "Unauthorized")
-        return _json({"stats": state.stats.view()})
-
-    @app.get("/_sandbox/grid")
-    async def grid() -> Response:
-        """A property's availability and restrictions, as the reads answer them but outside the
-        account's read budget: for tests and benches comparing the grid with the record
-        while the service spends that budget."""
-        if not authorised():
-            return _error(401, "unauthorized", "Unauthorized")
-        args = request.args
-        try:
-            pid = args["filter[property_id]"]
-            first = date.fromisoformat(args["filter[date][gte]"])
-            last = date.fromisoformat(args["filter[date][lte]"])
-            return _json({"data": {"availability": state.read_availability(pid, first, last),
-                                   "restrictions": state.read_restrictions(pid, first, last)}})
-        except (KeyError, ValueError):
-            return _error(422, "validation_error", "filter[property_id] and a date range are required")
-
-    @app.post("/_sandbox/faults")
-    async def faults() -> Response:
-        if not authorised():
-            return _error(401, "unauthorized", "Unauthorized")
-        wanted = await body()
-        mode = wanted.get("mode")
-        count = wanted.get("count", 1)
-        retry_after = wanted.get("retryAfter")
-        if mode not in FAULT_MODES or isinstance(count, bool) or not isinstance(count, int) or count < 0 or (
-                retry_after is not None and (isinstance(retry_after, bool) or not isinstance(retry_after, int)
-                                             or retry_after < 0)):
-            return _error(422, "validation_error", f"mode {'|'.join(FAULT_MODES)}, count >= 0, retryAfter >= 0")
-        state.faults.mode, state.faults.remaining, state.faults.retry_after = mode, count, retry_after
-        return _json({"faults": {"mode": mode, "count": count, "retryAfter": retry_after}})
-
-    @app.post("/_sandbox/ota-bookings")
-    async def ota_booking() -> Response:
-        """An OTA sells a stay, in the channel manager's own ids (the standalone sandbox's
-        way to make one; the service's admin route does it in the property's ids)."""
-        if not authorised():
-            return _error(401, "unauthorized", "Unauthorized")
-        wanted = await body()
-        try:
-            prop = state.properties[str(wanted["property_id"])]
-            stay = Stay(prop.id, str(wanted["room_type_id"]), str(wanted["rate_plan_id"]),
-                        date.fromisoformat(str(wanted["arrival_date"])),
-                        date.fromisoformat(str(wanted["departure_date"])), int(wanted.get("adults", 2)),
-                        int(wanted.get("children", 0)), dict(wanted.get("customer") or {"name": "Guest"}),
-                        Decimal(str(wanted["amount"])), prop.currency, str(wanted.get("ota_name", "BookingCom")))
-        except (KeyError, ValueError, TypeError, ArithmeticError):
-            return _error(422, "validation_error",
-                          "property_id, room_type_id, rate_plan_id, arrival_date, departure_date, amount")
-        revision = state.bookings.new(stay, clock.now())
-        return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
-
-    @app.post("/_sandbox/ota-bookings/<code>/modify")
-    async def ota_modify(code: str) -> Response:
-        """The OTA changes a booking it sold (by its reservation code): any of
-        `departure_date`, `adults`, `amount`; a `modified` revision follows."""
-        if not authorised():
-            return _error(401, "unauthorized", "Unauthorized")
-        if code not in state.bookings.codes:
-            return _error(404, "resource_not_found", "no such OTA booking")
-        wanted = await body()
-        stay = state.bookings.stays[state.bookings.codes[code]]
-        try:
-            changes: dict[str, Any] = {}
-            if "departure_date" in wanted:
-                changes["departure"] = date.fromisoformat(str(wanted["departure_date"]))
-            if "adults" in wanted:
-                changes["adults"] = int(wanted["adults"])
-            if "amount" in wanted:
-                changes["amount"] = Decimal(str(wanted["amount"]))
-            if changes.get("departure", stay.departure) <= stay.arrival:
-                raise ValueError("departure_date")
-        except (ValueError, TypeError, ArithmeticError):
-            return _error(422, "validation_error", "departure_date after the arrival, adults, amount")
-        revision = state.bookings.modify(code, changes, clock.now())
-        return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
-
-    @app.post("/_sandbox/ota-bookings/<code>/cancel")
-    async def ota_cancel(code: str) -> Response:
-        """The OTA cancels a booking it sold (by its reservation code): a `cancelled` revision."""
-        if not authorised():
-            return _error(401, "unauthorized", "Unauthorized")
-        if code not in state.bookings.codes:
-            return _error(404, "resource_not_found", "no such OTA booking")
-        revision = state.bookings.cancel(code, clock.now())
-        return _json({"data": {"type": "booking_revision", "id": revision["id"], "attributes": revision}}, 201)
-
+    add_control_routes(app, state, clock, authorised, body)
     return app
 
 

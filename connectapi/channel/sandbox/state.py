@@ -1,32 +1,49 @@
 """What the sandbox channel manager holds and enforces, without I/O.
 
-It keeps the grid it was sent (values applied in order, weekday masks included), counts
-calls, values and cells, enforces the channel manager's budgets (per property: 10
-availability calls and 10 restrictions calls a minute; per account: 10 reads a minute),
-and can be told to fail its next calls (a 429, a 500, a hang, a 200 that is not JSON, a
-dropped connection).
+It keeps the grid it was sent (values checked as Channex checks them, see values.py, and
+applied in order, last wins), the ARI calls it received, counts calls, values and cells,
+enforces the budgets (per property: 10 availability calls and 10 restrictions calls a
+minute, Channex's; per account: 10 reads a minute, our own caution), can be told to refuse
+an entity's values (a rate plan disabled on the channel), and to fail its next calls (a 429,
+a 500, a hang, a 200 that is not JSON, a dropped connection) of one kind.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from datetime import date, timedelta
-from decimal import Decimal, InvalidOperation
+from datetime import date, datetime
 from typing import Any, Literal, get_args
+from zoneinfo import ZoneInfo
 
-from ...domain.dates import WEEKDAY_CODES
 from ...domain.money import currency_exponent
 from ...domain.sliding_window import SlidingWindow
 from .bookings import BookingFeed
+from .values import Change, Problems, Target, check_availability, check_restrictions
 
 MINUTE = 60.0
 RESTRICTION_FIELDS = ("rate", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
                       "closed_to_departure", "stop_sell")
+# What a restrictions read may ask for (filter[restrictions]); the last two are read-only
+# and held by nobody here, so never answered.
+READABLE_RESTRICTIONS = ("availability", "rate", "min_stay_arrival", "min_stay_through", "min_stay",
+                         "closed_to_arrival", "closed_to_departure", "stop_sell", "max_stay",
+                         "availability_offset", "max_availability")
+MIN_STAY_TYPES = ("arrival", "through", "both")
+CALLS_KEPT = 10_000
 # "malformed": a 200 whose body is an HTML page; "reset": the connection closed without an answer.
 FaultMode = Literal["ok", "429", "500", "timeout", "malformed", "reset"]
 FAULT_MODES: tuple[FaultMode, ...] = get_args(FaultMode)
+# Which calls an armed fault fails: "ari" every ARI write and read and the catalog's
+# creations (the default, as before the selector); "reads" only ARI reads; "ack" booking
+# acknowledgements; "feed" feed pages and one-revision reads.
+FaultCalls = Literal["ari", "reads", "ack", "feed"]
+FAULT_CALLS: tuple[FaultCalls, ...] = get_args(FaultCalls)
+CallKind = Literal["write", "read", "catalog", "ack", "feed"]
+_FAILS: dict[FaultCalls, frozenset[CallKind]] = {
+    "ari": frozenset({"write", "read", "catalog"}), "reads": frozenset({"read"}),
+    "ack": frozenset({"ack"}), "feed": frozenset({"feed"})}
 
 
 @dataclass
@@ -45,6 +62,8 @@ class Stats:
     cells: int = 0
     throttled: int = 0
     failed: int = 0
+    # Values refused with a warning (counted in no call's `values`).
+    refused: int = 0
     # Pushes that arrived while another push for one of the same properties was still open:
     # 0 when one process at a time pushes a property.
     overlapping_calls: int = 0
@@ -57,8 +76,9 @@ class Stats:
     def view(self) -> dict[str, int]:
         return {"availabilityCalls": self.availability_calls, "restrictionCalls": self.restriction_calls,
                 "readCalls": self.read_calls, "values": self.values, "cells": self.cells,
-                "throttled": self.throttled, "failed": self.failed, "overlappingCalls": self.overlapping_calls,
-                "feedReads": self.feed_reads, "acks": self.acks, "acksRepeated": self.acks_repeated}
+                "throttled": self.throttled, "failed": self.failed, "refused": self.refused,
+                "overlappingCalls": self.overlapping_calls, "feedReads": self.feed_reads, "acks": self.acks,
+                "acksRepeated": self.acks_repeated}
 
 
 @dataclass
@@ -66,10 +86,11 @@ class Faults:
     mode: FaultMode = "ok"
     remaining: int = 0
     retry_after: int | None = None
+    calls: FaultCalls = "ari"
 
-    def take(self) -> tuple[FaultMode, int | None]:
-        """The fault for the next call, if one is armed."""
-        if self.mode == "ok" or self.remaining <= 0:
+    def take(self, kind: CallKind = "write") -> tuple[FaultMode, int | None]:
+        """The fault for the next call of this kind, if one is armed for it."""
+        if self.mode == "ok" or self.remaining <= 0 or kind not in _FAILS[self.calls]:
             return "ok", None
         self.remaining -= 1
         return self.mode, self.retry_after
@@ -80,11 +101,44 @@ class Throttle:
     retry_after: int
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    field: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One ARI write received: what GET /_sandbox/calls lists."""
+
+    kind: str  # availability | restrictions
+    property_ids: tuple[str, ...]
+    task_id: str | None  # None when no value was applied
+    values: int
+    warnings: int
+    at: datetime
+
+    def view(self) -> dict[str, Any]:
+        return {"kind": self.kind, "property_ids": list(self.property_ids), "task_id": self.task_id,
+                "values": self.values, "warnings": self.warnings, "at": self.at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A write's outcome: the task id (None when nothing applied) and the refused values,
+    each echoed with its `warning`."""
+
+    task_id: str | None
+    warnings: list[dict[str, Any]]
+
+
 @dataclass
 class Property:
     id: str
     title: str
     currency: str
+    timezone: str = "UTC"
+    min_stay_type: str = "arrival"
     room_types: dict[str, dict[str, Any]] = field(default_factory=dict)
     rate_plans: dict[str, dict[str, Any]] = field(default_factory=dict)
     availability: dict[str, dict[date, int]] = field(default_factory=dict)
@@ -102,14 +156,25 @@ class SandboxState:
         self.faults = Faults()
         self.properties: dict[str, Property] = {}
         self.bookings = BookingFeed()
+        self.refusals: dict[tuple[str, str], Refusal] = {}  # (property id, entity id) -> refusal
+        self.calls: deque[Call] = deque(maxlen=CALLS_KEPT)
         self._windows: dict[tuple[str, str], SlidingWindow] = {}
 
     # -- catalog ----------------------------------------------------------------------
 
-    def create_property(self, title: str, currency: str) -> str:
-        currency_exponent(currency)  # KeyError for a currency it does not know
+    def create_property(self, title: str, currency: str, timezone: str = "UTC",
+                        min_stay_type: str = "arrival") -> str:
+        """KeyError for a currency it does not know, ValueError for a time zone or
+        min_stay_type it does not know."""
+        currency_exponent(currency)
+        try:
+            ZoneInfo(timezone)
+        except (ValueError, KeyError) as exc:
+            raise ValueError("timezone") from exc
+        if min_stay_type not in MIN_STAY_TYPES:
+            raise ValueError("min_stay_type")
         pid = str(uuid.uuid4())
-        self.properties[pid] = Property(pid, title, currency)
+        self.properties[pid] = Property(pid, title, currency, timezone, min_stay_type)
         return pid
 
     def create_room_type(self, property_id: str, title: str, rooms: int) -> str:
@@ -151,90 +216,108 @@ class SandboxState:
             self._windows[key] = SlidingWindow(limit, MINUTE)
         return self._windows[key]
 
+    # -- refusals ---------------------------------------------------------------------
+
+    def refuse(self, property_id: str, entity_id: str, refusal: Refusal | None) -> None:
+        """While set, every value for this room type or rate plan is refused with
+        {field: [message]}; None lifts it."""
+        if refusal is None:
+            self.refusals.pop((property_id, entity_id), None)
+        else:
+            self.refusals[(property_id, entity_id)] = refusal
+
     # -- writes -----------------------------------------------------------------------
 
-    def apply_availability(self, values: list[dict[str, Any]]) -> list[str]:
-        """Apply in order; returns warnings for values dropped as invalid."""
-        warnings = []
-        for index, value in enumerate(values):
-            try:
-                prop = self._property(str(value["property_id"]))
-                room = str(value["room_type_id"])
-                if room not in prop.room_types:
-                    raise KeyError(room)
-                count = value["availability"]
-                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                    raise ValueError("availability must be a non-negative integer")
-                nights = _nights(value)
-            except (KeyError, ValueError, TypeError) as exc:
-                warnings.append(f"values[{index}]: {exc}")
-                continue
-            grid = prop.availability.setdefault(room, {})
-            for night in nights:
-                grid[night] = count
-            self.stats.values += 1
-            self.stats.cells += len(nights)
-        return warnings
+    def apply_availability(self, values: list[Any], now: datetime) -> Applied:
+        return self._apply("availability", values, now)
 
-    def apply_restrictions(self, values: list[dict[str, Any]]) -> list[str]:
-        warnings = []
-        for index, value in enumerate(values):
-            try:
-                prop = self._property(str(value["property_id"]))
-                plan = str(value["rate_plan_id"])
-                if plan not in prop.rate_plans:
-                    raise KeyError(plan)
-                fields = {name: value[name] for name in RESTRICTION_FIELDS if name in value}
-                if not fields:
-                    raise ValueError("a value needs at least one field besides the ids")
-                if "rate" in fields:
-                    fields["rate"] = _rate(fields["rate"], currency_exponent(prop.currency))
-                nights = _nights(value)
-            except (KeyError, ValueError, TypeError) as exc:
-                warnings.append(f"values[{index}]: {exc}")
+    def apply_restrictions(self, values: list[Any], now: datetime) -> Applied:
+        return self._apply("restrictions", values, now)
+
+    def _apply(self, kind: str, values: list[Any], now: datetime) -> Applied:
+        """Check each value, apply those that pass in order (last wins), echo the others."""
+        def target_of(pid: str) -> Target | None:
+            prop = self.properties.get(pid)
+            if prop is None:
+                return None
+            entities = prop.room_types if kind == "availability" else prop.rate_plans
+            return Target(frozenset(entities), now.astimezone(ZoneInfo(prop.timezone)).date(),
+                          currency_exponent(prop.currency), prop.min_stay_type)
+
+        check = check_availability if kind == "availability" else check_restrictions
+        warnings: list[dict[str, Any]] = []
+        applied = 0
+        for value in values:
+            outcome = check(value, target_of)
+            if isinstance(outcome, Change):
+                refusal = self.refusals.get((outcome.property_id, outcome.entity_id))
+                outcome = {refusal.field: [refusal.message]} if refusal else outcome
+            if not isinstance(outcome, Change):
+                warnings.append(_echo(value, outcome))
                 continue
-            grid = prop.restrictions.setdefault(plan, {})
-            for night in nights:
-                grid.setdefault(night, {}).update(fields)
-            self.stats.values += 1
-            self.stats.cells += len(nights)
-        return warnings
+            self._write(kind, outcome)
+            applied += 1
+        self.stats.refused += len(warnings)
+        task_id = str(uuid.uuid4()) if applied else None
+        pids = sorted({str(v["property_id"]) for v in values if isinstance(v, dict) and "property_id" in v})
+        self.calls.append(Call(kind, tuple(pids), task_id, applied, len(warnings), now))
+        return Applied(task_id, warnings)
+
+    def _write(self, kind: str, change: Change) -> None:
+        prop = self._property(change.property_id)
+        if kind == "availability":
+            grid = prop.availability.setdefault(change.entity_id, {})
+            for night in change.nights:
+                grid[night] = change.fields["availability"]
+        else:
+            plan = prop.restrictions.setdefault(change.entity_id, {})
+            for night in change.nights:
+                plan.setdefault(night, {}).update(change.fields)
+        self.stats.values += 1
+        self.stats.cells += len(change.nights)
 
     # -- reads ------------------------------------------------------------------------
 
     def read_availability(self, property_id: str, first: date, last: date) -> dict[str, dict[str, int]]:
+        """All it holds in [first, last]: {room type: {YYYY-MM-DD: count}} (KeyError: no such property)."""
         prop = self._property(property_id)
         return {room: {d.isoformat(): n for d, n in sorted(grid.items()) if first <= d <= last}
                 for room, grid in prop.availability.items()}
 
     def read_restrictions(self, property_id: str, first: date, last: date) -> dict[str, dict[str, dict[str, Any]]]:
+        """All fields it holds in [first, last]: {rate plan: {YYYY-MM-DD: {field: value}}}."""
         prop = self._property(property_id)
         return {plan: {d.isoformat(): dict(f) for d, f in sorted(grid.items()) if first <= d <= last}
                 for plan, grid in prop.restrictions.items()}
 
+    def read_fields(self, property_id: str, first: date, last: date,
+                    asked: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """The restrictions read as Channex answers it: only the fields asked for, per rate
+        plan and date. `availability` is the plan's room type's; `min_stay` the min stay the
+        property's setting names. A field it holds nothing for is left out (the docs do not
+        show one; the service reads an absent field as its neutral value)."""
+        prop = self._property(property_id)
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for plan, about in prop.rate_plans.items():
+            rooms = prop.availability.get(about["room_type_id"], {})
+            held = prop.restrictions.get(plan, {})
+            days: dict[str, dict[str, Any]] = {}
+            for night in sorted(d for d in set(rooms) | set(held) if first <= d <= last):
+                here = dict(held.get(night, {}))
+                if night in rooms:
+                    here["availability"] = rooms[night]
+                if prop.min_stay_type != "both" and f"min_stay_{prop.min_stay_type}" in here:
+                    here["min_stay"] = here[f"min_stay_{prop.min_stay_type}"]
+                shown = {name: here[name] for name in asked if name in here}
+                if shown:
+                    days[night.isoformat()] = shown
+            if days:
+                found[plan] = days
+        return found
 
-def _nights(value: dict[str, Any]) -> list[date]:
-    first = date.fromisoformat(value["date_from"])
-    last = date.fromisoformat(value["date_to"])
-    if last < first:
-        raise ValueError("date_to is before date_from")
-    days = value.get("days")
-    mask = set(range(7)) if days is None else {WEEKDAY_CODES.index(d) for d in days}
-    return [first + timedelta(days=i) for i in range((last - first).days + 1)
-            if (first + timedelta(days=i)).weekday() in mask]
 
-
-def _rate(raw: Any, exponent: int) -> str:
-    """Rates as the channel manager keeps them: a decimal string in major units ("200.00").
-
-    It takes a decimal string in major units or an integer of minor units.
-    """
-    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
-        raise ValueError("rate must be a decimal string or an integer of minor units")
-    try:
-        amount = Decimal(raw) if isinstance(raw, str) else Decimal(raw).scaleb(-exponent)
-    except InvalidOperation:
-        raise ValueError("rate must be a decimal string or an integer of minor units") from None
-    if not amount.is_finite() or amount <= 0:
-        raise ValueError("rate must be positive")
-    return f"{amount:.{exponent}f}"
+def _echo(value: Any, problems: Problems) -> dict[str, Any]:
+    """A refused value as Channex's warning shows it: the value as sent, plus `warning`."""
+    echoed = dict(value) if isinstance(value, dict) else {"value": value}
+    echoed["warning"] = problems
+    return echoed
