@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     sandbox.add_argument("--notify-url", default=None,
                          help="POST a booking notification here on every revision, with the secret in "
                               "CONNECTAPI_CM_NOTIFY_SECRET (the service's /api/v1/channel-manager/notify)")
+    sandbox.add_argument("--notify-header", action="append", default=[], metavar="NAME:VALUE",
+                         help="a custom header the webhook carries (repeatable), as a Channex webhook "
+                              "subscription's `headers`")
+    sandbox.add_argument("--no-send-data", action="store_true",
+                         help="webhooks without `payload`, as a subscription with send_data false")
 
     from .cli_admin import add_admin_commands
 
@@ -111,8 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         if not key:
             print("connectapi: set CONNECTAPI_CM_KEY to the key the sandbox should accept", file=sys.stderr)
             return 2
+        headers = {}
+        for given in args.notify_header:
+            name, colon, value = given.partition(":")
+            if not colon or not name.strip():
+                print(f"connectapi: --notify-header {given[:60]!r} is not NAME:VALUE", file=sys.stderr)
+                return 2
+            headers[name.strip()] = value.strip()
         run_standalone(args.host, args.port, key, Limits(args.per_property, args.per_property, args.reads),
-                       args.notify_url, os.environ.get("CONNECTAPI_CM_NOTIFY_SECRET"), args.call_ms / 1000)
+                       args.notify_url, os.environ.get("CONNECTAPI_CM_NOTIFY_SECRET"), args.call_ms / 1000,
+                       headers, not args.no_send_data)
         return 0
     if args.command == "migrate":
         from .service import run_migrate
