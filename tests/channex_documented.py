@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import date, timedelta
 from typing import Any
 
 BOOKING_COM_NEW: dict[str, Any] = json.loads(r"""
@@ -572,3 +573,15 @@ def as_revision(document: dict[str, Any], revision_id: str, inserted_at: str, *,
         if rate_plan_id is not None:
             room["rate_plan_id"] = rate_plan_id
     return revision
+
+
+def moved(revision: dict[str, Any], days: int) -> dict[str, Any]:
+    """The revision with every date of the documented Booking.com stay (and its penalties)
+    `days` later: the documentation's dates are long past, and a property takes stays from
+    today on."""
+    text = json.dumps(revision)
+    for day in range(9, 16):
+        then = date(2020, 11, day)
+        text = text.replace(then.isoformat(), (then + timedelta(days=days)).isoformat())
+    found: dict[str, Any] = json.loads(text)
+    return found

@@ -1,10 +1,14 @@
 """BookingIntake: OTA booking revisions in from the channel manager's feed.
 
 A round pulls the feed (through the ChannelManagerActor), stores each revision as it
-came, has the property's writer apply what is stored and not yet applied (one
+came (less any card data, taken out first: PCI), has the property's writer apply what is stored and not yet applied (one
 transaction each, under the property's lock), and only then acknowledges what is
 settled. A crash anywhere loses nothing: what was stored is applied next round, and an
 unacknowledged revision is offered again by the channel manager and is a no-op.
+
+Only a 2xx or a 404 (the revision gone) settles an acknowledgement; any other answer leaves
+the revision applied with its acknowledgement pending, asked again next round, and never
+applied or announced again (applying takes only what is still 'received').
 
 Rounds run when the channel manager notifies us (a trigger only: its notification carries
 no data we trust) and on a timer, as a safety net for a notification that never came.
@@ -194,7 +198,9 @@ class BookingIntake(RoundsActor):
 
     async def _store(self, feed: list[dict[str, object]], done: Round) -> None:
         properties = await ota.property_ids_by_cm(self._db)
-        for raw in feed:
+        for as_came in feed:
+            # PCI: the card goes first, before anything here can store, log or tell it.
+            raw = ota_rules.without_card(as_came)
             try:
                 revision_id, system_id, cm_property, cm_booking = ota_rules.revision_key(raw)
                 revised_at = ota_rules.revised_at(raw)
@@ -212,9 +218,9 @@ class BookingIntake(RoundsActor):
             if await ota.store_revision(self._db, revision_id, system_id, property_id, cm_booking, revised_at,
                                         raw, self._clock.now()):
                 done.stored += 1
-            elif not await ota.still_to_apply(self._db, revision_id):
-                # Offered again (our acknowledgement was lost) or a repeat under a new id:
-                # nothing to apply, only the acknowledgement to give.
+            elif await ota.offered_again(self._db, revision_id):
+                # Nothing to apply, only the acknowledgement to give. One still pending is
+                # given below, once a round, with the others.
                 if await self._ack(revision_id):
                     done.acknowledged += 1
 

@@ -1,8 +1,9 @@
 """OTA revisions and the bookings they make, in the record.
 
-Revisions are stored as they came before anything is applied, so a crash between the pull
-and the acknowledgement loses nothing: the next round applies what is still 'received'
-and acknowledges what is settled but not yet acknowledged.
+Revisions are stored as they came (less any card data: PCI) before anything is applied, so
+a crash between the pull and the acknowledgement loses nothing: the next round applies what
+is still 'received' and acknowledges what is settled but not yet acknowledged (applied,
+acknowledgement pending: never applied again).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import asyncpg
 
-from ..domain.ota_bookings import CellMove, Mapping, OtaBooking
+from ..domain.ota_bookings import CellMove, Mapping, OtaBooking, without_card
 from . import bookings
 from .bookings import availability_of as availability_of  # the OTA intake's, as the PMS's
 from .database import Database
@@ -29,8 +30,10 @@ async def property_ids_by_cm(db: Database) -> dict[str, int]:
 
 async def store_revision(db: Database, revision_id: str, system_id: str, property_id: int, cm_booking_id: str,
                          revised_at: datetime, payload: dict[str, Any], at: datetime) -> bool:
-    """Keep a revision as it came; False when it is already kept (same id, or the same
-    system_id again: a repeat is a no-op)."""
+    """Keep a revision as it came, less its card data; False when it is already kept (same
+    id, or the same system_id again: a repeat is a no-op)."""
+    # The intake has taken the card out already; this is the last gate before the record.
+    payload = without_card(payload)
     stored = await db.fetchval(
         """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
                                       received_at)
@@ -39,8 +42,14 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
     return stored is not None
 
 
-async def still_to_apply(db: Database, revision_id: str) -> bool:
-    return bool(await db.fetchval("SELECT state = 'received' FROM ota_revisions WHERE id = $1", revision_id))
+async def offered_again(db: Database, revision_id: str) -> bool:
+    """Whether a revision the feed offers, not stored anew, wants acknowledging now: one
+    settled and acknowledged here (our acknowledgement lost on its way), or a repeat under a
+    new id (not in the record). One waiting to be applied, or applied with its
+    acknowledgement pending, is the round's to apply or acknowledge, once."""
+    settled = await db.fetchval("SELECT state <> 'received' AND acked_at IS NOT NULL FROM ota_revisions WHERE id = $1",
+                                revision_id)
+    return settled is None or bool(settled)
 
 
 @dataclass(frozen=True, slots=True)
