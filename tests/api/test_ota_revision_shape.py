@@ -203,6 +203,8 @@ async def test_an_acknowledgement_not_answered_2xx_is_asked_again_and_nothing_ap
         told = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
         assert [n["kind"] for n in told] == ["ota.overbooked"]  # the owner e-mailed once
         assert await api.ctx.db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", prop["id"]) == 1
+        record = await whole_record(api)
+        assert "Overbooking" in record and not any(card in record for card in CARD)  # the e-mail included
         # Taken once: one room on the second night (the first had none left).
         assert await api.ctx.db.fetchval(
             "SELECT coalesce(sum(delta), 0) FROM inventory_events WHERE property_id = $1 AND booking_id IS NOT NULL",
