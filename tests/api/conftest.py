@@ -35,7 +35,9 @@ def settings_for(env: dict[str, str] | None = None) -> Settings:
     No shutdown grace: it is counted on the mock clock, which stands still, so an actor caught
     mid-backoff when a test ends (say, after a failed assertion) would hold the end forever."""
     return Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent", "CONNECTAPI_PUSH_PAUSED": "1",
-                              "CONNECTAPI_RECONCILE": "off", **(env or {})}, shutdown_grace_seconds=0.0)
+                              "CONNECTAPI_RECONCILE": "off",
+                              # Pushers call at once: a test that looks at gathering sets it.
+                              "CONNECTAPI_CM_GATHER_MS": "0", **(env or {})}, shutdown_grace_seconds=0.0)
 
 
 @pytest.fixture

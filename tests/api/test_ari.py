@@ -44,7 +44,7 @@ async def test_write_result_and_batch(api: Harness) -> None:
     assert batch.data == {
         "batchId": data["batchId"], "resource": "availability", "createdAt": "2026-11-22T10:00:00+00:00",
         "requestedCells": 3, "acceptedCells": 3, "noopCells": 0, "rejected": [], "status": "pending",
-        "pendingCells": 3, "lastError": None}
+        "pendingCells": 3, "lastError": None, "channelTasks": []}
 
 
 async def test_availability_round_trip_and_noops(api: Harness) -> None:

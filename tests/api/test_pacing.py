@@ -96,7 +96,7 @@ async def test_a_hang_times_out_and_backs_off(api: Harness) -> None:
     await eventually(lambda: sandbox.stats.failed == 1, "the push hanging in the sandbox")
     api.advance(10.5)  # the client's timeout
     await eventually(lambda: has_failures(api, prop["id"], 1), "the push timed out")
-    api.advance(2.0)  # the first backoff
+    api.advance(76.0)  # the first pause: Channex's minute, jittered up to a quarter more
     await settled(api, prop["id"])
     assert sandbox_value(api, prop, date(2026, 11, 23)) == 4
 
@@ -130,13 +130,15 @@ async def test_an_hour_of_outage_is_caught_up_coalesced_without_a_burst(api: Har
         await set_night(api, key, room, first + timedelta(days=minute % 30), minute % 5)
         await let_run(20)
         api.advance(60)
-    assert 10 <= sandbox.stats.failed <= 60  # it kept trying, backing off up to 5 minutes apart
+    # It kept trying, paused a minute after the first failure, then doubling up to 15
+    # minutes (jittered up to a quarter more): 6 to 8 calls in the hour.
+    assert 5 <= sandbox.stats.failed <= 9
     calls_before = sandbox.stats.availability_calls
     sandbox.faults.mode, sandbox.faults.remaining = "ok", 0  # back
     # Past the longest backoff in one jump: a jump while the call is on its way (real time)
     # would time it out on the client after the sandbox took it, and it would go again.
     await let_run(20)
-    api.advance(6 * 60)
+    api.advance(19 * 60)
     # A statement still at the record (real time) when the clock jumped timed out: the
     # pusher then waits a second of the clock for the record. Step the clock a second at a
     # time until the cells are clean.
@@ -174,13 +176,13 @@ async def test_an_answer_we_cannot_read_is_a_failed_push_backed_off(api: Harness
     async def backing_off() -> bool:
         # the failure is counted as it happens; its outcome reaches the record a moment later
         inventory = (await api.call("GET", f"{API}/sync", key=key)).data["inventory"]
-        return bool(inventory == {"state": "BACKING_OFF", "dirtyCells": 1})
+        return bool(inventory == {"state": "BACKING_OFF", "dirtyCells": 1, "refusedCells": 0})
 
     await eventually(backing_off, "the property backing off")
     sync = await api.call("GET", f"{API}/sync", key=key)
-    assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1}
+    assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1, "refusedCells": 0}
     assert said in sync.data["projector"]["lastError"] and sync.data["projector"]["lastOutcome"] == "failed"
-    api.advance(2.0)  # the first backoff
+    api.advance(76.0)  # the first pause: a minute, jittered
     await settled(api, prop["id"])
     assert sandbox_value(api, prop, date(2026, 11, 23)) == 5
     assert (await api.call("GET", f"{API}/sync", key=key)).data["projector"]["lastError"] is None

@@ -118,7 +118,7 @@ async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness)
     await until_outcome(api, prop["id"], "failed")
     batch = await api.call("GET", made.data["poll"], key=key)
     assert batch.data["status"] == "pending" and "HTTP 500" in batch.data["lastError"]
-    api.advance(2.0)  # the first backoff is under 2 s (jittered)
+    api.advance(76.0)  # the first pause is Channex's minute, jittered up to a quarter more
     await settled(api, prop["id"])
     batch = await api.call("GET", made.data["poll"], key=key)
     assert (batch.data["status"], batch.data["lastError"]) == ("completed", None)
@@ -130,8 +130,9 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
     room = prop["roomTypes"][0]["id"]
     sync = await api.call("GET", f"{API}/sync", key=key)
     assert sync.data == {
-        "inventory": {"state": "IN_SYNC", "dirtyCells": 0}, "rates": {"dirtyCells": 0},
-        "restrictions": {"dirtyCells": 0},
+        "inventory": {"state": "IN_SYNC", "dirtyCells": 0, "refusedCells": 0},
+        "rates": {"dirtyCells": 0, "refusedCells": 0}, "restrictions": {"dirtyCells": 0, "refusedCells": 0},
+        "refusedCells": 0,
         "projector": {"lastPushAt": None, "lastOutcome": None, "lastError": None, "nextAttemptAt": None},
         "newestPendingBatch": None}
     assert api.ctx.sandbox is not None
@@ -140,7 +141,7 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
         {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "available": 2}]})
     await until_outcome(api, prop["id"], "failed")
     sync = await api.call("GET", f"{API}/sync", key=key)
-    assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1}
+    assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1, "refusedCells": 0}
     assert sync.data["newestPendingBatch"] == {"batchId": made.data["batchId"], "pendingCells": 1}
     assert "HTTP 500" in sync.data["projector"]["lastError"] and sync.data["projector"]["nextAttemptAt"]
     for _ in range(2):  # two more failures: three in a row
@@ -158,7 +159,7 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
     api.advance(300)  # the faults are used up: the next try goes through
     await settled(api, prop["id"])
     sync = await api.call("GET", f"{API}/sync", key=key)
-    assert sync.data["inventory"] == {"state": "IN_SYNC", "dirtyCells": 0}
+    assert sync.data["inventory"] == {"state": "IN_SYNC", "dirtyCells": 0, "refusedCells": 0}
     assert (sync.data["projector"]["lastOutcome"], sync.data["projector"]["lastError"]) == ("ok", None)
     assert sync.data["newestPendingBatch"] is None
 
