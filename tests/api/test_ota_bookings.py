@@ -4,6 +4,7 @@ and into the PMS inventory, on the mock clock."""
 from __future__ import annotations
 
 import json
+import logging
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -13,6 +14,7 @@ from jsonschema import Draft202012Validator
 
 from connectapi.channel.sandbox.bookings import Stay
 from connectapi.domain.webhook_contract import ENVELOPE_SCHEMA
+from connectapi.engine import Wake
 from .harness import API, Harness, eventually
 from .test_pipeline import settled
 from .webhook_receiver import Receiver, signed_by
@@ -20,6 +22,8 @@ from .webhook_receiver import Receiver, signed_by
 NOTIFY_SECRET = "notify-secret-for-tests"
 ENVELOPE = Draft202012Validator(ENVELOPE_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
 CM_ONLY = {"products": {"channelManager": True, "pms": False}, "pmsEntitled": False}
+# What the sandbox's guarantee holds (a masked test card), as keys and values: never kept.
+CARD = ("411111******1111", "card_number", "cardholder_name", "expiration_date", "cvv", "card_type", "ANA LIMA")
 
 
 @pytest.fixture
@@ -137,8 +141,15 @@ async def test_created_modified_cancelled_on_a_channel_manager_only_property(api
     assert cancelled["data"]["booking"]["status"] == "CANCELLED"
     assert [r["state"] for r in await revisions(api, prop, 3)] == ["applied"] * 3
     assert api.ctx.sandbox is not None and api.ctx.sandbox.bookings.feed(None) == []  # all acknowledged
+    sent = list(api.ctx.sandbox.bookings.revisions.values())
+    cm_booking_ids = {r["booking_id"] for r in sent} | {r["id"] for r in sent} | {r["system_id"] for r in sent}
+    assert all(r["guarantee"]["card_number"] for r in sent)  # each came with a (masked) card
     for _, body in receiver.received:
-        assert not any(cm_id in body for cm_id in cm_ids(api, prop))  # no channel-manager id, ever
+        assert not any(cm_id in body for cm_id in [*cm_ids(api, prop), *cm_booking_ids])  # no channel-manager id
+        assert not any(card in body for card in CARD)
+    stored = await api.ctx.db.fetch("SELECT payload::text AS text FROM ota_revisions WHERE property_id = $1",
+                                    prop["id"])
+    assert len(stored) == 3 and not any(card in row["text"] for row in stored for card in CARD)
     # No PMS here: the record's inventory is not touched.
     assert await api.ctx.db.fetchval("SELECT count(*) FROM inventory_events WHERE property_id = $1", prop["id"]) == 0
     assert await api.ctx.db.fetchval(
@@ -360,3 +371,34 @@ async def test_a_kept_revision_is_applied_again_once_its_mapping_is_fixed(api: H
     assert (settled.status, settled.code) == (409, "REVISION_NOT_KEPT")
     assert settled.body["data"]["details"] == {"state": "applied"}
     assert len(receiver.received) == 2  # applied once
+
+
+async def test_an_acknowledgement_the_channel_manager_answers_500_twice_is_asked_again(
+        api: Harness, receiver: Receiver, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="connectapi")
+    prop, secret = await hooked_property(api, receiver)
+    key = (await api.create_key(prop["id"], ["ari:write", "ari:read"]))["key"]
+    closed = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
+        {"roomTypeId": prop["roomTypes"][0]["id"], "dateFrom": "2026-12-10", "dateTo": "2026-12-10", "available": 0}]})
+    assert closed.status == 202  # a full night: the owner is e-mailed of the booking, once
+    sandbox = api.ctx.sandbox
+    assert sandbox is not None
+    # The sandbox's fault selector (POST /_sandbox/faults {"mode": "500", "count": 2, "calls": "ack"}).
+    sandbox.faults.mode, sandbox.faults.remaining, sandbox.faults.calls = "500", 2, "ack"
+    await ota_booking(api, prop)
+    await events_of(receiver, secret, 2)
+
+    async def acknowledged() -> bool:
+        if sandbox.bookings.feed(None):
+            api.ctx.intake.try_tell(Wake())  # a round, as the channel manager's notification brings one
+            return False
+        return all(r["acknowledged"] for r in (await api.admin("GET", f"/properties/{prop['id']}/ota-revisions")).data)
+    await eventually(acknowledged, "the acknowledgement, at the third try")
+    assert sandbox.faults.remaining == 0 and (sandbox.stats.acks, sandbox.stats.acks_repeated) == (1, 0)
+    assert [r["state"] for r in await revisions(api, prop, 1)] == ["applied"]
+    assert len(receiver.received) == 2  # the ping and the booking: told once
+    told = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.overbooked"]
+    assert await availability(api, prop, key, "2026-12-10", "2026-12-11") == [0, 7]  # taken once
+    assert caplog.text.count("could not acknowledge a revision") == 2
+    assert not any(card in caplog.text for card in CARD)
