@@ -1,10 +1,11 @@
 """BookingIntake: OTA booking revisions in from the channel manager's feed.
 
 A round pulls the feed (through the ChannelManagerActor), stores each revision as it
-came (less any card data, taken out first: PCI), has the property's writer apply what is stored and not yet applied (one
-transaction each, under the property's lock), and only then acknowledges what is
-settled. A crash anywhere loses nothing: what was stored is applied next round, and an
-unacknowledged revision is offered again by the channel manager and is a no-op.
+came (less any card data, taken out first: PCI), has the property's writer apply what is
+stored and not yet applied (one transaction each, under the property's lock), and only
+then acknowledges what is settled. A crash anywhere loses nothing: what was stored is
+applied next round, and an unacknowledged revision is offered again by the channel
+manager and is a no-op.
 
 Only a 2xx or a 404 (the revision gone) settles an acknowledgement; any other answer leaves
 the revision applied with its acknowledgement pending, asked again next round, and never
