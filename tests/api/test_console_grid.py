@@ -116,3 +116,30 @@ async def test_a_channel_manager_that_cannot_be_read_leaves_the_record_with_a_no
     page = await visitor.get(f"/console/properties/{prop['id']}/grid?from=2026-11-24&to=2026-11-24")
     assert page.status == 200 and "not mapped to the channel manager" in page.text
     assert night_row(page.text, room, "2026-11-24")[2] == (False, "99.00")
+
+
+@pytest.mark.parametrize("env", [PUSHING])
+async def test_values_the_channel_manager_refused_show_on_the_overview_and_the_grid(api: Harness) -> None:
+    from connectapi.channel.sandbox.state import Refusal
+
+    from .harness import eventually
+    from .test_channel_refusals import cm_ids, quiet
+
+    prop, key = await api.keyed_property()
+    plan = prop["ratePlans"][0]
+    cm_property, plans = cm_ids(api, prop)
+    assert api.ctx.sandbox is not None
+    api.ctx.sandbox.refuse(cm_property, plans[plan["name"]], Refusal("rate", "must be greater than 0"))
+    await write_rate(api, key, plan["id"], "2026-11-24", "99")
+    await eventually(lambda: api.ctx.sandbox.stats.refused == 1, "the refusal")  # type: ignore[union-attr]
+    await quiet(api, prop["id"], "rates", 1)
+    visitor = await owner_of(api, prop)
+    overview = await visitor.get(f"/console/properties/{prop['id']}")
+    assert overview.status == 200
+    assert '<span class="state state-refused">refused</span>' in overview.text
+    assert "Refused by the channel manager" in overview.text and "0 availability, 1 rates, 0 restrictions" \
+        in overview.text
+    page = await visitor.get(f"/console/properties/{prop['id']}/grid")
+    refused = page.text.split('<h2 id="refused">', 1)[1].split("</table>", 1)[0]
+    assert f"<td>{plan['name']}</td><td>2026-11-24 to 2026-11-24</td><td>1</td>" in refused
+    assert '<td class="error">rate: must be greater than 0</td>' in refused
