@@ -12,6 +12,8 @@ keeps for it (migration 0019: the last outcome, failures in a row, the next atte
 - `failing`: dirty cells, the last push failed, and either FAILING_AFTER failures in a
   row or a failure that waiting will not mend (no next attempt set: the property is not
   mapped, say). It needs a person; a failing property is a problem of the report.
+- `refused`: dirty cells the channel manager refused in a 200 (a rate plan closed there,
+  say), offered again with backoff; the channels do not show them. A problem too.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .sync_state import FAILING_AFTER as FAILING_AFTER  # failures in a row: failing rather than backing off, as GET /sync says
 
-SYNC_STATES = ("in_sync", "pending", "backing_off", "failing")
+SYNC_STATES = ("in_sync", "pending", "backing_off", "refused", "failing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,7 @@ class PropertySync:
     last_error: str | None
     failures: int
     next_attempt_at: datetime | None
+    refused_cells: int = 0  # of the dirty cells, those the channel manager refused
 
 
 def sync_state(prop: PropertySync, now: datetime) -> str:
@@ -49,6 +52,8 @@ def sync_state(prop: PropertySync, now: datetime) -> str:
         return "failing"
     if prop.next_attempt_at is not None and prop.next_attempt_at > now:
         return "backing_off"
+    if prop.refused_cells:
+        return "refused"
     return "pending"
 
 
@@ -229,14 +234,21 @@ def _properties_part(facts: RecordFacts, problems: _Problems) -> dict[str, Any]:
     for prop in failing:
         problems.add(f"property {prop.property_id} ({prop.name}) is failing to sync: {prop.failures} failure(s), "
                      f"{prop.last_error}")
+    refused = [p for p in pushed if states[p.property_id] == "refused"]
+    for prop in refused:
+        problems.add(f"property {prop.property_id} ({prop.name}): the channel manager refused {prop.refused_cells} "
+                     f"cell(s)")
     return {
         "total": len(facts.properties), "notPushed": len(facts.properties) - len(pushed),
         "inSync": counts["in_sync"], "pending": counts["pending"], "backingOff": counts["backing_off"],
-        "failing": counts["failing"], "dirtyCells": sum(p.dirty_cells for p in pushed),
+        "failing": counts["failing"], "refused": counts["refused"], "dirtyCells": sum(p.dirty_cells for p in pushed),
         "oldestDirtyAt": _iso(oldest), "oldestDirtyAgeSeconds": _age(facts.now, oldest),
         "failingProperties": [
             {"id": p.property_id, "name": p.name, "failures": p.failures, "lastError": p.last_error,
              "dirtyCells": p.dirty_cells, "oldestDirtyAt": _iso(p.oldest_dirty_at)} for p in failing],
+        "refusedProperties": [
+            {"id": p.property_id, "name": p.name, "refusedCells": p.refused_cells, "lastError": p.last_error}
+            for p in refused],
     }
 
 
@@ -354,6 +366,7 @@ def _property_lines(props: dict[str, Any]) -> list[tuple[str, str, bool]]:
     lines = [("in sync", str(props["inSync"]), False),
              ("pending", str(props["pending"]), False),
              ("backing off", str(props["backingOff"]), False),
+             ("refused", str(props["refused"]), props["refused"] > 0),
              ("failing", str(props["failing"]), props["failing"] > 0)]
     if props["dirtyCells"]:
         oldest = ("written by bookings (no batch)" if props["oldestDirtyAt"] is None
@@ -362,6 +375,9 @@ def _property_lines(props: dict[str, Any]) -> list[tuple[str, str, bool]]:
     for prop in props["failingProperties"]:
         lines.append((f"property {prop['id']}", f"{prop['name']}: {prop['failures']} failure(s), "
                                                 f"{prop['lastError']}", True))
+    for prop in props["refusedProperties"]:
+        lines.append((f"property {prop['id']}", f"{prop['name']}: {prop['refusedCells']} cell(s) refused by the "
+                                                f"channel manager, {prop['lastError']}", True))
     if props["notPushed"]:
         lines.append(("not pushed", f"{props['notPushed']} (no channel manager, deleted or demo)", False))
     return lines

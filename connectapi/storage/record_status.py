@@ -40,16 +40,21 @@ OLDEST_ROW_TIMEOUT = 3.0
 
 _PROPERTIES = """
 WITH dirty AS (
-    SELECT property_id, last_batch_id FROM availability_cells WHERE version > pushed_version
-    UNION ALL SELECT property_id, last_batch_id FROM rate_cells WHERE version > pushed_version
-    UNION ALL SELECT property_id, last_batch_id FROM restriction_cells WHERE version > pushed_version
+    SELECT property_id, last_batch_id, refused_version = version AS refused FROM availability_cells
+    WHERE version > pushed_version
+    UNION ALL SELECT property_id, last_batch_id, refused_version = version FROM rate_cells
+    WHERE version > pushed_version
+    UNION ALL SELECT property_id, last_batch_id, refused_version = version FROM restriction_cells
+    WHERE version > pushed_version
 ), per_property AS (
-    SELECT d.property_id, count(*) AS cells, min(b.created_at) AS oldest
+    SELECT d.property_id, count(*) AS cells, count(*) FILTER (WHERE d.refused) AS refused,
+           min(b.created_at) AS oldest
     FROM dirty d LEFT JOIN write_batches b ON b.id = d.last_batch_id
     GROUP BY d.property_id
 )
 SELECT p.id, p.name, p.channel_manager AND p.status = 'active' AS pushed, coalesce(pp.cells, 0) AS cells,
-       pp.oldest, p.cm_last_outcome, p.cm_last_error, p.cm_failures, p.cm_next_attempt_at
+       pp.oldest, p.cm_last_outcome, p.cm_last_error, p.cm_failures, p.cm_next_attempt_at,
+       coalesce(pp.refused, 0) AS refused
 FROM properties p LEFT JOIN per_property pp ON pp.property_id = p.id
 ORDER BY p.id"""
 
@@ -94,7 +99,7 @@ async def read_record_facts(db: Database) -> RecordFacts:
             return RecordFacts(now, migrations, (), (), Deliveries(0, 0, 0, None), Outbox(0, 0, None), tables)
         properties = tuple(
             PropertySync(r["id"], r["name"], r["pushed"], r["cells"], r["oldest"], r["cm_last_outcome"],
-                         r["cm_last_error"], r["cm_failures"], r["cm_next_attempt_at"])
+                         r["cm_last_error"], r["cm_failures"], r["cm_next_attempt_at"], r["refused"])
             for r in await conn.fetch(_PROPERTIES))
         endpoints = tuple(
             Endpoint(r["id"], r["property_id"], r["status"] == "paused", r["failing_since"])

@@ -30,10 +30,11 @@ NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
 
 
 def prop(pid: int = 1, *, dirty: int = 0, outcome: str | None = None, failures: int = 0,
-         next_in: float | None = None, pushed: bool = True, oldest_ago: float | None = None) -> PropertySync:
+         next_in: float | None = None, pushed: bool = True, oldest_ago: float | None = None,
+         refused: int = 0) -> PropertySync:
     return PropertySync(pid, f"P{pid}", pushed, dirty, None if oldest_ago is None else NOW - timedelta(seconds=oldest_ago),
                         outcome, "boom" if outcome == "failed" else None, failures,
-                        None if next_in is None else NOW + timedelta(seconds=next_in))
+                        None if next_in is None else NOW + timedelta(seconds=next_in), refused)
 
 
 @pytest.mark.parametrize(("given", "state"), [
@@ -48,6 +49,8 @@ def prop(pid: int = 1, *, dirty: int = 0, outcome: str | None = None, failures: 
     (prop(dirty=3, outcome="failed", failures=FAILING_AFTER, next_in=16), "failing"),
     (prop(dirty=3, outcome="failed", failures=FAILING_AFTER + 4, next_in=-1), "failing"),
     (prop(dirty=3, outcome="failed", failures=0, next_in=None), "failing"),  # not mapped: waiting will not mend it
+    (prop(dirty=3, outcome="refused", refused=2), "refused"),  # the channel manager refused some in a 200
+    (prop(dirty=3, outcome="failed", failures=1, next_in=30, refused=2), "backing_off"),
 ])
 def test_sync_state(given: PropertySync, state: str) -> None:
     assert sync_state(given, NOW) == state
@@ -141,3 +144,13 @@ def test_the_password_is_never_shown(dsn: str, shown: str) -> None:
 def test_human_age() -> None:
     assert [human_age(s) for s in (None, 5, 119, 120, 7199, 7200, 172799, 172800)] == [
         "-", "5s", "119s", "2m", "119m", "2h", "47h", "2d"]
+
+
+def test_a_property_with_refused_cells_is_a_problem() -> None:
+    shaped = report("1.2.3", RecordAccess(RECORD, True, True, facts=facts(
+        prop(7, dirty=4, outcome="refused", refused=3))), UP)
+    assert shaped["ok"] is False and shaped["properties"]["refused"] == 1
+    assert shaped["properties"]["refusedProperties"] == [
+        {"id": 7, "name": "P7", "refusedCells": 3, "lastError": None}]
+    assert "property 7 (P7): the channel manager refused 3 cell(s)" in shaped["problems"]
+    assert "cell(s) refused by the channel manager" in render(shaped)
