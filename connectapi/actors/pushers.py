@@ -230,7 +230,7 @@ class _CellPusher(_Pusher):
     resources: tuple[str, ...] = ()
     id_field = ""
 
-    async def dirty(self, resource: str, today: date) -> list[DirtyCell]:
+    async def dirty(self, resource: str) -> list[DirtyCell]:
         raise NotImplementedError
 
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
@@ -240,18 +240,24 @@ class _CellPusher(_Pusher):
         raise NotImplementedError
 
     async def push_round(self) -> Round | None:
+        cells = {r: await self.dirty(r) for r in self.resources}
+        if not any(cells.values()):
+            return None
         ids = await properties.channel_ids(self._db, self.property_id)
         today = self._clock.today(ZoneInfo(ids.timezone)) if ids is not None else date.min
-        dropped_past = await pushes.drop_past(self._db, self.property_id, self.kind, today)
-        if dropped_past:
+        if any(c.night < today for found in cells.values() for c in found):
+            # Channex refuses past dates: nights that became past before they were sent
+            # are dropped (they stop being dirty), counted, and never sent.
+            dropped_past = await pushes.drop_past(self._db, self.property_id, self.kind, today)
             CM_PAST_DROPPED.inc(dropped_past)
             log.info("%s of property %d: %d dirty cell(s) of past nights dropped, never sent", self.kind,
                      self.property_id, dropped_past)
-        cells = {r: await self.dirty(r, today) for r in self.resources}
-        if not any(cells.values()):
-            return None
+            cells = {r: [c for c in found if c.night >= today] for r, found in cells.items()}
+            if not any(cells.values()):
+                return Round(0, dropped_past, None)
         now = self._clock.now()
-        retry_at = await channel_refusals.retry_at(self._db, self.property_id, self.kind)
+        refused_waiting = any(c.refused for found in cells.values() for c in found)
+        retry_at = await channel_refusals.retry_at(self._db, self.property_id, self.kind) if refused_waiting else None
         holding = retry_at is not None and retry_at > now
         if holding:
             cells = {r: [c for c in found if not c.refused] for r, found in cells.items()}
@@ -330,8 +336,8 @@ class InventoryDrain(_CellPusher):
     resources = ("availability",)
     id_field = "room_type_id"
 
-    async def dirty(self, resource: str, today: date) -> list[DirtyCell]:
-        return await pushes.dirty_availability(self._db, self.property_id, MAX_CELLS_PER_PUSH, today)
+    async def dirty(self, resource: str) -> list[DirtyCell]:
+        return await pushes.dirty_availability(self._db, self.property_id, MAX_CELLS_PER_PUSH)
 
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
         return ids.room_types
@@ -351,10 +357,10 @@ class AriProjector(_CellPusher):
     resources = ("rates", "restrictions")
     id_field = "rate_plan_id"
 
-    async def dirty(self, resource: str, today: date) -> list[DirtyCell]:
+    async def dirty(self, resource: str) -> list[DirtyCell]:
         if resource == "rates":
-            return await pushes.dirty_rates(self._db, self.property_id, MAX_CELLS_PER_PUSH, today)
-        return await pushes.dirty_restrictions(self._db, self.property_id, MAX_CELLS_PER_PUSH, today)
+            return await pushes.dirty_rates(self._db, self.property_id, MAX_CELLS_PER_PUSH)
+        return await pushes.dirty_restrictions(self._db, self.property_id, MAX_CELLS_PER_PUSH)
 
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
         return ids.rate_plans

@@ -147,7 +147,9 @@ _CELL_TABLES = {"availability": "availability_cells", "rates": "rate_cells", "re
 
 
 async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> dict[str, Any] | None:
-    """The batch with its pending cells: its own cells (last written by it) still dirty."""
+    """The batch with its pending cells (its own cells, last written by it, still dirty), of
+    them those the channel manager refused, and the task ids of the calls that carried its
+    cells."""
 
     async def work(conn: asyncpg.Connection) -> dict[str, Any] | None:
         row = await conn.fetchrow(
@@ -159,14 +161,19 @@ async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> dict[st
         )
         if row is None:
             return None
-        pending = 0
+        pending = refused = 0
         if row["accepted_cells"]:
-            pending = await conn.fetchval(
-                f"SELECT count(*) FROM {_CELL_TABLES[row['resource']]} "
-                "WHERE last_batch_id = $1 AND version > pushed_version",
+            counted = await conn.fetchrow(
+                f"SELECT count(*) AS pending, count(*) FILTER (WHERE refused_version = version) AS refused "
+                f"FROM {_CELL_TABLES[row['resource']]} WHERE last_batch_id = $1 AND version > pushed_version",
                 batch,
             )
-        return {**dict(row), "pending_cells": pending}
+            pending, refused = counted["pending"], counted["refused"]
+        tasks = await conn.fetch(
+            """SELECT task_id, kind, sent_at FROM batch_channel_tasks WHERE batch_id = $1
+               ORDER BY sent_at, task_id LIMIT 100""", batch)
+        return {**dict(row), "pending_cells": pending, "refused_cells": refused,
+                "channel_tasks": [{"taskId": t["task_id"], "kind": t["kind"], "sentAt": t["sent_at"]} for t in tasks]}
 
     return await db.run(work)
 

@@ -159,10 +159,3 @@ async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[st
            JOIN write_batches b ON b.id = w.batch
            ON CONFLICT DO NOTHING""",
         [b for b, _ in pairs], [t for _, t in pairs], kind, at)
-
-
-async def tasks_of_batch(db: Database, batch: uuid.UUID) -> list[dict[str, Any]]:
-    rows = await db.fetch(
-        """SELECT task_id, kind, sent_at FROM batch_channel_tasks WHERE batch_id = $1
-           ORDER BY sent_at, task_id LIMIT 100""", batch)
-    return [{"taskId": r["task_id"], "kind": r["kind"], "sentAt": r["sent_at"]} for r in rows]

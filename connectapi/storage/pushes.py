@@ -32,41 +32,39 @@ class DirtyCell:
     refused: bool = False  # the channel manager refused this very version
 
 
-# Dirty cells from `today` on (nights before it are dropped: drop_past), oldest entity first.
-_DIRTY = """WHERE property_id = $1 AND version > pushed_version AND night >= $3
-            ORDER BY {id}, night LIMIT $2"""
+_DIRTY = """WHERE property_id = $1 AND version > pushed_version ORDER BY {id}, night LIMIT $2"""
 
 
-async def dirty_availability(db: Database, property_id: int, limit: int, today: date = date.min) -> list[DirtyCell]:
+async def dirty_availability(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
     rows = await db.fetch(
         f"""SELECT room_type_id, night, version, available, pushed_available, last_batch_id,
                    refused_version = version AS refused
             FROM availability_cells {_DIRTY.format(id="room_type_id")}""",
-        property_id, limit, today,
+        property_id, limit,
     )
     return [DirtyCell(r["room_type_id"], r["night"], r["version"], r["available"], r["pushed_available"],
                       r["last_batch_id"], r["refused"])
             for r in rows]
 
 
-async def dirty_rates(db: Database, property_id: int, limit: int, today: date = date.min) -> list[DirtyCell]:
+async def dirty_rates(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
     rows = await db.fetch(
         f"""SELECT rate_plan_id, night, version, rate_minor, pushed_rate_minor, last_batch_id,
                    refused_version = version AS refused
             FROM rate_cells {_DIRTY.format(id="rate_plan_id")}""",
-        property_id, limit, today,
+        property_id, limit,
     )
     return [DirtyCell(r["rate_plan_id"], r["night"], r["version"], r["rate_minor"], r["pushed_rate_minor"],
                       r["last_batch_id"], r["refused"])
             for r in rows]
 
 
-async def dirty_restrictions(db: Database, property_id: int, limit: int, today: date = date.min) -> list[DirtyCell]:
+async def dirty_restrictions(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
     rows = await db.fetch(
         f"""SELECT rate_plan_id, night, version, pushed_fields, last_batch_id, refused_version = version AS refused,
                    {', '.join(RESTRICTION_COLUMNS.values())}
             FROM restriction_cells {_DIRTY.format(id="rate_plan_id")}""",
-        property_id, limit, today,
+        property_id, limit,
     )
     return [DirtyCell(r["rate_plan_id"], r["night"], r["version"],
                       {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}, r["pushed_fields"],

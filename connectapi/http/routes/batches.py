@@ -34,7 +34,7 @@ async def read_batch(batch_id: str) -> Response:
                 "by": "channelManager", "field": field, "messages": messages,
                 "from": r.first.isoformat(), "to": r.last.isoformat()}
                for r in await channel_refusals.of_batch(db, found["resource"], found["id"])
-               for field, messages in fields_of(r.refusal).items()] if pending else []
+               for field, messages in fields_of(r.refusal).items()] if found["refused_cells"] else []
     return ok({
         "batchId": str(found["id"]),
         "resource": found["resource"],
@@ -48,5 +48,5 @@ async def read_batch(batch_id: str) -> Response:
         # The channel manager's last error for the property; cleared by a successful push.
         "lastError": found["cm_last_error"],
         # The task ids of the channel manager's calls that carried the batch's cells.
-        "channelTasks": await channel_refusals.tasks_of_batch(db, found["id"]),
+        "channelTasks": found["channel_tasks"],
     })
