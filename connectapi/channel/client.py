@@ -119,9 +119,11 @@ class ChannelManagerError(Exception):
 
 
 class Throttled(ChannelManagerError):
-    def __init__(self, retry_after: float | None) -> None:
-        super().__init__(f"throttled by the channel manager (Retry-After: {retry_after})")
+    def __init__(self, retry_after: float | None, request_id: str | None = None) -> None:
+        said = f", x-request-id {request_id}" if request_id else ""
+        super().__init__(f"throttled by the channel manager (Retry-After: {retry_after}{said})")
         self.retry_after = retry_after
+        self.request_id = request_id
 
 
 class Unavailable(ChannelManagerError):
@@ -210,7 +212,7 @@ class ChannelManagerClient:
         said = f" (x-request-id {request_id})" if request_id else ""
         failure: ChannelManagerError | None = None
         if status == 429:
-            failure = Throttled(retry_after_seconds(response.headers.get("Retry-After")))
+            failure = Throttled(retry_after_seconds(response.headers.get("Retry-After")), request_id)
         elif status >= 500:
             failure = Unavailable(self._say(f"{call}: HTTP {status}{said}"), status)
         elif status >= 400:

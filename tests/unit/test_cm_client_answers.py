@@ -507,3 +507,43 @@ async def test_a_compressed_answer_is_read_as_sent() -> None:
     found = await call("create_property", answering(201, gzip.compress(payload),
                                                     headers={"content-encoding": "gzip"}))
     assert found == "cm-prop-1"
+
+
+async def test_a_failed_call_carries_its_x_request_id() -> None:
+    """Channex's support asks for the x-request-id of a failed call: it is in the message
+    (hence lastError and the log) and on the error."""
+    rid = {"x-request-id": "5a1c-77e0"}
+    down = await failure("push_availability", answering(503, b"", None, rid))
+    assert isinstance(down, Unavailable) and down.request_id == "5a1c-77e0"
+    assert str(down) == "POST /api/v1/availability: HTTP 503 (x-request-id 5a1c-77e0)"
+    refused = await failure("push_restrictions", answering(422, body(
+        {"errors": {"code": "validation_error", "title": "Validation Error", "details": {"values": ["is invalid"]}}}),
+        headers=rid))
+    assert isinstance(refused, Rejected) and refused.request_id == "5a1c-77e0"
+    assert str(refused).endswith("HTTP 422: Validation Error (x-request-id 5a1c-77e0)")
+    throttled = await failure("push_availability", answering(429, b"", None, rid))
+    assert isinstance(throttled, Throttled) and throttled.request_id == "5a1c-77e0"
+    assert "x-request-id 5a1c-77e0" in str(throttled) and throttled.retry_after is None
+    unread = await failure("read_availability", answering(200, HTML, "text/html", rid))
+    assert isinstance(unread, MalformedAnswer) and unread.request_id == "5a1c-77e0"
+    # An id that is no id (spaces, a path, overlong) is not repeated.
+    odd = await failure("push_availability", answering(500, b"", None, {"x-request-id": "a b/../c"}))
+    assert odd.request_id is None and "x-request-id" not in str(odd)
+    assert (await call("push_availability", answering(200, body({"data": [{"id": "t1", "type": "task"}]}),
+                                                      headers=rid))).request_id == "5a1c-77e0"
+
+
+async def test_reads_of_restrictions_name_the_fields_they_compare() -> None:
+    """Channex answers 400 "restrictions is required" without filter[restrictions]."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"data": {}})
+
+    await call("read_restrictions", answer)
+    params = seen[0].url.params
+    assert params["filter[restrictions]"] == ("rate,min_stay_arrival,min_stay_through,max_stay,closed_to_arrival,"
+                                              "closed_to_departure,stop_sell")
+    assert (params["filter[property_id]"], params["filter[date][gte]"], params["filter[date][lte]"]) == (
+        "p", "2026-12-01", "2026-12-02")
