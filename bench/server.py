@@ -56,7 +56,9 @@ async def main(port: int, dsn: str | None) -> None:
     # Webhook receivers in the bench are plain HTTP on loopback.
     settings = Settings.from_env({"CONNECTAPI_DATA_DIR": "/nonexistent",
                                   "CONNECTAPI_BUDGETS": os.environ.get("BENCH_BUDGETS", LIFTED),
-                                  "CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"})
+                                  "CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1",
+                                  # The service's default unless a run compares another.
+                                  "CONNECTAPI_CM_GATHER_MS": os.environ.get("BENCH_CM_GATHER_MS", "1000")})
     if os.environ.get("BENCH_ACTOR_IDLE"):  # the actors scenario watches idle actors go
         settings = settings.with_overrides(actor_idle_seconds=float(os.environ["BENCH_ACTOR_IDLE"]))
     async with trio_asyncio.open_loop():
