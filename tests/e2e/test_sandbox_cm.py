@@ -31,7 +31,7 @@ from connectapi.channel.sandbox.bookings import Stay
 from connectapi.channel.sandbox.serve import serve_sandbox
 from connectapi.channel.sandbox.state import SandboxState
 from connectapi.domain.admin_models import PropertyIn
-from connectapi.engine import FakeClock, Mailbox, Registry, SystemClock, open_supervisor
+from connectapi.engine import FakeClock, Mailbox, Registry, open_supervisor
 from connectapi.storage import properties, round_leases
 from connectapi.storage.database import Database
 from connectapi.storage.records import Property
@@ -50,12 +50,16 @@ class Sandbox:
     rate_plan_id: str
 
 
+# The sandbox's clock: its today decides which nights are past (Channex refuses them).
+TODAY = datetime(2026, 11, 22, 10, tzinfo=UTC)
+
+
 @pytest.fixture
 async def sandbox() -> AsyncIterator[Sandbox]:
     state = SandboxState()
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        url = await nursery.start(serve_sandbox, state, KEY, SystemClock(), "127.0.0.1", 0, stop)
+        url = await nursery.start(serve_sandbox, state, KEY, FakeClock(TODAY), "127.0.0.1", 0, stop)
         async with open_channel_manager(url, KEY, timeout=10) as client:
             pid = await client.create_property("Casa Azul", "EUR")
             room = await client.create_room_type(pid, "Double", 8)
@@ -67,13 +71,13 @@ async def sandbox() -> AsyncIterator[Sandbox]:
 async def test_grid_applies_values_in_order_with_weekday_masks(mock_clock: trio.testing.MockClock,
                                                                sandbox: Sandbox) -> None:
     s = sandbox
-    warnings = await s.client.push_availability([
+    pushed = await s.client.push_availability([
         {"property_id": s.property_id, "room_type_id": s.room_type_id, "date_from": "2026-12-01",
          "date_to": "2026-12-07", "availability": 5},
         {"property_id": s.property_id, "room_type_id": s.room_type_id, "date_from": "2026-12-03",
          "date_to": "2026-12-03", "availability": 0},
     ])
-    assert warnings == []
+    assert pushed.refusals == () and len(pushed.task_ids) == 1
     await s.client.push_restrictions([
         {"property_id": s.property_id, "rate_plan_id": s.rate_plan_id, "date_from": "2026-12-01",
          "date_to": "2026-12-07", "rate": "100.00"},
@@ -95,7 +99,7 @@ async def test_grid_applies_values_in_order_with_weekday_masks(mock_clock: trio.
 
 async def test_invalid_values_are_dropped_with_warnings(mock_clock: trio.testing.MockClock, sandbox: Sandbox) -> None:
     s = sandbox
-    warnings = await s.client.push_restrictions([
+    pushed = await s.client.push_restrictions([
         {"property_id": s.property_id, "rate_plan_id": "nope", "date_from": "2026-12-01", "date_to": "2026-12-01",
          "rate": "1.00"},
         {"property_id": s.property_id, "rate_plan_id": s.rate_plan_id, "date_from": "2026-12-01",
@@ -103,7 +107,9 @@ async def test_invalid_values_are_dropped_with_warnings(mock_clock: trio.testing
         {"property_id": s.property_id, "rate_plan_id": s.rate_plan_id, "date_from": "2026-12-01",
          "date_to": "2026-12-01", "max_stay": 3},
     ])
-    assert len(warnings) == 2 and warnings[0].startswith("values[0]") and warnings[1].startswith("values[1]")
+    assert [r.fields for r in pushed.refusals] == [
+        {"rate_plan_id": ["not found"]}, {"restrictions": ["at least one restriction should be present"]}]
+    assert pushed.refusals[0].value["rate_plan_id"] == "nope" and len(pushed.task_ids) == 1
     assert s.state.properties[s.property_id].restrictions[s.rate_plan_id] == {date(2026, 12, 1): {"max_stay": 3}}
 
 
@@ -119,7 +125,7 @@ async def test_write_budget_per_property_and_read_budget_per_account(mock_clock:
     mock_clock.jump(20)
     with pytest.raises(Throttled) as info:
         await s.client.push_availability([value])
-    assert info.value.retry_after == 40
+    assert info.value.retry_after is None  # Channex's 429 names no wait
     # the other property's budget is its own, and restrictions have their own
     await s.client.push_availability([{**value, "property_id": other, "room_type_id": other_room}])
     await s.client.push_restrictions([{"property_id": s.property_id, "rate_plan_id": s.rate_plan_id,
@@ -181,7 +187,7 @@ async def test_faults(mock_clock: trio.testing.MockClock, sandbox: Sandbox) -> N
             await s.client.push_availability([value])
     assert hung.value.status is None
     assert s.state.stats.failed == 2
-    assert await s.client.push_availability([value]) == []  # the faults are used up
+    assert (await s.client.push_availability([value])).refusals == ()  # the faults are used up
 
 
 async def test_wrong_key_is_rejected_and_never_shown(mock_clock: trio.testing.MockClock, sandbox: Sandbox) -> None:
