@@ -171,6 +171,9 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                                 intake.try_tell(Wake())
 
                             sandbox.bookings.listeners.append(notified)
+                            # Its non_acked_booking reminder (a revision unacknowledged for 30
+                            # minutes) is a trigger too: the intake reads the feed again.
+                            sandbox.bookings.reminder_listeners.append(notified)
                         reconciler: Mailbox[ReconcilerMessage] = await services.spawn(
                             "reconciler", lambda: Reconciler(db, channel, scheduler, clock,
                                                              automatic=settings.reconcile and not settings.push_paused),
