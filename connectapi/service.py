@@ -181,7 +181,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             degraded="the channel manager's grid is not compared with the record")
                         if not settings.push_paused:
                             await services.spawn(
-                                "push-sweep", lambda: PushSweeper(db, scheduler, settings.push_sweep_seconds),
+                                "push-sweep", lambda: PushSweeper(db, scheduler, settings.push_sweep_seconds, clock),
                                 mailbox_size=1, degraded="dirty cells missed by a wake-up wait for a restart")
                         yield FrontContext(
                             db=db,

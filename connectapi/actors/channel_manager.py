@@ -113,8 +113,8 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                 return await self._push(message)
             case ReadGrid():
                 return await self._read(message)
-            case CreateProperty(title, currency):
-                return await self._create(lambda: self._client.create_property(title, currency))
+            case CreateProperty(title, currency, timezone):
+                return await self._create(lambda: self._client.create_property(title, currency, timezone))
             case CreateRoomType(cm_property_id, title, rooms):
                 return await self._create(lambda: self._client.create_room_type(cm_property_id, title, rooms))
             case CreateRatePlan(cm_property_id, cm_room_type_id, title):

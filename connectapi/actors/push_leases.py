@@ -137,7 +137,7 @@ class PushLeases:
             if held.kinds:
                 return
             del self._held[property_id]
-            dirty = await push_leases.give_back(self._db, property_id, self.holder)
+            dirty = await push_leases.give_back(self._db, property_id, self.holder, self._clock.now())
         if dirty.availability or dirty.rates_or_restrictions:
             await self._wake(property_id, dirty.availability, dirty.rates_or_restrictions)
 

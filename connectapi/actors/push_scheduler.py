@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from ..engine import NextRound, Registry, RoundsActor, Wake
+from ..engine import Clock, NextRound, Registry, RoundsActor, Wake
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from ..storage.properties import properties_with_dirty_cells
 
@@ -37,12 +37,15 @@ class PushSweeper(RoundsActor):
     waits_out = RECORD_AWAY
     waits_out_briefly = RECORD_BUSY
 
-    def __init__(self, db: Database, scheduler: PushScheduler, every: float) -> None:
+    def __init__(self, db: Database, scheduler: PushScheduler, every: float, clock: Clock) -> None:
         self._db = db
         self._scheduler = scheduler
         self.interval = every
+        self._clock = clock
 
     async def round(self) -> NextRound:
-        for property_id in await properties_with_dirty_cells(self._db):
+        # Cells the channel manager refused are found here once their retry is due: the
+        # pusher that sent them has given its lease back and waits for no timer of its own.
+        for property_id in await properties_with_dirty_cells(self._db, self._clock.now()):
             await self._scheduler.wake(property_id, True, True)
         return NextRound()

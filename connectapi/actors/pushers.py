@@ -71,7 +71,6 @@ class Round:
     outcome: PushOutcome | None  # None when nothing needed sending
     lost: bool = False  # the lease went to another process before the call: nothing was sent
     refused_cells: int = 0  # of those sent, refused by the channel manager (still dirty)
-    held_until: float | None = None  # monotonic: only refused cells are left, offered again then
 
 
 LOST = Round(0, 0, None, lost=True)
@@ -97,7 +96,6 @@ class _Pusher(Actor[Wake]):
     _gathering_since: float | None = None  # monotonic: the first wake of the window open now
     _outage: float = 0.0
     _busy_in_a_row: int = 0
-    _holding = False  # the pending retry is refused cells' turn, not a failure's
 
     async def on_start(self) -> None:
         # A crashed incarnation's part in the lease is no work of this one's.
@@ -112,7 +110,7 @@ class _Pusher(Actor[Wake]):
         if self._gathering_since is not None:
             self._retry_at = min(self._gathering_since + self._gather, now + self._gather / 3)
             return
-        if self._retry_at is None or self._watching or self._holding or self._retry_at <= now:
+        if self._retry_at is None or self._watching or self._retry_at <= now:
             if self._gather > 0 and not self._watching:
                 self._gathering_since = now
                 self._retry_at = now + self._gather / 3
@@ -137,7 +135,6 @@ class _Pusher(Actor[Wake]):
         (waiting between messages, so a shutdown never waits on it). With the lease held by
         another process, set the time to look at it again."""
         self._watching = False
-        self._holding = False
         while True:
             try:
                 elsewhere = await self._leases.take(self.property_id, self.kind)
@@ -146,11 +143,8 @@ class _Pusher(Actor[Wake]):
                     self._watching = True
                     return
                 done = await self.push_round()
-                if done is None or done.held_until is not None:  # nothing dirty left but refused cells
+                if done is None:  # nothing left to push (refused cells wait for the sweeper at their retry)
                     await self._leases.leave(self.property_id, self.kind)
-                    self._holding = done is not None
-                    if done is not None:
-                        self._retry_at = done.held_until
                     return
             except RECORD_AWAY as exc:
                 # The cells stay dirty in the record; push them once it answers again. A
@@ -230,7 +224,7 @@ class _CellPusher(_Pusher):
     resources: tuple[str, ...] = ()
     id_field = ""
 
-    async def dirty(self, resource: str) -> list[DirtyCell]:
+    async def dirty(self, resource: str, now: datetime) -> list[DirtyCell]:
         raise NotImplementedError
 
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
@@ -240,7 +234,8 @@ class _CellPusher(_Pusher):
         raise NotImplementedError
 
     async def push_round(self) -> Round | None:
-        cells = {r: await self.dirty(r) for r in self.resources}
+        now = self._clock.now()
+        cells = {r: await self.dirty(r, now) for r in self.resources}
         if not any(cells.values()):
             return None
         ids = await properties.channel_ids(self._db, self.property_id)
@@ -255,15 +250,8 @@ class _CellPusher(_Pusher):
             cells = {r: [c for c in found if c.night >= today] for r, found in cells.items()}
             if not any(cells.values()):
                 return Round(0, dropped_past, None)
-        now = self._clock.now()
-        refused_waiting = any(c.refused for found in cells.values() for c in found)
-        retry_at = await channel_refusals.retry_at(self._db, self.property_id, self.kind) if refused_waiting else None
-        holding = retry_at is not None and retry_at > now
-        if holding:
-            cells = {r: [c for c in found if not c.refused] for r, found in cells.items()}
-            if not any(cells.values()):
-                assert retry_at is not None
-                return Round(0, 0, None, held_until=self._clock.monotonic() + (retry_at - now).total_seconds())
+        # Refused cells are read only once their retry is due (pushes.pushable): these go again.
+        offered_refused = any(c.refused for found in cells.values() for c in found)
         split = {r: _split(found) for r, found in cells.items()}
         send = {r: sent for r, (sent, _) in split.items()}
         dropped = sum(len(d) for _, d in split.values())
@@ -280,8 +268,7 @@ class _CellPusher(_Pusher):
                 return LOST
             if not outcome.ok:
                 return Round(0, 0, outcome)
-            refused = await self._settle(outcome, known, send, now, today,
-                                         offered_refused=retry_at is not None and not holding)
+            refused = await self._settle(outcome, known, send, now, today, offered_refused)
         for resource, found in cells.items():
             taken = [c for c in found if (c.entity_id, c.night) not in refused]
             if resource == "availability":
@@ -297,7 +284,7 @@ class _CellPusher(_Pusher):
                       now: datetime, today: date, offered_refused: bool) -> dict[tuple[int, date], str]:
         """After a 200: mark what the channel manager refused, record the call's task ids on
         the batches whose cells it carried, and the outcome. Answers the refused cells.
-        `offered_refused`: the call carried every cell refused before (their retry was due)."""
+        `offered_refused`: the call carried cells refused before (their retry was due)."""
         answer = outcome.answer
         sent = [c for cells in send.values() for c in cells]
         refusals = answer.refusals if answer is not None else ()
@@ -314,7 +301,7 @@ class _CellPusher(_Pusher):
         if not refused:
             await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
             if offered_refused:
-                # Every cell refused before went with this call, and none was refused: the
+                # The cells refused before went with this call, and none was refused: the
                 # backoff starts over next time.
                 await channel_refusals.cleared(self._db, self.property_id, self.kind)
             return refused
@@ -324,7 +311,8 @@ class _CellPusher(_Pusher):
         request = f" (x-request-id {answer.request_id})" if answer is not None and answer.request_id else ""
         error = f"the channel manager refused {count} cell(s): {example}{request}"
         log.warning("%s of property %d: %s", self.kind, self.property_id, error)
-        await channel_refusals.refused_again(self._db, self.property_id, self.kind, now, refusal_backoff)
+        await channel_refusals.refused_again(self._db, self.property_id, self.kind, now, offered_refused,
+                                             refusal_backoff)
         await pushes.record_outcome(self._db, self.property_id, now, "refused", error)
         await channel_refusals.tell_owner_once(self._db, self.property_id, today, now,
                                                lambda name: emails.owner_channel_refused(name, count, example))
@@ -336,8 +324,8 @@ class InventoryDrain(_CellPusher):
     resources = ("availability",)
     id_field = "room_type_id"
 
-    async def dirty(self, resource: str) -> list[DirtyCell]:
-        return await pushes.dirty_availability(self._db, self.property_id, MAX_CELLS_PER_PUSH)
+    async def dirty(self, resource: str, now: datetime) -> list[DirtyCell]:
+        return await pushes.dirty_availability(self._db, self.property_id, MAX_CELLS_PER_PUSH, now)
 
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
         return ids.room_types
@@ -357,10 +345,10 @@ class AriProjector(_CellPusher):
     resources = ("rates", "restrictions")
     id_field = "rate_plan_id"
 
-    async def dirty(self, resource: str) -> list[DirtyCell]:
+    async def dirty(self, resource: str, now: datetime) -> list[DirtyCell]:
         if resource == "rates":
-            return await pushes.dirty_rates(self._db, self.property_id, MAX_CELLS_PER_PUSH)
-        return await pushes.dirty_restrictions(self._db, self.property_id, MAX_CELLS_PER_PUSH)
+            return await pushes.dirty_rates(self._db, self.property_id, MAX_CELLS_PER_PUSH, now)
+        return await pushes.dirty_restrictions(self._db, self.property_id, MAX_CELLS_PER_PUSH, now)
 
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
         return ids.rate_plans

@@ -97,9 +97,6 @@ class Refusal:
     value: dict[str, Any]
     fields: dict[str, list[str]]
 
-    def message(self) -> str:
-        return "; ".join(f"{name}: {', '.join(texts)}" for name, texts in self.fields.items())
-
 
 @dataclass(frozen=True, slots=True)
 class PushAnswer:
@@ -251,9 +248,11 @@ class ChannelManagerClient:
         failure.request_id = request_id
         raise failure
 
-    async def create_property(self, title: str, currency: str) -> str:
-        return await self._read("POST", "/api/v1/properties", _created_id,
-                                json_body={"property": {"title": title, "currency": currency}})
+    async def create_property(self, title: str, currency: str, timezone: str = "UTC") -> str:
+        """The property at the channel manager, in its time zone: Channex refuses dates
+        before the property's today, which must be the day our pushers count from."""
+        return await self._read("POST", "/api/v1/properties", _created_id, json_body={
+            "property": {"title": title, "currency": currency, "timezone": timezone}})
 
     async def create_room_type(self, property_id: str, title: str, rooms: int) -> str:
         return await self._read("POST", "/api/v1/room_types", _created_id, json_body={"room_type": {

@@ -56,7 +56,7 @@ async def create_property() -> Response:
     prop, catalog = await properties.create_property(ctx.db, body, today)
     if ctx.sandbox is not None:
         # In sandbox mode the property exists on the channel manager too, mapped.
-        cm_property = await _created(CreateProperty(prop.name, prop.currency))
+        cm_property = await _created(CreateProperty(prop.name, prop.currency, prop.timezone))
         rooms = {r.id: await _created(CreateRoomType(cm_property, r.name, r.rooms)) for r in catalog.room_types}
         plans = {p.id: await _created(CreateRatePlan(cm_property, rooms[p.room_type_id], p.name))
                  for p in catalog.rate_plans}

@@ -12,8 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
-from typing import Any
+from datetime import date, datetime, timedelta
 
 import asyncpg
 
@@ -24,18 +23,22 @@ from .pushes import DirtyCell
 
 # Which tables a pipe's cells live in (`kind` is the pipe: availability, or rates with
 # restrictions); the resource names are those of the API.
-TABLES = {"availability": ("availability_cells", "room_type_id"), "rates": ("rate_cells", "rate_plan_id"),
-          "restrictions": ("restriction_cells", "rate_plan_id")}
+TABLES = {"availability": ("availability_cells", "room_type_id", "pushed_available"),
+          "rates": ("rate_cells", "rate_plan_id", "pushed_rate_minor"),
+          "restrictions": ("restriction_cells", "rate_plan_id", "pushed_fields")}
 
 
 async def mark_refused(db: Database, resource: str, cells: list[tuple[DirtyCell, str]]) -> int:
     """Mark these versions refused, with what was said of each; a cell written since (a
-    newer version) is left alone. Answers how many were marked."""
+    newer version) is left alone. What the channel manager holds there is forgotten: a
+    call that refused a value may have applied another over those nights (a range's
+    base value under a refused weekday override), so the next write is always sent.
+    Answers how many were marked."""
     if not cells:
         return 0
-    table, id_column = TABLES[resource]
+    table, id_column, pushed_column = TABLES[resource]
     status: str = await db.execute(
-        f"""UPDATE {table} AS c SET refused_version = w.version, refusal = w.refusal
+        f"""UPDATE {table} AS c SET refused_version = w.version, refusal = w.refusal, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::text[]) AS w (id, night, version, refusal)
             WHERE c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
               AND c.pushed_version < w.version""",
@@ -52,19 +55,32 @@ async def retry_at(db: Database, property_id: int, kind: str) -> datetime | None
     return found
 
 
-async def refused_again(db: Database, property_id: int, kind: str, now: datetime,
-                        backoff: Any) -> datetime:
-    """Another call refused some of the pipe's cells: the try is counted and the next one
-    put off by `backoff(tries)` (a timedelta). Answers when it is."""
+async def refused_again(db: Database, property_id: int, kind: str, now: datetime, offered: bool,
+                        backoff: Callable[[int], timedelta]) -> datetime:
+    """A call refused some of the pipe's cells. When it carried cells refused before
+    (`offered`: their retry was due), the try is counted and the next put off by
+    `backoff(tries)`. Otherwise these are new refusals: a first try, whose retry comes
+    no later than `backoff(1)` from now; refusals still waiting keep their count, and
+    an episode long over (its retry passed) starts afresh. Answers the retry's time."""
+    first = now + backoff(1)
 
     async def work(conn: asyncpg.Connection) -> datetime:
-        tries: int = await conn.fetchval(
-            """INSERT INTO channel_refusals (property_id, kind, tries, retry_at) VALUES ($1, $2, 1, $3)
-               ON CONFLICT (property_id, kind) DO UPDATE SET tries = channel_refusals.tries + 1
-               RETURNING tries""", property_id, kind, now)
-        when: datetime = now + backoff(tries)
-        await conn.execute("UPDATE channel_refusals SET retry_at = $3 WHERE property_id = $1 AND kind = $2",
-                           property_id, kind, when)
+        held = await conn.fetchrow(
+            "SELECT tries, retry_at FROM channel_refusals WHERE property_id = $1 AND kind = $2 FOR UPDATE",
+            property_id, kind)
+        if held is None:
+            tries, when = 1, first
+        elif offered:
+            tries = held["tries"] + 1
+            when = now + backoff(tries)
+        elif held["retry_at"] > now:
+            tries, when = held["tries"], min(held["retry_at"], first)
+        else:
+            tries, when = 1, first
+        await conn.execute(
+            """INSERT INTO channel_refusals (property_id, kind, tries, retry_at) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (property_id, kind) DO UPDATE SET tries = EXCLUDED.tries, retry_at = EXCLUDED.retry_at""",
+            property_id, kind, tries, when)
         return when
 
     return await db.transaction(work)
@@ -88,7 +104,7 @@ class BatchRefusal:
 
 async def of_batch(db: Database, resource: str, batch: uuid.UUID) -> list[BatchRefusal]:
     """The batch's own cells (last written by it) refused and still waiting, by what was said."""
-    table, _ = TABLES[resource]
+    table = TABLES[resource][0]
     rows = await db.fetch(
         f"""SELECT refusal, count(*) AS cells, min(night) AS first, max(night) AS last FROM {table}
             WHERE last_batch_id = $1 AND version > pushed_version AND refused_version = version

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -11,6 +11,7 @@ import asyncpg
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.admin_models import PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
 from .database import Database
+from .pushes import pushable
 from .records import Catalog, Property, RatePlan, RoomType
 
 
@@ -228,10 +229,11 @@ async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
     return await db.run(work)
 
 
-async def properties_with_dirty_cells(db: Database) -> list[int]:
+async def properties_with_dirty_cells(db: Database, now: datetime) -> list[int]:
+    """Properties with cells to push: dirty, refused ones once their retry is due."""
     rows = await db.fetch(
-        """SELECT property_id FROM availability_cells WHERE version > pushed_version
-           UNION SELECT property_id FROM rate_cells WHERE version > pushed_version
-           UNION SELECT property_id FROM restriction_cells WHERE version > pushed_version"""
-    )
+        f"""SELECT c.property_id FROM availability_cells c WHERE {pushable("availability_cells", "c", "$1")}
+            UNION SELECT c.property_id FROM rate_cells c WHERE {pushable("rate_cells", "c", "$1")}
+            UNION SELECT c.property_id FROM restriction_cells c WHERE {pushable("restriction_cells", "c", "$1")}""",
+        now)
     return sorted(r["property_id"] for r in rows)

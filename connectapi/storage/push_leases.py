@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import asyncpg
 
 from .database import Database
+from .pushes import pushable
 
 _NOW = "coalesce($1::double precision, extract(epoch FROM clock_timestamp()))"
 
@@ -73,16 +75,19 @@ class DirtyAfter:
     rates_or_restrictions: bool
 
 
-async def give_back(db: Database, property_id: int, holder: str) -> DirtyAfter:
+async def give_back(db: Database, property_id: int, holder: str, now: datetime) -> DirtyAfter:
     """End `holder`'s lease on the property at once (a no-op if it no longer held it), and
-    say whether cells are dirty. One statement: its snapshot is taken after any take that
-    found the lease still held, so it sees every write committed before such a take."""
+    say whether cells are to be pushed (refused ones waiting for their retry are not:
+    pushes.pushable). One statement: its snapshot is taken after any take that found the
+    lease still held, so it sees every write committed before such a take."""
     row = await db.fetchrow(
-        """WITH gone AS (DELETE FROM push_leases WHERE property_id = $1 AND holder = $2)
-           SELECT EXISTS (SELECT 1 FROM availability_cells WHERE property_id = $1 AND version > pushed_version) AS a,
-                  EXISTS (SELECT 1 FROM rate_cells WHERE property_id = $1 AND version > pushed_version)
-                  OR EXISTS (SELECT 1 FROM restriction_cells WHERE property_id = $1 AND version > pushed_version) AS r""",
-        property_id, holder)
+        f"""WITH gone AS (DELETE FROM push_leases WHERE property_id = $1 AND holder = $2)
+            SELECT EXISTS (SELECT 1 FROM availability_cells c
+                           WHERE c.property_id = $1 AND {pushable("availability_cells", "c", "$3")}) AS a,
+                   EXISTS (SELECT 1 FROM rate_cells c WHERE c.property_id = $1 AND {pushable("rate_cells", "c", "$3")})
+                   OR EXISTS (SELECT 1 FROM restriction_cells c
+                              WHERE c.property_id = $1 AND {pushable("restriction_cells", "c", "$3")}) AS r""",
+        property_id, holder, now)
     assert row is not None
     return DirtyAfter(row["a"], row["r"])
 

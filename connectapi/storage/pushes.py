@@ -32,39 +32,52 @@ class DirtyCell:
     refused: bool = False  # the channel manager refused this very version
 
 
-_DIRTY = """WHERE property_id = $1 AND version > pushed_version ORDER BY {id}, night LIMIT $2"""
+def pushable(table: str, alias: str, now: str) -> str:
+    """SQL: the cell `alias` of `table` is to be pushed: dirty, and not refused by the
+    channel manager at this version while its property's refusals wait for their retry
+    (channel_refusals.retry_at after `now`, an SQL expression). A refused cell is still
+    dirty (GET /sync counts it) but no pusher is woken for it before its retry."""
+    kind = "availability" if table == "availability_cells" else "restrictions"
+    return (f"{alias}.version > {alias}.pushed_version AND ({alias}.refused_version <> {alias}.version "
+            f"OR NOT EXISTS (SELECT 1 FROM channel_refusals r WHERE r.property_id = {alias}.property_id "
+            f"AND r.kind = '{kind}' AND r.retry_at > {now}))")
 
 
-async def dirty_availability(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+def _dirty(table: str, id_column: str) -> str:
+    return f"WHERE c.property_id = $1 AND {pushable(table, 'c', '$3')} ORDER BY c.{id_column}, c.night LIMIT $2"
+
+
+async def dirty_availability(db: Database, property_id: int, limit: int, now: datetime) -> list[DirtyCell]:
+    """The property's cells to push, oldest entity first: dirty, refused ones only once due."""
     rows = await db.fetch(
         f"""SELECT room_type_id, night, version, available, pushed_available, last_batch_id,
                    refused_version = version AS refused
-            FROM availability_cells {_DIRTY.format(id="room_type_id")}""",
-        property_id, limit,
+            FROM availability_cells c {_dirty("availability_cells", "room_type_id")}""",
+        property_id, limit, now,
     )
     return [DirtyCell(r["room_type_id"], r["night"], r["version"], r["available"], r["pushed_available"],
                       r["last_batch_id"], r["refused"])
             for r in rows]
 
 
-async def dirty_rates(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+async def dirty_rates(db: Database, property_id: int, limit: int, now: datetime) -> list[DirtyCell]:
     rows = await db.fetch(
         f"""SELECT rate_plan_id, night, version, rate_minor, pushed_rate_minor, last_batch_id,
                    refused_version = version AS refused
-            FROM rate_cells {_DIRTY.format(id="rate_plan_id")}""",
-        property_id, limit,
+            FROM rate_cells c {_dirty("rate_cells", "rate_plan_id")}""",
+        property_id, limit, now,
     )
     return [DirtyCell(r["rate_plan_id"], r["night"], r["version"], r["rate_minor"], r["pushed_rate_minor"],
                       r["last_batch_id"], r["refused"])
             for r in rows]
 
 
-async def dirty_restrictions(db: Database, property_id: int, limit: int) -> list[DirtyCell]:
+async def dirty_restrictions(db: Database, property_id: int, limit: int, now: datetime) -> list[DirtyCell]:
     rows = await db.fetch(
         f"""SELECT rate_plan_id, night, version, pushed_fields, last_batch_id, refused_version = version AS refused,
                    {', '.join(RESTRICTION_COLUMNS.values())}
-            FROM restriction_cells {_DIRTY.format(id="rate_plan_id")}""",
-        property_id, limit,
+            FROM restriction_cells c {_dirty("restriction_cells", "rate_plan_id")}""",
+        property_id, limit, now,
     )
     return [DirtyCell(r["rate_plan_id"], r["night"], r["version"],
                       {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}, r["pushed_fields"],

@@ -162,3 +162,23 @@ async def test_rates_then_restrictions_sent_at_once_are_one_call(api: Harness) -
     await quiet(api, prop["id"], "restrictions", 0)
     await quiet(api, prop["id"], "rates", 0)
     assert api.ctx.sandbox.stats.restriction_calls == before + 1
+
+
+async def test_tonight_in_a_zone_behind_utc_is_not_sent_as_past(api: Harness) -> None:
+    """Los Angeles at 19:00 is the next day in UTC: the channel manager's property is made in
+    the property's zone, so tonight is still tonight there."""
+    prop, key = await api.keyed_property(timezone="America/Los_Angeles")
+    room = prop["roomTypes"][0]["id"]
+    cm_property, _ = cm_ids(api, prop)
+    assert api.ctx.sandbox is not None
+    assert api.ctx.sandbox.properties[cm_property].timezone == "America/Los_Angeles"
+    api.advance(17 * 3600)  # 2026-11-23 03:00 UTC, 2026-11-22 19:00 in Los Angeles
+    tonight = "2026-11-22"
+    assert (await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
+        {"roomTypeId": room, "dateFrom": tonight, "dateTo": tonight, "available": 0}]})).status == 202
+    await quiet(api, prop["id"], "availability", 0)
+    assert api.ctx.sandbox.stats.refused == 0
+    held = api.ctx.sandbox.read_availability(cm_property, date(2026, 11, 22), date(2026, 11, 22))
+    cm_room = next(cm for cm, r in api.ctx.sandbox.properties[cm_property].room_types.items()
+                   if r["title"] == prop["roomTypes"][0]["name"])
+    assert held[cm_room] == {tonight: 0}

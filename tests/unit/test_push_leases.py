@@ -3,7 +3,7 @@ view of its leases (actors.push_leases), against a real database."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import trio
 
@@ -12,6 +12,7 @@ from connectapi.storage import push_leases
 from connectapi.storage.database import Database, open_database
 
 NOW = 1_795_000_000.0  # seconds since the epoch; the record's clock in production
+AT = datetime.fromtimestamp(NOW, UTC)
 SECONDS = 20.0
 
 
@@ -39,14 +40,14 @@ async def test_a_lease_is_held_renewed_given_back_and_taken_over_when_it_runs_ou
         assert await push_leases.take(db, prop, "a", NOW + 16, SECONDS) == push_leases.Lease("a", SECONDS)
         assert await push_leases.take(db, prop, "b", NOW + 35, SECONDS) == push_leases.Lease("a", 1.0)
         # given back: b takes it at once
-        assert await push_leases.give_back(db, prop, "a") == push_leases.DirtyAfter(False, False)
+        assert await push_leases.give_back(db, prop, "a", AT) == push_leases.DirtyAfter(False, False)
         assert await push_leases.take(db, prop, "b", NOW + 36, SECONDS) == push_leases.Lease("b", SECONDS)
         # b dies: its lease runs out, and a takes the property over then, not a moment before
         assert (await push_leases.take(db, prop, "a", NOW + 55.9, SECONDS)).holder == "b"
         assert await push_leases.take(db, prop, "a", NOW + 56, SECONDS) == push_leases.Lease("a", SECONDS)
         # b, back from a stall, has nothing: no renewal, and its give-back leaves a's lease alone
         assert await push_leases.renew(db, "b", [prop], NOW + 57, SECONDS) == []
-        await push_leases.give_back(db, prop, "b")
+        await push_leases.give_back(db, prop, "b", AT)
         assert await push_leases.holders(db, NOW + 57) == {prop: ("a", 19.0)}
         # a lease that ran out is still its holder's until another takes it
         assert await push_leases.renew(db, "a", [prop], NOW + 100, SECONDS) == [prop]
@@ -83,6 +84,9 @@ class SteppedClock:
 
     def shared_time(self) -> float:
         return NOW + self.t
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(NOW + self.t, UTC)
 
 
 class Woken:

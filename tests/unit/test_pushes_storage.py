@@ -39,20 +39,20 @@ async def write(db: Database, property_id: int, resource: Resource, *updates: di
 async def test_new_property_is_in_sync(db: Database) -> None:
     pid, _, _ = await a_property(db)
     assert await pushes.dirty_counts(db, pid) == {"availability": 0, "rates": 0, "restrictions": 0}
-    assert await pushes.dirty_availability(db, pid, 100) == []
+    assert await pushes.dirty_availability(db, pid, 100, NOW) == []
 
 
 async def test_marking_pushed_keeps_a_newer_write_dirty(db: Database) -> None:
     pid, room, plan = await a_property(db)
     await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
                                                  "dateTo": "2026-11-24", "available": 2})
-    dirty = await pushes.dirty_availability(db, pid, 100)
+    dirty = await pushes.dirty_availability(db, pid, 100, NOW)
     assert [(c.night, c.value, c.pushed) for c in dirty] == [(date(2026, 11, 23), 2, 4), (date(2026, 11, 24), 2, 4)]
     # a write lands between the read and the mark
     await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-24",
                                                  "dateTo": "2026-11-24", "available": 1})
     assert await pushes.mark_availability_pushed(db, dirty) == 2
-    still = await pushes.dirty_availability(db, pid, 100)
+    still = await pushes.dirty_availability(db, pid, 100, NOW)
     assert [(c.night, c.value, c.pushed) for c in still] == [(date(2026, 11, 24), 1, 2)]
     # marking the same versions again changes nothing
     assert await pushes.mark_availability_pushed(db, dirty) == 0
@@ -65,9 +65,9 @@ async def test_rates_and_restrictions(db: Database) -> None:
     await write(db, pid, Resource.RESTRICTIONS, {"ratePlanId": plan, "dateFrom": "2026-11-23",
                                                  "dateTo": "2026-11-23", "stopSell": True, "maxStay": 4})
     assert await pushes.dirty_counts(db, pid) == {"availability": 0, "rates": 1, "restrictions": 1}
-    rates = await pushes.dirty_rates(db, pid, 10)
+    rates = await pushes.dirty_rates(db, pid, 10, NOW)
     assert [(c.value, c.pushed) for c in rates] == [(12000, None)]
-    restrictions = await pushes.dirty_restrictions(db, pid, 10)
+    restrictions = await pushes.dirty_restrictions(db, pid, 10, NOW)
     assert restrictions[0].value == {"stopSell": True, "closedToArrival": None, "closedToDeparture": None,
                                      "minStayArrival": None, "minStayThrough": None, "maxStay": 4}
     assert await pushes.mark_rates_pushed(db, rates) == 1
@@ -76,7 +76,7 @@ async def test_rates_and_restrictions(db: Database) -> None:
     # what the channel manager holds is remembered
     await write(db, pid, Resource.RESTRICTIONS, {"ratePlanId": plan, "dateFrom": "2026-11-23",
                                                  "dateTo": "2026-11-23", "maxStay": 5})
-    again = await pushes.dirty_restrictions(db, pid, 10)
+    again = await pushes.dirty_restrictions(db, pid, 10, NOW)
     assert again[0].pushed == restrictions[0].value
 
 
@@ -94,3 +94,39 @@ async def test_outcome_is_recorded_without_clearing_the_key_cache(db: Database) 
         assert directory.generation == before + 1
     row = await db.fetchrow("SELECT cm_last_outcome, cm_last_error FROM properties WHERE id = $1", pid)
     assert row is not None and tuple(row) == ("failed", "HTTP 500")
+
+
+async def test_a_refused_cell_is_read_again_only_once_its_retry_is_due(db: Database) -> None:
+    from datetime import timedelta
+
+    from connectapi.storage import channel_refusals
+    from connectapi.storage.push_leases import give_back
+
+    pid, room, _ = await a_property(db)
+    await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
+                                                 "dateTo": "2026-11-24", "available": 2})
+    dirty = await pushes.dirty_availability(db, pid, 100, NOW)
+    assert await channel_refusals.mark_refused(db, "availability", [(dirty[0], '{"availability": ["no"]}')]) == 1
+    await pushes.mark_availability_pushed(db, dirty[1:])
+    retry = await channel_refusals.refused_again(db, pid, "availability", NOW, False, lambda n: timedelta(minutes=n))
+    assert retry == NOW + timedelta(minutes=1)
+    # Held: still dirty (GET /sync counts it), but no pusher reads it and nobody is woken.
+    assert await pushes.dirty_counts(db, pid) == {"availability": 1, "rates": 0, "restrictions": 0}
+    assert await pushes.dirty_availability(db, pid, 100, NOW) == []
+    assert await properties.properties_with_dirty_cells(db, NOW) == []
+    assert (await give_back(db, pid, "nobody", NOW)).availability is False
+    # Due: read again, marked refused, what the channel manager held there forgotten.
+    later = NOW + timedelta(minutes=1)
+    again = await pushes.dirty_availability(db, pid, 100, later)
+    assert [(c.night, c.refused, c.pushed) for c in again] == [(date(2026, 11, 23), True, None)]
+    assert await properties.properties_with_dirty_cells(db, later) == [pid]
+    # Refused again when offered: the next try is put off longer; a new refusal elsewhere
+    # while it waits does not put it off further.
+    assert await channel_refusals.refused_again(db, pid, "availability", later, True,
+                                                lambda n: timedelta(minutes=n)) == later + timedelta(minutes=2)
+    assert await channel_refusals.refused_again(db, pid, "availability", later, False,
+                                                lambda n: timedelta(minutes=n)) == later + timedelta(minutes=1)
+    # A newer write is no refused version: it is read at once.
+    await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
+                                                 "dateTo": "2026-11-23", "available": 3})
+    assert [(c.value, c.refused) for c in await pushes.dirty_availability(db, pid, 100, later)] == [(3, False)]

@@ -85,6 +85,7 @@ class Created:
 class CreateProperty(Ask[Created]):
     title: str
     currency: str
+    timezone: str = "UTC"  # Channex judges past dates in the property's time zone
 
 
 @dataclass(frozen=True, slots=True)

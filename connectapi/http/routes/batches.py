@@ -46,7 +46,8 @@ async def read_batch(batch_id: str) -> Response:
         "status": "pending" if pending else "completed",
         "pendingCells": pending,
         # The channel manager's last error for the property; cleared by a successful push.
-        "lastError": found["cm_last_error"],
+        # While its cells wait refused, it says so even after a later call went through.
+        "lastError": found["cm_last_error"] or (refused[0]["error"] if refused else None),
         # The task ids of the channel manager's calls that carried the batch's cells.
         "channelTasks": found["channel_tasks"],
     })
