@@ -205,7 +205,9 @@ async def read_grid(cm: httpx.AsyncClient, mapping: dict[str, str]) -> dict[str,
     params = {"filter[property_id]": mapping["property"], "filter[date][gte]": str(nights()[0]),
               "filter[date][lte]": str(nights()[-1])}
     availability = (await cm.get("/api/v1/availability", params=params)).json()["data"]
-    restrictions = (await cm.get("/api/v1/restrictions", params=params)).json()["data"]
+    # Channex answers only the restriction fields asked for, and requires the list.
+    restrictions = (await cm.get("/api/v1/restrictions", params={
+        **params, "filter[restrictions]": "rate"})).json()["data"]
     return {"availability": availability, "restrictions": restrictions}
 
 
