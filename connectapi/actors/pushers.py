@@ -172,9 +172,9 @@ class _Pusher(Actor[Wake]):
     async def push_round(self) -> Round | None:
         raise NotImplementedError
 
-    async def _send(self, kind: Kind, values: list[dict[str, Any]]) -> PushOutcome | None:
-        """The call, under the lease; None when the lease went to another process (nothing sent)."""
-        paused_until = await pushes.next_attempt(self._db, self.property_id)
+    async def _send(self, kind: Kind, values: list[dict[str, Any]], paused_until: datetime | None) -> PushOutcome | None:
+        """The call, under the lease; None when the lease went to another process (nothing
+        sent). `paused_until`: the property's pause after a failure, as the record has it."""
         if paused_until is not None and (wait := (paused_until - self._clock.now()).total_seconds()) > 0:
             # A failure recorded by this process or the one that pushed the property before.
             return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
@@ -263,7 +263,7 @@ class _CellPusher(_Pusher):
             if ids is None or ids.property_id is None or missing:
                 what = "room types" if self.kind == "availability" else "rate plans"
                 return await self._unmapped(f"{what} {missing}" if ids and ids.property_id else "property")
-            outcome = await self._send(self.kind, self.values(ids, send))
+            outcome = await self._send(self.kind, self.values(ids, send), ids.next_attempt_at)
             if outcome is None:
                 return LOST
             if not outcome.ok:

@@ -211,22 +211,29 @@ class ChannelIds:
     room_types: dict[int, str]
     rate_plans: dict[int, str]
     timezone: str = "UTC"
+    # When the property's pipe may call again after a failure (pushes.next_attempt), read
+    # here too: a push round reads this once.
+    next_attempt_at: datetime | None = None
 
 
 async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
-    async def work(conn: asyncpg.Connection) -> ChannelIds | None:
-        prop = await conn.fetchrow("SELECT cm_property_id, currency, timezone FROM properties WHERE id = $1",
-                                   property_id)
-        if prop is None:
-            return None
-        rooms = await conn.fetch("SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL",
-                                 property_id)
-        plans = await conn.fetch("SELECT id, cm_id FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL",
-                                 property_id)
-        return ChannelIds(prop["cm_property_id"], prop["currency"], {r["id"]: r["cm_id"] for r in rooms},
-                          {r["id"]: r["cm_id"] for r in plans}, prop["timezone"])
-
-    return await db.run(work)
+    """One statement: every push round reads it."""
+    row = await db.fetchrow(
+        """SELECT p.cm_property_id, p.currency, p.timezone, p.cm_next_attempt_at,
+                  (SELECT array_agg(r.id ORDER BY r.id) FROM room_types r
+                   WHERE r.property_id = p.id AND r.cm_id IS NOT NULL) AS room_ids,
+                  (SELECT array_agg(r.cm_id ORDER BY r.id) FROM room_types r
+                   WHERE r.property_id = p.id AND r.cm_id IS NOT NULL) AS room_cm_ids,
+                  (SELECT array_agg(r.id ORDER BY r.id) FROM rate_plans r
+                   WHERE r.property_id = p.id AND r.cm_id IS NOT NULL) AS plan_ids,
+                  (SELECT array_agg(r.cm_id ORDER BY r.id) FROM rate_plans r
+                   WHERE r.property_id = p.id AND r.cm_id IS NOT NULL) AS plan_cm_ids
+           FROM properties p WHERE p.id = $1""", property_id)
+    if row is None:
+        return None
+    return ChannelIds(row["cm_property_id"], row["currency"], dict(zip(row["room_ids"] or [], row["room_cm_ids"] or [])),
+                      dict(zip(row["plan_ids"] or [], row["plan_cm_ids"] or [])), row["timezone"],
+                      row["cm_next_attempt_at"])
 
 
 async def properties_with_dirty_cells(db: Database, now: datetime) -> list[int]:

@@ -219,15 +219,6 @@ async def pending_batches(db: Database, property_id: int, limit: int = 50) -> li
     return await db.run(lambda conn: _pending_batches(conn, property_id, limit))
 
 
-async def next_attempt(db: Database, property_id: int) -> datetime | None:
-    """When the property's pipe may call the channel manager again after a failure, as
-    the process that last pushed it recorded (a process taking the property over honours
-    the pause of the one before)."""
-    found: datetime | None = await db.fetchval("SELECT cm_next_attempt_at FROM properties WHERE id = $1",
-                                               property_id)
-    return found
-
-
 async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, error: str | None,
                          next_attempt_at: datetime | None = None, failures: int = 0) -> None:
     """The channel manager's last answer for the property, with when the pipe tries again
