@@ -71,10 +71,12 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
         found.append(_target("front", "PUT /rates / raw upsert", round(w["ratio"], 2), "ratio", "<= 3",
                              w["ratio"] <= 3.0, f"raw upsert {w['raw_cells_per_s']:.0f} cells/s"))
     if (p := figures.get("pipeline")) is not None:
+        # Issue 26: the gathering window must not cost these their 1.5 s.
         found.append(_target("pipeline", "202 to channel manager, one property at idle, p50",
-                             round(p["idle_p50_s"], 2), "s", "< 2 s", p["idle_p50_s"] < 2.0))
+                             round(p["idle_p50_s"], 2), "s", "< 1.5 s", p["idle_p50_s"] < 1.5))
         found.append(_target("pipeline", f"{p['together_properties']} properties at once, p50 / p99",
-                             f"{p['together_p50_s']:.2f} / {p['together_p99_s']:.2f}", "s", "reported", None))
+                             f"{p['together_p50_s']:.2f} / {p['together_p99_s']:.2f}", "s", "p50 < 1.5 s",
+                             p["together_p50_s"] < 1.5))
         found.append(_target("pipeline", "429s drawn from the channel manager", p["throttled"], "calls", "0",
                              p["throttled"] == 0))
         found.append(_target("pipeline", "channel-manager grid equals the record", p["grid_equals_record"], "",
