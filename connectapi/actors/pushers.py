@@ -71,6 +71,10 @@ class Round:
     outcome: PushOutcome | None  # None when nothing needed sending
     lost: bool = False  # the lease went to another process before the call: nothing was sent
     refused_cells: int = 0  # of those sent, refused by the channel manager (still dirty)
+    # Everything to push was read (no read hit its limit) and the call went through: no
+    # need to read again before giving the lease back, whose statement says whether a
+    # write landed meanwhile (and wakes the pushers then).
+    complete: bool = False
 
 
 LOST = Round(0, 0, None, lost=True)
@@ -168,6 +172,9 @@ class _Pusher(Actor[Wake]):
             if done.outcome is not None and not done.outcome.ok:
                 self._retry_at = max(done.outcome.retry_at or 0.0, self._clock.monotonic())
                 return
+            if done.complete:
+                await self._leases.leave(self.property_id, self.kind)
+                return
 
     async def push_round(self) -> Round | None:
         raise NotImplementedError
@@ -238,6 +245,7 @@ class _CellPusher(_Pusher):
         cells = {r: await self.dirty(r, now) for r in self.resources}
         if not any(cells.values()):
             return None
+        read_all = all(len(found) < MAX_CELLS_PER_PUSH for found in cells.values())
         ids = await properties.channel_ids(self._db, self.property_id)
         today = self._clock.today(ZoneInfo(ids.timezone)) if ids is not None else date.min
         if any(c.night < today for found in cells.values() for c in found):
@@ -278,7 +286,8 @@ class _CellPusher(_Pusher):
             else:
                 await pushes.mark_restrictions_pushed(self._db, taken)
         return Round(sum(len(sent) for sent in send.values()), dropped, outcome,
-                     refused_cells=sum(1 for sent in send.values() for c in sent if (c.entity_id, c.night) in refused))
+                     refused_cells=sum(1 for sent in send.values() for c in sent if (c.entity_id, c.night) in refused),
+                     complete=read_all and outcome is not None)
 
     async def _settle(self, outcome: PushOutcome, known: dict[int, str], send: dict[str, list[DirtyCell]],
                       now: datetime, today: date, offered_refused: bool) -> dict[tuple[int, date], str]:
