@@ -70,7 +70,6 @@ class Round:
     dropped_cells: int
     outcome: PushOutcome | None  # None when nothing needed sending
     lost: bool = False  # the lease went to another process before the call: nothing was sent
-    refused_cells: int = 0  # of those sent, refused by the channel manager (still dirty)
     # Everything to push was read (no read hit its limit) and the call went through: no
     # need to read again before giving the lease back, whose statement says whether a
     # write landed meanwhile (and wakes the pushers then).
@@ -286,7 +285,6 @@ class _CellPusher(_Pusher):
             else:
                 await pushes.mark_restrictions_pushed(self._db, taken)
         return Round(sum(len(sent) for sent in send.values()), dropped, outcome,
-                     refused_cells=sum(1 for sent in send.values() for c in sent if (c.entity_id, c.night) in refused),
                      complete=read_all and outcome is not None)
 
     async def _settle(self, outcome: PushOutcome, known: dict[int, str], send: dict[str, list[DirtyCell]],
@@ -306,7 +304,7 @@ class _CellPusher(_Pusher):
                                      if (c.entity_id, c.night) in refused])
         if answer is not None:
             batches: set[uuid.UUID] = {c.batch for c in sent if c.batch is not None}
-            await channel_refusals.record_tasks(self._db, self.kind, now, answer.task_ids, batches)
+            await pushes.record_tasks(self._db, self.kind, now, answer.task_ids, batches)
         if not refused:
             await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
             if offered_refused:

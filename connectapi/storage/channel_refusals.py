@@ -19,14 +19,7 @@ import asyncpg
 from ..domain.emails import Email
 from . import notifications
 from .database import Database
-from .pushes import DirtyCell
-
-# Which tables a pipe's cells live in (`kind` is the pipe: availability, or rates with
-# restrictions); the resource names are those of the API.
-TABLES = {"availability": ("availability_cells", "room_type_id", "pushed_available"),
-          "rates": ("rate_cells", "rate_plan_id", "pushed_rate_minor"),
-          "restrictions": ("restriction_cells", "rate_plan_id", "pushed_fields")}
-
+from .pushes import CELL_TABLES, DirtyCell
 
 async def mark_refused(db: Database, resource: str, cells: list[tuple[DirtyCell, str]]) -> int:
     """Mark these versions refused, with what was said of each; a cell written since (a
@@ -36,7 +29,7 @@ async def mark_refused(db: Database, resource: str, cells: list[tuple[DirtyCell,
     Answers how many were marked."""
     if not cells:
         return 0
-    table, id_column, pushed_column = TABLES[resource]
+    table, id_column, pushed_column = CELL_TABLES[resource]
     status: str = await db.execute(
         f"""UPDATE {table} AS c SET refused_version = w.version, refusal = w.refusal, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::text[]) AS w (id, night, version, refusal)
@@ -104,7 +97,7 @@ class BatchRefusal:
 
 async def of_batch(db: Database, resource: str, batch: uuid.UUID) -> list[BatchRefusal]:
     """The batch's own cells (last written by it) refused and still waiting, by what was said."""
-    table = TABLES[resource][0]
+    table = CELL_TABLES[resource][0]
     rows = await db.fetch(
         f"""SELECT refusal, count(*) AS cells, min(night) AS first, max(night) AS last FROM {table}
             WHERE last_batch_id = $1 AND version > pushed_version AND refused_version = version
@@ -160,18 +153,3 @@ async def tell_owner_once(db: Database, property_id: int, today: date, at: datet
         return True
 
     return await db.transaction(work)
-
-
-async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[str, ...],
-                       batches: set[uuid.UUID]) -> None:
-    """The task ids of a call, on each batch whose cells it carried (a batch pruned
-    meanwhile is passed over)."""
-    if not task_ids or not batches:
-        return
-    pairs = [(batch, task) for batch in sorted(batches) for task in task_ids]
-    await db.execute(
-        """INSERT INTO batch_channel_tasks (batch_id, task_id, kind, sent_at)
-           SELECT w.batch, w.task, $3, $4 FROM unnest($1::uuid[], $2::text[]) AS w (batch, task)
-           JOIN write_batches b ON b.id = w.batch
-           ON CONFLICT DO NOTHING""",
-        [b for b, _ in pairs], [t for _, t in pairs], kind, at)

@@ -273,7 +273,8 @@ async def in_sync_cells(db: Database, property_id: int, first: date, last: date)
     return await db.run(work)
 
 
-_TABLES = {"availability": ("availability_cells", "room_type_id", "pushed_available"),
+# resource -> (its cells' table, their entity column, the column of what the channel holds)
+CELL_TABLES = {"availability": ("availability_cells", "room_type_id", "pushed_available"),
            "rates": ("rate_cells", "rate_plan_id", "pushed_rate_minor"),
            "restrictions": ("restriction_cells", "rate_plan_id", "pushed_fields")}
 
@@ -285,7 +286,7 @@ async def mark_dirty_again(db: Database, resource: str, cells: list[DirtyCell]) 
     """
     if not cells:
         return 0
-    table, id_column, pushed_column = _TABLES[resource]
+    table, id_column, pushed_column = CELL_TABLES[resource]
     status: str = await db.execute(
         f"""UPDATE {table} AS c SET pushed_version = 0, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[]) AS w (id, night, version)
@@ -294,3 +295,18 @@ async def mark_dirty_again(db: Database, resource: str, cells: list[DirtyCell]) 
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
     )
     return int(status.split()[-1])
+
+
+async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[str, ...],
+                       batches: set[uuid.UUID]) -> None:
+    """The task ids of a call, on each batch whose cells it carried (a batch pruned
+    meanwhile is passed over): GET /batches/{id} lists them as channelTasks."""
+    if not task_ids or not batches:
+        return
+    pairs = [(batch, task) for batch in sorted(batches) for task in task_ids]
+    await db.execute(
+        """INSERT INTO batch_channel_tasks (batch_id, task_id, kind, sent_at)
+           SELECT w.batch, w.task, $3, $4 FROM unnest($1::uuid[], $2::text[]) AS w (batch, task)
+           JOIN write_batches b ON b.id = w.batch
+           ON CONFLICT DO NOTHING""",
+        [b for b, _ in pairs], [t for _, t in pairs], kind, at)

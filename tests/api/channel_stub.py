@@ -15,6 +15,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import trio
 
+from .webhook_receiver import read_request
+
 NOT_FOUND = {"errors": {"code": "not_found", "title": "Resouce Not Found"}}  # sic, as documented
 UNAUTHORIZED = {"errors": {"code": "unauthorized", "title": "Unauthorized"}}
 
@@ -38,18 +40,11 @@ class ChannelStub:
         self.feed[str(revision["id"])] = revision
 
     async def handle(self, stream: trio.SocketStream) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = await stream.receive_some(65536)
-            if not chunk:
-                return
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        method, target, _ = lines[0].split(" ", 2)
-        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-        while len(body) < int(headers.get("content-length", "0")):
-            body += await stream.receive_some(65536)
+        request = await read_request(stream)
+        if request is None:
+            return
+        line, headers, _ = request
+        method, target, _ = line.split(" ", 2)
         status, answer = self._answer(method, target, headers)
         text = json.dumps(answer).encode()
         await stream.send_all(

@@ -30,17 +30,10 @@ class Receiver:
         return f"http://127.0.0.1:{self.port}/hooks"
 
     async def handle(self, stream: trio.SocketStream) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = await stream.receive_some(65536)
-            if not chunk:
-                return
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-        while len(body) < int(headers.get("content-length", "0")):
-            body += await stream.receive_some(65536)
+        request = await read_request(stream)
+        if request is None:
+            return
+        _, headers, body = request
         self.received.append((headers, body.decode()))
         if self.misbehave is not None:
             try:
@@ -53,6 +46,23 @@ class Receiver:
         await stream.send_all(
             f"HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n".encode())
         await stream.aclose()
+
+
+async def read_request(stream: trio.SocketStream) -> tuple[str, dict[str, str], bytes] | None:
+    """One HTTP/1.1 request off the stream: its request line, headers (names lowercased)
+    and body (by content-length); None when the peer closed before its head was whole."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")):
+        body += await stream.receive_some(65536)
+    return lines[0], headers, body
 
 
 @asynccontextmanager
