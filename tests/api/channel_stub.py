@@ -31,6 +31,9 @@ class ChannelStub:
     ack_answers: list[int] = field(default_factory=list)
     acks: list[tuple[str, int]] = field(default_factory=list)  # (revision id, status answered)
     feed_reads: int = 0
+    # When given, an acknowledgement that would be answered 200 waits for it: a test looks at
+    # the state between a refusal and the next try without racing a round already woken.
+    acks_released: trio.Event | None = None
 
     @property
     def url(self) -> str:
@@ -45,6 +48,8 @@ class ChannelStub:
             return
         line, headers, _ = request
         method, target, _ = line.split(" ", 2)
+        if self.acks_released is not None and method == "POST" and target.endswith("/ack") and not self.ack_answers:
+            await self.acks_released.wait()
         status, answer = self._answer(method, target, headers)
         text = json.dumps(answer).encode()
         await stream.send_all(

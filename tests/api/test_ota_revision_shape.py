@@ -14,6 +14,7 @@ from datetime import date
 from typing import Any
 
 import pytest
+import trio
 
 from connectapi.engine import Wake
 from connectapi.storage.database import Database
@@ -176,7 +177,7 @@ async def test_a_room_the_channel_manager_left_unmapped_is_kept_and_the_owner_to
 async def test_an_acknowledgement_not_answered_2xx_is_asked_again_and_nothing_applied_twice(
         db: Database, receiver: Receiver, caplog: pytest.LogCaptureFixture, refusals: list[int]) -> None:
     caplog.set_level(logging.DEBUG, logger="connectapi")
-    stub = ChannelStub(ack_answers=list(refusals))
+    stub = ChannelStub(ack_answers=list(refusals), acks_released=trio.Event())
     async with with_channel(db, stub) as api:
         prop, secret = await mapped_property(api, receiver)
         # The first night is full: the booking is taken all the same and the owner told, once.
@@ -194,6 +195,8 @@ async def test_an_acknowledgement_not_answered_2xx_is_asked_again_and_nothing_ap
         assert [(r["state"], r["acknowledged"]) for r in listed] == [("applied", False)]
         assert "rev-new-1" in stub.feed
 
+        assert stub.acks_released is not None
+        stub.acks_released.set()
         await rounds_until(api, lambda: all_acknowledged(api, stub), "the acknowledgement at last")
         assert stub.acks == [("rev-new-1", status) for status in [*refusals, 200]]
         assert [(r["state"], r["acked"]) for r in await stored(api)] == [("applied", True)]
