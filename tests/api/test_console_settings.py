@@ -57,3 +57,14 @@ async def test_settings_raise_bookings_per_day_and_switch_guest_confirmation(api
     refused_with(await visitor.submit(path, path, {"bookingsPerDay": "400"}), "at least 500")
     assert (await visitor.submit(path, path, {"bookingsPerDay": "500"})).status == 303
     assert (await api.admin("GET", f"/properties/{prop['id']}")).data["bookingsPerDay"] == 500
+
+
+async def test_a_settings_form_over_the_consoles_cap_writes_nothing(api: Harness) -> None:
+    prop = await api.create_property()
+    visitor = await owner_of(api, prop)
+    path = f"/console/properties/{prop['id']}/settings"
+    before = (await api.admin("GET", f"/properties/{prop['id']}")).data
+    answer = await visitor.submit(path, path, {"bookingsPerDay": "800", "pad": "x" * 70_000})
+    assert answer.status == 413 and "at most 64 KB" in answer.text
+    assert (await api.admin("GET", f"/properties/{prop['id']}")).data == before
+    assert (await visitor.submit(path, path, {"bookingsPerDay": "800", "pad": "x" * 60_000})).status == 303

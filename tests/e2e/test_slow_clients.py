@@ -93,6 +93,45 @@ async def test_a_refusal_does_not_wait_for_a_body_that_is_not_coming(address: tu
     assert json.loads(body)["data"]["code"] == "API_KEY_INVALID"
 
 
+CONSOLE_LOGIN = "POST /console/login HTTP/1.1\r\nHost: test\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+FORM_COOKIE = "Cookie: connectapi_console_form=" + "f" * 43 + "\r\n"
+
+
+async def console_answer(stream: trio.SocketStream, request: bytes) -> bytes:
+    """The head of the console's answer to `request`, which the server must send and close
+    on without the rest of the body (never sent)."""
+    await stream.send_all(request)
+    head, _, _ = (await read_all(stream, within=3)).partition(b"\r\n\r\n")
+    return head.lower()
+
+
+async def test_a_console_post_without_session_or_form_cookie_is_refused_before_its_body(
+        address: tuple[str, int]) -> None:
+    """No session and no form cookie: nothing in the body could pass, so none is read (the
+    console read and parsed up to 1 MB of fields before looking)."""
+    async with await trio.open_tcp_stream(*address) as stream:
+        head = await console_answer(stream, (CONSOLE_LOGIN + "Content-Length: 60000\r\n\r\na=&a=&").encode())
+    assert head.startswith(b"http/1.1 403") and b"connection: close" in head, head
+    assert b"content-security-policy" in head
+
+
+async def test_a_console_form_over_its_cap_is_refused_from_its_length(address: tuple[str, int]) -> None:
+    async with await trio.open_tcp_stream(*address) as stream:
+        head = await console_answer(stream, (CONSOLE_LOGIN + FORM_COOKIE
+                                             + "Content-Length: 900000\r\n\r\na=&a=&").encode())
+    assert head.startswith(b"http/1.1 413") and b"content-security-policy" in head, head
+
+
+async def test_a_chunked_console_form_is_cut_off_at_its_cap(address: tuple[str, int]) -> None:
+    """Sent without a length: refused once it passes 64 KB, without waiting for its end."""
+    chunk = b"a=&" * 7000  # 21 KB a chunk
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(4))
+    async with await trio.open_tcp_stream(*address) as stream:
+        head = await console_answer(stream, (CONSOLE_LOGIN + FORM_COOKIE
+                                             + "Transfer-Encoding: chunked\r\n\r\n").encode() + chunks)
+    assert head.startswith(b"http/1.1 413") and b"content-security-policy" in head, head
+
+
 async def test_a_small_body_already_sent_keeps_the_connection(address: tuple[str, int]) -> None:
     stream = await trio.open_tcp_stream(*address)
     async with stream:

@@ -14,6 +14,7 @@ from ...domain.owners import LOCKOUT_WAIT, LOCKOUT_WINDOW, PASSWORD_MAX, email_k
     password_problem
 from ...storage import owners
 from ..gates import client_address, context
+from . import form as posted_form
 from .session import (
     FORM_COOKIE,
     PREFIX,
@@ -73,7 +74,7 @@ async def login_form() -> Response:
 
 async def login() -> Response:
     ctx = context()
-    form = await request.form
+    form = posted_form.posted()
     email = form.get("email", "")[:MOST_EMAIL].strip()
     password = form.get("password", "")[:PASSWORD_MAX + 1]
     target = safe_next(form.get("next"))
@@ -147,7 +148,7 @@ async def setup_form(token: str) -> Response:
 
 async def setup(token: str) -> Response:
     ctx = context()
-    form = await request.form
+    form = posted_form.posted()
     password = form.get("password", "")[:PASSWORD_MAX + 1]
     found = await owners.owner_of_link(ctx.db, token[:100], ctx.clock.now())
     if found is None:

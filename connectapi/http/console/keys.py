@@ -22,6 +22,7 @@ from ...domain.validation import parse_payload
 from ...storage.api_keys import MAX_LIVE_KEYS
 from ...storage.records import ApiKey, Property
 from .. import key_actions
+from . import form as posted_form
 from .pages import property_page
 from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_property
 
@@ -133,7 +134,7 @@ async def list_page(property_id: int) -> Response:
 @login_required
 async def create(property_id: int) -> Response:
     prop = await owned_property(property_id)
-    form = KeyForm.of_post(await request.form)
+    form = KeyForm.of_post(posted_form.posted())
     try:
         body = parse_payload(KeyIn, form.payload())
         key, secret = await key_actions.create_key(prop.id, body)
@@ -154,7 +155,7 @@ async def edit_page(property_id: int, key_id: int) -> Response:
 async def save(property_id: int, key_id: int) -> Response:
     prop = await owned_property(property_id)
     key = live(await owned_key(prop, key_id))
-    form = KeyForm.of_post(await request.form)
+    form = KeyForm.of_post(posted_form.posted())
     try:
         patch = parse_payload(KeyPatch, form.payload())
     except ApiError as err:

@@ -27,6 +27,7 @@ from ...storage import owners, properties
 from ...storage.owners import Owner
 from ...storage.records import Property
 from ..gates import client_address, context
+from . import form as posted_form
 
 PREFIX = "/console"
 SESSION_COOKIE = "connectapi_console"
@@ -104,20 +105,37 @@ async def check_form_token() -> None:
     """Every POST to the console: not sent by another site (Sec-Fetch-Site, where the
     browser says), and its form's CSRF token the session's, or, with no session, the one
     made from the form cookie with the service's key (so a cookie planted by someone else,
-    a sibling subdomain say, does not let them make a matching form)."""
+    a sibling subdomain say, does not let them make a matching form).
+
+    What can be judged without the body is judged first: a POST with neither a session nor
+    a form cookie is refused before a byte of its body is read, and the form is read only
+    within the console's limits (form.py)."""
     if request.method != "POST":
         return
     if request.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
         raise _expired()
-    form = await request.form
-    sent = form.get(CSRF_FIELD, "")
     if g.owner is not None:
         expected: str | None = g.csrf
     else:
         cookie = request.cookies.get(FORM_COOKIE)
-        expected = _signed(cookie) if cookie else None
-    if not expected or not sent or not hmac.compare_digest(sent.encode(), expected.encode()):
+        expected = _signed(cookie) if cookie and _cookie_shaped(cookie) else None
+    if not expected:
         raise _expired()
+    try:
+        sent = (await posted_form.read()).get(CSRF_FIELD, "")
+    except posted_form.FormRefused as refused:
+        raise ConsoleRefusal(refused.status, FORM_TITLES[refused.status], refused.message[0].upper()
+                             + refused.message[1:] + ".") from None
+    if not sent or not hmac.compare_digest(sent.encode(), expected.encode()):
+        raise _expired()
+
+
+FORM_TITLES = {408: "Too slow", 413: "Form too large", 415: "Not a form"}
+
+
+def _cookie_shaped(cookie: str) -> bool:
+    """A form cookie as `form_token` makes them (anything else was not ours)."""
+    return 20 <= len(cookie) <= 100
 
 
 def _expired() -> ConsoleRefusal:
@@ -139,7 +157,7 @@ def form_token() -> str:
         token: str = g.csrf
         return token
     existing = request.cookies.get(FORM_COOKIE)
-    if existing and 20 <= len(existing) <= 100:
+    if existing and _cookie_shaped(existing):
         return _signed(existing)
     if g.get("new_form_token") is None:
         g.new_form_token = new_secret()
@@ -213,7 +231,7 @@ async def refusal_page(refusal: ConsoleRefusal) -> Response:
 
 async def error_page(status: int, message: str, retry_after: int | None = None) -> Response:
     """The app's own errors (404 of an unknown console path, 405, 500) on a console path."""
-    titles = {404: "Not found", 405: "Not allowed", 416: "Range not satisfiable", 429: "Too many requests",
+    titles = {404: "Not found", 405: "Not allowed", 408: "Too slow", 413: "Too large", 416: "Range not satisfiable", 429: "Too many requests",
               503: "Unavailable"}
     return await refusal_page(ConsoleRefusal(status, titles.get(status, "Something went wrong"), message,
                                              retry_after))

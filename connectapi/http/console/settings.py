@@ -15,6 +15,7 @@ from ...domain.validation import parse_payload
 from ...storage.records import Property
 from .. import property_actions
 from ..gates import context
+from . import form as posted_form
 from .pages import property_page
 from .session import PREFIX, login_required, owned_property
 
@@ -46,7 +47,7 @@ async def settings_form(property_id: int) -> Response:
 @login_required
 async def save_settings(property_id: int) -> Response:
     prop = await owned_property(property_id)
-    form = await request.form
+    form = posted_form.posted()
     text = form.get("bookingsPerDay", "").strip()
     guest_confirmation = form.get("guestConfirmation") == "on"
     sent = {"bookingsPerDay": text[:20], "guestConfirmation": guest_confirmation}

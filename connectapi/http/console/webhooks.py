@@ -25,6 +25,7 @@ from ...storage.records import Property
 from ...storage.webhooks import Endpoint
 from .. import webhook_endpoints
 from ..gates import context
+from . import form as posted_form
 from .pages import property_page
 from .session import PREFIX, login_required, not_found, owned_property, utc_second
 
@@ -62,7 +63,7 @@ def form_problems(err: ApiError) -> str:
 
 
 async def field(name: str) -> str:
-    form = await request.form
+    form = posted_form.posted()
     return str(form.get(name, ""))[:MOST_FIELD].strip()
 
 
