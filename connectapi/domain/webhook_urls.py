@@ -75,6 +75,8 @@ def check_url(url: str, allow_private: bool = False) -> str:
     except ValueError:
         raise UnsafeUrl("the URL's port is not a number from 0 to 65535") from None
     literal = _literal(host)  # odd numeric hosts are refused even where private ones are allowed
+    if literal is None:
+        _resolvable(host)  # here too: no resolver takes such a name, sandbox or not
     if allow_private:
         return url
     if literal is not None:
@@ -86,6 +88,18 @@ def check_url(url: str, allow_private: bool = False) -> str:
     if name == "localhost" or name.endswith(_LOCAL_SUFFIXES) or "." not in name:
         raise UnsafeUrl(f"{host} is not a public host name")
     return url
+
+
+def _resolvable(host: str) -> None:
+    """A name a resolver can be asked for: encoded as the sender's look-up encodes it (IDNA),
+    each label 1 to 63 characters, at most 253 in all (RFC 1035)."""
+    try:
+        encoded = host.encode("idna")
+    except UnicodeError:
+        raise UnsafeUrl(f"the host name cannot be looked up (a label of it is empty or longer than 63 "
+                        f"characters, or not a valid international name)") from None
+    if len(encoded.rstrip(b".")) > 253:
+        raise UnsafeUrl("the host name cannot be looked up (longer than 253 characters)")
 
 
 def check_resolved(host: str, addresses: list[Address], allow_private: bool = False) -> None:

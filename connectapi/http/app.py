@@ -48,6 +48,11 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.json.sort_keys = False  # type: ignore[attr-defined]
     # Before any blueprint: each rule takes its converters when it is added.
     app.url_map.converters["int"] = IdConverter
+    # No path is rewritten by a redirect of Werkzeug's own (a 308 to `//` merged, or to a
+    # trailing slash added): it carries none of the console's headers and builds its
+    # Location from the Host header. A path no rule matches as sent is a 404.
+    app.url_map.merge_slashes = False
+    app.url_map.strict_slashes = False
 
     app.register_blueprint(health.blueprint)
     app.register_blueprint(admin.blueprint)

@@ -205,7 +205,11 @@ async def test_next_after_login_stays_in_the_console(api: Harness) -> None:
     for target, expected in (("/console/properties", "/console/properties"), ("https://evil.example/", "/console/"),
                              ("//evil.example/console/", "/console/"), ("/api/v1/admin/owners", "/console/"),
                              ("/console/../metrics", "/console/"), ("/console/a\r\nSet-Cookie: x=1", "/console/"),
-                             ("/console/properties?x=1", "/console/properties?x=1")):
+                             ("/console/properties?x=1", "/console/properties?x=1"),
+                             ("/console/%2e%2e/%2e%2e/api/v1/admin/owners", "/console/"),
+                             ("/console/%2E%2E/metrics", "/console/"), ("/console/%5c%5cevil.example", "/console/"),
+                             ("/console/%252e%252e/metrics", "/console/"),
+                             ("/console/properties/%2e/1", "/console/properties/1")):
         visitor = Visitor(api)
         form = await visitor.get(f"/console/login?next={target}")
         answer = await visitor.post("/console/login", {"csrf": form.csrf(), "email": "ana@hotel.example",
@@ -337,3 +341,22 @@ async def test_a_console_post_that_is_not_a_form_is_refused(api: Harness) -> Non
     answer = await visitor.client.post("/console/login", json={"csrf": token, "email": "a@b.example"},
                                        scope_base={"client": (visitor.address, 40000)})
     assert answer.status_code == 415 and "takes forms only" in await answer.get_data(as_text=True)
+
+
+async def test_doubled_slashes_get_the_consoles_answer_not_a_redirect_to_the_host_header(api: Harness) -> None:
+    """Werkzeug merges slashes with a 308 of its own: no console headers, and a Location
+    built from the Host header (a setup token riding to evil.example)."""
+    prop = await api.create_property()
+    await owner_with_password(api, "ana@hotel.example", PASSWORD, [prop["id"]])
+    visitor = await logged_in(api, "ana@hotel.example", PASSWORD)
+    for path in ("/console//login", f"/console/properties//{prop['id']}", "/console/setup//" + "t" * 43,
+                 "/console/properties/" + str(prop["id"]) + "//keys"):
+        answer = await visitor.client.get(path, headers={"Host": "evil.example"},
+                                          scope_base={"client": (visitor.address, 40000)})
+        assert answer.status_code == 404, (path, answer.status_code, answer.headers.get("Location"))
+        assert "Location" not in answer.headers, path
+        if path.startswith("/console"):
+            assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"], path
+            assert answer.headers["Cache-Control"] == "no-store", path
+    doubled = await api.admin("GET", "//owners")
+    assert doubled.status == 404 and doubled.body["data"]["code"] == "NOT_FOUND"

@@ -109,6 +109,7 @@ async def test_a_refused_url_or_description_shows_the_form_again(api: Harness) -
     for url, said in (("http://hooks.example.com/in", "must start with https://"),
                       ("https://127.0.0.1/in", "127.0.0.1 is not a public address"),
                       ("https://localhost/in", "localhost is not a public host name"),
+                      ("https://" + "a" * 64 + ".example.com/in", "the host name cannot be looked up"),
                       ("", "URL: String should have at least 1 character")):
         refused = await visitor.submit(hooks(prop), hooks(prop), {"url": url, "description": "kept"})
         assert refused.status == 400 and said in refused.text, (url, refused.text[:3000])

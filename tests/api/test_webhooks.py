@@ -297,6 +297,16 @@ async def test_numeric_host_oddities_are_refused_at_registration(api: Harness, u
     assert (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data == []
 
 
+@pytest.mark.parametrize("env", [{}, {"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"}])
+async def test_a_host_name_no_resolver_takes_is_refused_at_registration(api: Harness) -> None:
+    prop = await api.create_property()
+    for url in ("https://" + "a" * 64 + ".example.com/in", "https://hooks..example.com/in"):
+        refused = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": url})
+        assert (refused.status, refused.code, refused.data["details"][0]["path"]) == (400, "VALIDATION", "url"), url
+        assert "cannot be looked up" in refused.data["details"][0]["message"]
+    assert (await api.admin("GET", f"/properties/{prop['id']}/webhooks")).data == []
+
+
 @pytest.mark.parametrize("env", [{}])
 @pytest.mark.parametrize("url", ["https://0177.0.0.1/", "https://127.1/", "https://0x7f.0.0.1/", "https://2130706433/"])
 async def test_numeric_host_oddities_are_refused_over_https_too(api: Harness, url: str) -> None:

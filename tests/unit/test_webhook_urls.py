@@ -93,6 +93,23 @@ def test_numeric_host_oddities_are_refused_even_where_private_hosts_are_allowed(
         check_url(url, allow_private=True)
 
 
+@pytest.mark.parametrize("url", ["https://" + "a" * 64 + ".example.com/in", "https://hooks..example.com/in",
+                                 "https://" + ("a" * 60 + ".") * 5 + "com/in"])
+@pytest.mark.parametrize("allow_private", [False, True])
+def test_a_host_name_no_resolver_takes_is_refused(url: str, allow_private: bool) -> None:
+    """A label over 63 characters was registered, and every delivery then failed inside the
+    sender (UnicodeError, a traceback) for a day."""
+    with pytest.raises(UnsafeUrl, match="cannot be looked up"):
+        check_url(url, allow_private=allow_private)
+
+
+def test_names_at_the_limits_are_taken() -> None:
+    longest = "https://" + "a" * 63 + ".example.com/in"
+    assert check_url(longest) == longest
+    assert check_url("https://bücher.example/in") == "https://bücher.example/in"
+    assert check_url("https://hooks.example.com./in") == "https://hooks.example.com./in"
+
+
 def test_the_private_setting_allows_http_and_loopback() -> None:
     assert check_url("http://127.0.0.1:9000/in", allow_private=True) == "http://127.0.0.1:9000/in"
     with pytest.raises(UnsafeUrl):

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from quart import Response, g, redirect, render_template, request
 
@@ -211,10 +211,15 @@ def safe_next(target: str | None) -> str:
     parts = urlsplit(target)
     if parts.scheme or parts.netloc or "\\" in target or target.startswith("//"):
         return home
-    path = posixpath.normpath(parts.path)
-    if not (path + "/").startswith(home):
+    # Judged as the browser will resolve it: `%2e%2e` is `..` to a browser, `%5c` may be
+    # `/`. Decoded once, normalised, and sent back encoded with no dot segment left.
+    decoded = unquote(parts.path)
+    if "\\" in decoded or "%" in decoded or any(ord(c) < 32 or ord(c) == 127 for c in decoded):
         return home
-    return path + (f"?{parts.query}" if parts.query else "")
+    path = posixpath.normpath(decoded)
+    if not (path + "/").startswith(home) or path.startswith("//"):
+        return home
+    return quote(path, safe="/") + (f"?{parts.query}" if parts.query else "")
 
 
 async def page(template: str, status: int = 200, **values: Any) -> Response:
