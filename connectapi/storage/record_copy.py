@@ -1,5 +1,6 @@
-"""A copy of the record in a file, and the record put back from one (`connectapi backup`,
-`connectapi restore`): pg_dump's custom format, written and read by PostgreSQL's own tools.
+"""A copy of the record in a file, and the record made ready to be put back from one
+(`connectapi backup`, `connectapi restore`; the restore itself: record_restore.py):
+pg_dump's custom format, written and read by PostgreSQL's own tools.
 
 The dump is one snapshot (pg_dump reads every table in one repeatable-read transaction),
 so a running service can be copied: every write batch in it has all its cells. The
@@ -19,13 +20,12 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import asyncpg
 import trio_asyncio
 
+from ..domain.record_archive import MARK_TABLE
 from .pg_tools import libpq_target, pg_tool
 
 BACKUP_MODE = 0o600  # the record holds key digests, webhook secrets, guests' details
 # pg_dump waits this long for a table's lock (a migration running) before it gives up.
 LOCK_WAIT = "60s"
-# The table every record has: an archive without it is not a copy of ours.
-MARK_TABLE = "schema_migrations"
 # Seconds a connect to the record may take, unless the operator set PGCONNECT_TIMEOUT:
 # libpq waits for ever on a server that accepts and never answers (a stopped postmaster),
 # asyncpg a minute; an operator at a prompt should hear within seconds that it is stuck.
@@ -48,7 +48,7 @@ class RecordNotEmpty(CopyError):
     """The record to restore into holds tables already."""
 
 
-def _run(tool: str, args: list[str], dsn: str | None = None, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+def run_tool(tool: str, args: list[str], dsn: str | None = None, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
     env = dict(os.environ)
     if dsn is not None:
         target, extra = libpq_target(dsn)
@@ -63,22 +63,22 @@ def _run(tool: str, args: list[str], dsn: str | None = None, **kwargs: object) -
         raise CopyError(f"cannot run {tool} ({pg_tool(tool)}): {exc.strerror}") from None
 
 
-def _said(completed: subprocess.CompletedProcess[bytes]) -> str:
+def tool_said(completed: subprocess.CompletedProcess[bytes]) -> str:
     """The tool's complaint on one line (libpq adds its hints on lines of their own)."""
     lines = completed.stderr.decode("utf-8", "replace").splitlines()
     return " ".join(line.strip() for line in lines if line.strip())
 
 
-def _connect_wait() -> float:
+def connect_wait() -> float:
     """The operator's PGCONNECT_TIMEOUT (whole seconds, as libpq reads it), else ours: for
     asyncpg, 0 is not "for ever" as it is for libpq."""
     value = os.environ.get("PGCONNECT_TIMEOUT", "")
     return float(value) if value.isdigit() and int(value) > 0 else CONNECT_WAIT
 
 
-async def _connect(dsn: str) -> asyncpg.Connection:
+async def connect(dsn: str) -> asyncpg.Connection:
     """asyncpg's connection, given up on as libpq's tools give up (it reads no PGCONNECT_TIMEOUT)."""
-    return await asyncpg.connect(dsn, timeout=_connect_wait())
+    return await asyncpg.connect(dsn, timeout=connect_wait())
 
 
 def dump(dsn: str, path: Path) -> int:
@@ -92,10 +92,10 @@ def dump(dsn: str, path: Path) -> int:
         raise CopyError(f"cannot write in {path.parent}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as out:
-            completed = _run("pg_dump", ["--format=custom", "--no-unlogged-table-data",
+            completed = run_tool("pg_dump", ["--format=custom", "--no-unlogged-table-data",
                                          f"--lock-wait-timeout={LOCK_WAIT}"], dsn, stdout=out)
             if completed.returncode != 0:
-                raise CopyError(f"pg_dump failed: {_said(completed)}")
+                raise CopyError(f"pg_dump failed: {tool_said(completed)}")
             out.flush()
             os.fsync(out.fileno())
             size = os.fstat(out.fileno()).st_size
@@ -116,28 +116,6 @@ def dump(dsn: str, path: Path) -> int:
     return size
 
 
-def check_archive(path: Path) -> None:
-    """Refuse, before anything is touched, a file that is not a record's custom-format dump."""
-    if not path.is_file():
-        raise NotAnArchive(f"{path}: no such file")
-    completed = _run("pg_restore", ["--list", str(path)], stdout=subprocess.PIPE)
-    if completed.returncode != 0:
-        raise NotAnArchive(f"{path} is not a backup made by `connectapi backup` (pg_dump's custom format): "
-                           f"{_said(completed).removeprefix('pg_restore: error: ')}")
-    if f" TABLE public {MARK_TABLE} ".encode() not in completed.stdout:
-        raise NotAnArchive(f"{path} is a PostgreSQL archive, but not of a connectapi record (it has no "
-                           f"{MARK_TABLE} table)")
-
-
-def restore(path: Path, dsn: str) -> None:
-    """The archive into the (empty) database at `dsn`, in one transaction: all of it or
-    nothing. Ownership and grants are the connecting role's, whatever they were."""
-    completed = _run("pg_restore", ["--exit-on-error", "--single-transaction", "--no-owner", "--no-privileges",
-                                    str(path)], dsn, stdout=subprocess.DEVNULL)
-    if completed.returncode != 0:
-        raise CopyError(f"pg_restore failed (the record is left as it was before it): {_said(completed)}")
-
-
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -150,7 +128,7 @@ async def make_room(dsn: str, maintenance_dsn: str, force: bool) -> None:
 
     async def work() -> None:
         try:
-            conn = await _connect(dsn)
+            conn = await connect(dsn)
         except asyncpg.InvalidCatalogNameError:
             name = _database_name(dsn)
             await _on(maintenance_dsn, f"CREATE DATABASE {_quoted(name)}")
@@ -182,7 +160,7 @@ async def make_room(dsn: str, maintenance_dsn: str, force: bool) -> None:
                                  "directory, or give --force to drop this record and replace it")
         await _on(maintenance_dsn, f"DROP DATABASE {_quoted(name)}", f"CREATE DATABASE {_quoted(name)}")
 
-    await _said_as_copy_error(work, "the record could not be prepared for the restore")
+    await said_as_copy_error(work, "the record could not be prepared for the restore")
 
 
 def _database_name(dsn: str) -> str:
@@ -195,7 +173,7 @@ def _database_name(dsn: str) -> str:
 
 
 async def _on(dsn: str, *statements: str) -> None:
-    conn = await _connect(dsn)
+    conn = await connect(dsn)
     try:
         for statement in statements:
             await conn.execute(statement)
@@ -218,7 +196,7 @@ async def release_held_work(dsn: str) -> None:
     forgotten, so the restored service takes everything up at once, not when they run out."""
 
     async def work() -> None:
-        conn = await _connect(dsn)
+        conn = await connect(dsn)
         try:
             async with conn.transaction():
                 for statement in _RELEASE:
@@ -230,15 +208,15 @@ async def release_held_work(dsn: str) -> None:
         finally:
             await conn.close()
 
-    await _said_as_copy_error(work, "restored, but the leases of the copied service were not given back (they "
+    await said_as_copy_error(work, "restored, but the leases of the copied service were not given back (they "
                                     "run out within a minute)")
 
 
-async def _said_as_copy_error(work: Callable[[], Awaitable[None]], what: str) -> None:
+async def said_as_copy_error(work: Callable[[], Awaitable[None]], what: str) -> None:
     """`work` on asyncio; the server's refusal or an unreachable server said as a CopyError."""
     try:
         await trio_asyncio.aio_as_trio(work)()
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         # a connect given up on says nothing of itself
-        said = str(exc) or f"no answer from the server within {_connect_wait():g} s"
+        said = str(exc) or f"no answer from the server within {connect_wait():g} s"
         raise CopyError(f"{what}: {said}") from None

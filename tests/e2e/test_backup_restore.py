@@ -10,6 +10,7 @@ import os
 import signal
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -226,3 +227,76 @@ def test_a_data_dir_with_a_space_is_refused_and_a_file_that_cannot_be_written_is
     assert list(tmp_path.glob(".*.partial")) == [] and list(onto.iterdir()) == []
     taken = connectapi("backup", str(tmp_path / "copy.dump"), env=env)
     assert taken.returncode == 0, taken.stderr
+
+
+def run_sql(data_dir: Path, sql: str) -> None:
+    """Statements run on a stopped service's record, as its superuser (the way an attacker
+    who had the database would shape a backup)."""
+    embedded = EmbeddedPostgres(data_dir)
+    target, extra = libpq_target(dsn_for_database(embedded.start(), EMBEDDED_DATABASE))
+    try:
+        subprocess.run([str(pg_tool("psql")), "-X", "-q", "-v", "ON_ERROR_STOP=1", "--dbname", target, "-c", sql],
+                       env={**os.environ, **extra}, capture_output=True, text=True, check=True)
+    finally:
+        embedded.stop()
+
+
+def crafted_backup(tmp_path: Path, sql: str) -> Path:
+    """A real record, migrated, shaped by `sql`, then backed up by `connectapi backup`."""
+    made = tmp_path / "made"
+    env = {"CONNECTAPI_DATA_DIR": str(made)}
+    assert connectapi("migrate", env=env).returncode == 0
+    run_sql(made, sql)
+    backup = tmp_path / "crafted.dump"
+    taken = connectapi("backup", str(backup), env=env)
+    assert taken.returncode == 0, taken.stderr
+    return backup
+
+
+def test_a_backup_carrying_code_runs_nothing_and_is_refused(tmp_path: Path) -> None:
+    """The review's reproduction: a function doing COPY … TO PROGRAM and a materialized view
+    calling it ran a shell command at restore, as the embedded superuser."""
+    marker = Path(tempfile.gettempdir()) / f"connectapi-restore-ran-{os.getpid()}-{time.monotonic_ns()}"
+    program = f"touch {marker}"
+    backup = crafted_backup(tmp_path, f"""
+        CREATE FUNCTION owned() RETURNS integer LANGUAGE plpgsql AS $$
+        BEGIN EXECUTE 'COPY (SELECT 1) TO PROGRAM ' || quote_literal('{program}'); RETURN 1; END $$;
+        CREATE MATERIALIZED VIEW summary AS SELECT owned() AS n;""")
+    assert marker.exists()  # the crafted record does what it says
+    marker.unlink()
+    target = tmp_path / "target"
+    refused = connectapi("restore", str(backup), env={"CONNECTAPI_DATA_DIR": str(target)})
+    assert refused.returncode == 1, refused.stderr
+    assert "not a backup of a connectapi record" in refused.stderr and "MATERIALIZED VIEW" in refused.stderr, \
+        refused.stderr
+    assert not marker.exists()
+    assert not target.exists()  # refused before anything was started
+
+
+def test_a_backup_with_a_function_of_its_own_is_refused_before_anything_is_loaded(tmp_path: Path) -> None:
+    backup = crafted_backup(tmp_path, """
+        CREATE FUNCTION helper(x integer) RETURNS integer LANGUAGE sql AS 'SELECT x';
+        INSERT INTO properties (name, timezone, currency, channel_manager, pms) VALUES ('Casa', 'Europe/Lisbon', 'EUR', true, true);""")
+    target = tmp_path / "target"
+    refused = connectapi("restore", str(backup), env={"CONNECTAPI_DATA_DIR": str(target)})
+    assert refused.returncode == 1 and "FUNCTION helper(integer)" in refused.stderr, refused.stderr
+    with opened(target) as query:
+        assert query("SELECT tablename FROM pg_tables WHERE schemaname = 'public'") == []  # all or nothing
+
+
+def test_our_functions_come_from_our_migrations_not_from_the_backup(tmp_path: Path) -> None:
+    """A function of ours given another body in the record: names pass, bodies are never
+    taken. The trigger calling it would have run the attacker's body at the service's next
+    key change."""
+    backup = crafted_backup(tmp_path, """
+        CREATE OR REPLACE FUNCTION connectapi_notify_auth_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN EXECUTE 'COPY (SELECT 1) TO PROGRAM ''id'''; RETURN NULL; END $$;
+        INSERT INTO properties (name, timezone, currency, channel_manager, pms) VALUES ('Casa', 'Europe/Lisbon', 'EUR', true, true);""")
+    target = tmp_path / "target"
+    restored = connectapi("restore", str(backup), env={"CONNECTAPI_DATA_DIR": str(target)})
+    assert restored.returncode == 0, restored.stderr
+    with opened(target) as query:
+        [body] = query("SELECT prosrc FROM pg_proc WHERE proname = 'connectapi_notify_auth_change'")
+        assert "PROGRAM" not in body["prosrc"] and "pg_notify" in body["prosrc"]
+        assert query("SELECT name FROM properties") == [{"name": "Casa"}]
+        assert query("SELECT rolname FROM pg_roles WHERE rolname LIKE 'connectapi_restore%'") == []

