@@ -70,7 +70,7 @@ def _restore(settings: Settings, file: Path, force: bool) -> int:
     from .service import EMBEDDED_DATABASE, start_record
     from .storage.embedded import dsn_for_database
     from .storage.record_copy import make_room, release_held_work
-    from .storage.record_restore import check_archive, restore
+    from .storage.record_restore import check_archive, precheck, restore
 
     archive = check_archive(file)  # before anything is started or touched
     server, embedded = start_record(settings)
@@ -80,6 +80,9 @@ def _restore(settings: Settings, file: Path, force: bool) -> int:
         else:
             dsn, maintenance = dsn_for_database(server, EMBEDDED_DATABASE), server
 
+        if force:
+            # Before the record is dropped: a backup refused then would leave it empty.
+            _on_asyncio(lambda: precheck(archive, dsn))
         _on_asyncio(lambda: make_room(dsn, maintenance, force))
         _on_asyncio(lambda: restore(archive, dsn))
         _on_asyncio(lambda: release_held_work(dsn))

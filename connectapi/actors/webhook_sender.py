@@ -219,7 +219,10 @@ class WebhookSender(RoundsActor):
         check_url(endpoint.url, self._allow_private)
         parts = urlsplit(endpoint.url)
         assert parts.hostname is not None
-        addresses = await self._resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        try:
+            addresses = await self._resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        except UnicodeError as exc:  # a name registered before such names were refused
+            raise UnsafeUrl(f"{parts.hostname} cannot be looked up ({exc})") from None
         check_resolved(parts.hostname, addresses, self._allow_private)
         if not addresses:
             raise UnsafeUrl(f"{parts.hostname} does not resolve")

@@ -66,12 +66,18 @@ class Schema:
 
 
 def toc_entries(listing: str) -> list[TocEntry]:
-    """Every entry of `pg_restore --list`; a line that is neither a comment nor an entry
-    (a name with a line break in it, say) is refused, not passed over."""
-    entries = []
-    for line in listing.splitlines():
+    """Every entry of `pg_restore --list`, one a line (split on line feeds only: pg_restore
+    replaces a line break in a name, but not a form feed or U+2028, which `splitlines` would
+    split on). A line that is neither a comment nor an entry, a control character in one,
+    two entries of one dump id or two of one table's rows are refused, not passed over."""
+    entries: list[TocEntry] = []
+    seen: set[int] = set()
+    rows_of: set[str] = set()
+    for line in listing.split("\n"):
         if not line.strip() or line.startswith(";"):
             continue
+        if any(ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029" for c in line):
+            raise NotOurs(f"a line of the archive's contents has a control character: {_shown(line)}")
         match = _ENTRY.fullmatch(line)
         if match is None:
             raise NotOurs(f"a line of the archive's contents is not an entry: {_shown(line)}")
@@ -81,7 +87,13 @@ def toc_entries(listing: str) -> list[TocEntry]:
             raise NotOurs(f"an entry of a kind pg_dump does not write: {_shown(line)}")
         schema, _, named = rest[len(kind) + 1:].partition(" ")
         tag, _, _owner = named.rpartition(" ")
-        entries.append(TocEntry(int(match.group(1)), kind, schema, tag, line))
+        entry = TocEntry(int(match.group(1)), kind, schema, tag, line)
+        if entry.dump_id in seen or (kind == "TABLE DATA" and tag in rows_of):
+            raise NotOurs(f"an entry of the archive's contents comes twice: {_shown(line)}")
+        seen.add(entry.dump_id)
+        if kind == "TABLE DATA":
+            rows_of.add(tag)
+        entries.append(entry)
     return entries
 
 

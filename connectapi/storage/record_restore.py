@@ -76,11 +76,18 @@ def _archive_migrations(path: Path) -> list[tuple[int, str]]:
                    stdout=subprocess.PIPE)
     if written.returncode != 0:
         raise NotOurs(f"its {MARK_TABLE} cannot be read: {tool_said(written)}")
-    items = script_items(written.stdout.decode("utf-8").splitlines(keepends=True))
+    items = script_items(_lines(written.stdout.decode("utf-8", "replace")))
     for item in items:
         if isinstance(item, Copy) and item.table == MARK_TABLE:
             return migrations_of(item.columns, _rows(items))
     return []
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The script's lines, split on line feeds only (as COPY's text format ends its rows:
+    a U+2028 in a value is data, not a line break)."""
+    for line in text.split("\n"):
+        yield line + "\n"
 
 
 def _rows(items: Iterator[Item]) -> Iterator[str]:
@@ -89,6 +96,39 @@ def _rows(items: Iterator[Item]) -> Iterator[str]:
             return
         if isinstance(item, Row):
             yield item.text
+
+
+async def precheck(archive: Archive, dsn: str) -> None:
+    """Everything `restore` checks, made before `--force` drops the record: our migrations
+    1 to N built in a schema of their own inside a transaction that is rolled back, the
+    archive's entries and every line of its data read against it. Nothing is written; a
+    database that does not exist yet has nothing to lose, and is passed over."""
+
+    class Checked(Exception):
+        """Ends the transaction: rolled back, as every check passed."""
+
+    async def work() -> None:
+        try:
+            conn = await connect(dsn)
+        except asyncpg.InvalidCatalogNameError:
+            return
+        try:
+            async with conn.transaction():
+                namespace = f"connectapi_restore_check_{secrets.token_hex(6)}"
+                await conn.execute(f"CREATE SCHEMA {namespace}")
+                await conn.execute(f"SET LOCAL search_path = {namespace}")
+                await apply_migrations(conn, archive.through)
+                schema = await record_schema(conn, namespace)
+                with tempfile.TemporaryDirectory(prefix="connectapi-restore-") as scratch:
+                    await _checked(archive, schema, Path(scratch), conn, load=False)
+                raise Checked
+        except Checked:
+            pass
+        finally:
+            await conn.close()
+
+    await said_as_copy_error(work, "the backup could not be checked before the record is replaced (nothing was "
+                                   "changed)")
 
 
 async def restore(archive: Archive, dsn: str) -> None:
@@ -101,25 +141,32 @@ async def restore(archive: Archive, dsn: str) -> None:
             async with conn.transaction():
                 await apply_migrations(conn, archive.through)
                 schema = await record_schema(conn)
-                foreign = foreign_entries(archive.entries, schema)
-                if foreign:
-                    raise NotOurs(f"it holds {len(foreign)} object(s) that connectapi's migrations do not make, "
-                                  f"e.g. {foreign[0].kind} {foreign[0].tag}")
                 with tempfile.TemporaryDirectory(prefix="connectapi-restore-") as scratch:
-                    script = _data_script(archive, schema, Path(scratch))
                     role = await restricted_role(conn)
-                    with script.open("rb") as lines:
-                        await _load(conn, schema, (line.decode("utf-8") for line in lines))
+                    await _checked(archive, schema, Path(scratch), conn, load=True)
                     if role is not None:
                         await drop_role(conn, role)
-        except NotOurs as exc:
-            raise NotAnArchive(f"{archive.path} is not a backup of a connectapi record: {exc}") from None
-        except UnicodeDecodeError:
-            raise NotAnArchive(f"{archive.path}: its rows are not UTF-8") from None
         finally:
             await conn.close()
 
     await said_as_copy_error(work, "the restore failed (the record is left as it was before it)")
+
+
+async def _checked(archive: Archive, schema: Schema, scratch: Path, conn: asyncpg.Connection, load: bool) -> None:
+    """The archive's entries against `schema`, then its data script line by line: loaded
+    into the record when `load`, else only read. NotOurs becomes NotAnArchive."""
+    try:
+        foreign = foreign_entries(archive.entries, schema)
+        if foreign:
+            raise NotOurs(f"it holds {len(foreign)} object(s) that connectapi's migrations do not make, "
+                          f"e.g. {foreign[0].kind} {foreign[0].tag}")
+        script = _data_script(archive, schema, scratch)
+        with script.open("rb") as lines:
+            await _load(conn, schema, (line.decode("utf-8") for line in lines), load)
+    except NotOurs as exc:
+        raise NotAnArchive(f"{archive.path} is not a backup of a connectapi record: {exc}") from None
+    except UnicodeDecodeError:
+        raise NotAnArchive(f"{archive.path}: its rows are not UTF-8") from None
 
 
 def _data_script(archive: Archive, schema: Schema, scratch: Path) -> Path:
@@ -136,17 +183,22 @@ def _data_script(archive: Archive, schema: Schema, scratch: Path) -> Path:
     return script
 
 
-async def _load(conn: asyncpg.Connection, schema: Schema, lines: Iterator[str]) -> None:
+async def _load(conn: asyncpg.Connection, schema: Schema, lines: Iterator[str], load: bool) -> None:
     items = script_items(lines)
     for item in items:
         if isinstance(item, Copy):
             check_item(item, schema)
+            if not load:
+                for _ in _rows(items):
+                    pass
+                continue
             await conn.copy_to_table(item.table, schema_name="public", columns=list(item.columns), format="text",
                                      source=_chunks(_rows(items)))
         elif isinstance(item, SequenceValue):
             check_item(item, schema)
-            await conn.execute("SELECT setval(format('public.%I', $1::text)::regclass, $2, $3)",
-                               item.sequence, item.value, item.called)
+            if load:
+                    await conn.execute("SELECT setval(format('public.%I', $1::text)::regclass, $2, $3)",
+                                   item.sequence, item.value, item.called)
 
 
 async def _chunks(rows: Iterator[str]) -> AsyncIterator[bytes]:
@@ -163,37 +215,37 @@ async def _chunks(rows: Iterator[str]) -> AsyncIterator[bytes]:
         yield b"".join(batch)
 
 
-async def record_schema(conn: asyncpg.Connection) -> Schema:
-    """The objects of the public schema, as the catalog names them."""
+async def record_schema(conn: asyncpg.Connection, namespace: str = "public") -> Schema:
+    """The objects of a schema (ours: `public`), as the catalog names them."""
     tables = await conn.fetch(
         """SELECT c.relname, array_agg(a.attname::text ORDER BY a.attnum) AS columns
            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-           WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'u') GROUP BY c.relname""")
+           WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'u') GROUP BY c.relname""", namespace)
     relations = await conn.fetch(
         """SELECT c.relname::text, c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-           WHERE n.nspname = 'public' AND c.relkind IN ('S', 'i')""")
+           WHERE n.nspname = $1 AND c.relkind IN ('S', 'i')""", namespace)
     functions = await conn.fetch(
         """SELECT p.proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-           WHERE n.nspname = 'public'""")
+           WHERE n.nspname = $1""", namespace)
     on_tables = await conn.fetch(
         """SELECT c.relname || ' ' || con.conname AS tag FROM pg_constraint con
              JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = 'public'
+             WHERE n.nspname = $1
            UNION ALL
            SELECT c.relname || ' ' || t.tgname FROM pg_trigger t
              JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = 'public' AND NOT t.tgisinternal
+             WHERE n.nspname = $1 AND NOT t.tgisinternal
            UNION ALL
            SELECT c.relname || ' ' || a.attname FROM pg_attrdef d
              JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
              JOIN pg_class c ON c.oid = d.adrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = 'public'""")
+             WHERE n.nspname = $1""", namespace)
     references = await conn.fetch(
         """SELECT c.relname::text AS referring, r.relname::text AS referred FROM pg_constraint con
            JOIN pg_class c ON c.oid = con.conrelid JOIN pg_class r ON r.oid = con.confrelid
            JOIN pg_namespace n ON n.oid = c.relnamespace
-           WHERE con.contype = 'f' AND n.nspname = 'public'""")
+           WHERE con.contype = 'f' AND n.nspname = $1""", namespace)
     return Schema(
         tables={r["relname"]: frozenset(r["columns"]) for r in tables},
         sequences=frozenset(r["relname"] for r in relations if r["relkind"] == "S"),

@@ -243,6 +243,26 @@ async def test_a_host_name_resolving_to_loopback_is_refused_at_send_time(db: Any
     assert receiver.received == []
 
 
+async def test_a_name_the_resolver_cannot_encode_is_a_refused_attempt_not_a_crash(
+        db: Any, receiver: Receiver, caplog: pytest.LogCaptureFixture) -> None:
+    """A name registered before such names were refused (or one a resolver chokes on for
+    another reason): the attempt fails as a refusal, said, with no traceback."""
+    from .conftest import open_harness
+
+    async def choking(name: str, port: int) -> list[Any]:
+        raise UnicodeError("encoding with 'idna' codec failed (UnicodeError: label too long)")
+
+    async with open_harness(db, {}, choking) as api:
+        prop = await api.create_property()
+        made = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": "https://hooks.partner.example/in"})
+        assert made.status == 201, made.body
+        await until_deliveries(api, made.data["id"], [("pending", 1)])
+        [attempt] = (await api.admin("GET", f"/webhooks/{made.data['id']}/deliveries")).data
+        assert "cannot be looked up" in attempt["lastError"], attempt
+    assert "failed inside the sender" not in caplog.text
+    assert not [r for r in caplog.records if r.levelname == "ERROR" and r.exc_info]
+
+
 async def test_a_send_goes_to_the_address_checked_with_the_host_name_kept(db: Any, receiver: Receiver) -> None:
     from .conftest import open_harness
 

@@ -300,3 +300,18 @@ def test_our_functions_come_from_our_migrations_not_from_the_backup(tmp_path: Pa
         assert "PROGRAM" not in body["prosrc"] and "pg_notify" in body["prosrc"]
         assert query("SELECT name FROM properties") == [{"name": "Casa"}]
         assert query("SELECT rolname FROM pg_roles WHERE rolname LIKE 'connectapi_restore%'") == []
+
+
+def test_a_forced_restore_of_a_refused_backup_leaves_the_record_as_it_was(tmp_path: Path) -> None:
+    """--force drops the record: everything that can refuse the backup is checked first."""
+    backup = crafted_backup(tmp_path, "CREATE FUNCTION helper(x integer) RETURNS integer LANGUAGE sql AS 'SELECT x';")
+    target = tmp_path / "target"
+    env = {"CONNECTAPI_DATA_DIR": str(target)}
+    assert connectapi("migrate", env=env).returncode == 0
+    run_sql(target, "INSERT INTO properties (name, timezone, currency, channel_manager, pms) "
+                    "VALUES ('Kept', 'Europe/Lisbon', 'EUR', true, true)")
+    refused = connectapi("restore", str(backup), "--force", env=env)
+    assert refused.returncode == 1 and "FUNCTION helper(integer)" in refused.stderr, refused.stderr
+    with opened(target) as query:
+        assert query("SELECT name FROM properties") == [{"name": "Kept"}]
+        assert query("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'connectapi_restore%'") == []

@@ -73,6 +73,22 @@ def test_a_line_that_is_not_an_entry_is_refused() -> None:
         toc_entries("309; 1 2 SOMETHING public t postgres\n")
 
 
+@pytest.mark.parametrize("name", ["keys x\f9999; 0 0 TABLE public zzz", "keys x\u20289999; 0 0 TABLE public zzz",
+                                  "keys x\x1c9999; 0 0 TABLE public zzz", "keys\x85x", "keys\tx"])
+def test_a_name_with_a_control_character_is_refused_not_split(name: str) -> None:
+    """pg_restore replaces a line feed in a name, not a form feed or U+2028: split there, a
+    name could make up an entry of its own."""
+    with pytest.raises(NotOurs, match="control character"):
+        toc_entries(LISTING + f"310; 1259 17000 TABLE public {name} postgres\n")
+
+
+def test_an_entry_twice_is_refused() -> None:
+    with pytest.raises(NotOurs, match="twice"):
+        toc_entries(LISTING + "2988; 0 16797 TABLE DATA public api_keys postgres\n")
+    with pytest.raises(NotOurs, match="twice"):
+        toc_entries(LISTING + "4000; 0 16797 TABLE DATA public properties postgres\n")
+
+
 def test_a_listing_without_the_migrations_table_is_not_a_record() -> None:
     with pytest.raises(NotOurs, match="no schema_migrations"):
         is_ours_in_shape(toc_entries("241; 1259 16500 TABLE public properties postgres\n"))

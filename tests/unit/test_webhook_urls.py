@@ -94,6 +94,7 @@ def test_numeric_host_oddities_are_refused_even_where_private_hosts_are_allowed(
 
 
 @pytest.mark.parametrize("url", ["https://" + "a" * 64 + ".example.com/in", "https://hooks..example.com/in",
+                                 "https://☃.example.com/in",  # IDNA 2003 takes it, trio's resolver (2008) not
                                  "https://" + ("a" * 60 + ".") * 5 + "com/in"])
 @pytest.mark.parametrize("allow_private", [False, True])
 def test_a_host_name_no_resolver_takes_is_refused(url: str, allow_private: bool) -> None:
