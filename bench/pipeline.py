@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +73,14 @@ async def all_at_once(base: str, many: list[tuple[int, int, int, str]], first: d
     """Every property writes a week of availability at the same moment; answers, for each
     call the channel manager accepted, the seconds from that moment until it did.
 
-    Timed at the channel manager (its accepted-call count, read ten times a second from
-    one admin route) rather than by polling 200 batches: that polling alone would load
-    this machine with hundreds of requests a second and slow the pushes it measures.
-    Each batch is then checked to be completed.
+    Timed by the channel manager itself: each call the sandbox applies carries the instant
+    it applied it (`GET /api/v1/admin/sandbox/calls`), read once all have come. Polling for
+    arrivals timed the poll's own answer, which waited in line behind the burst it measured
+    (up to the last PUT); polling 200 batches would load the machine it measures. Each
+    batch is then checked to be completed.
     """
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     limits = httpx.Limits(max_connections=len(many) + 1, max_keepalive_connections=len(many) + 1)
-    arrivals: list[float] = []
     polls: list[tuple[str, str]] = []
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
 
@@ -89,7 +89,7 @@ async def all_at_once(base: str, many: list[tuple[int, int, int, str]], first: d
                 "availabilityCalls"])
 
         before = await accepted()
-        started = time.perf_counter()
+        started, started_at = time.perf_counter(), datetime.now(UTC)
 
         async def one(room: int, key: str) -> None:
             answer = await client.put(f"{API}/availability", headers={"Authorization": f"Bearer {key}"}, json={
@@ -102,13 +102,13 @@ async def all_at_once(base: str, many: list[tuple[int, int, int, str]], first: d
         async with trio.open_nursery() as nursery:
             for _, room, _, key in many:
                 nursery.start_soon(one, room, key)
-            while len(arrivals) < len(many) and time.perf_counter() - started < 600:
-                now = await accepted() - before
-                arrivals.extend([time.perf_counter() - started] * (min(now, len(many)) - len(arrivals)))
-                await trio.sleep(0.1)
+            while await accepted() - before < len(many) and time.perf_counter() - started < 600:
+                await trio.sleep(0.5)
+        calls = (await client.get("/api/v1/admin/sandbox/calls", headers=admin)).json()["data"]
         for key, poll in polls:
             await wait_completed(client, key, poll, time.perf_counter(), 120)
-    return arrivals
+    applied = sorted(datetime.fromisoformat(c["at"]) for c in calls if c["kind"] == "availability")
+    return [(at - started_at).total_seconds() for at in applied if at >= started_at][:len(many)]
 
 
 async def steady_state(base: str, many: list[tuple[int, int, int, str]], first: date, seconds: float,

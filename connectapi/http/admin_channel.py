@@ -36,6 +36,13 @@ async def sandbox_stats() -> Response:
     return ok({"url": context().sandbox_url, "stats": _sandbox().stats.view()})
 
 
+@blueprint.get("/sandbox/calls")
+async def sandbox_calls() -> Response:
+    """The ARI writes the in-process sandbox received, oldest first (its last 10,000), each
+    with when it applied them: what the standalone sandbox's /_sandbox/calls lists."""
+    return ok([c.view() for c in _sandbox().calls])
+
+
 @blueprint.post("/sandbox/faults")
 async def sandbox_faults() -> Response:
     sandbox = _sandbox()

@@ -179,6 +179,12 @@ async def test_admin_sandbox_routes_and_channel_grid(api: Harness) -> None:
     stats = await api.admin("GET", "/sandbox")
     assert stats.data["stats"]["readCalls"] == reads  # the sandbox is looked at, not read through its budget
     assert stats.data["url"].startswith("http://127.0.0.1:") and stats.data["stats"]["availabilityCalls"] >= 1
+    calls = (await api.admin("GET", "/sandbox/calls")).data
+    cm_property = await api.ctx.db.fetchval("SELECT cm_property_id FROM properties WHERE id = $1", prop["id"])
+    mine = [c for c in calls if cm_property in c["property_ids"]]
+    seen = [(c["kind"], c["values"]) for c in mine]
+    assert ("availability", 2) in seen and ("restrictions", 1) in seen, seen  # the two nights; the rate
+    assert all(c["task_id"] and c["at"].startswith(api.ctx.clock.now().date().isoformat()) for c in mine)
     bad = await api.admin("POST", "/sandbox/faults", {"mode": "explode"})
     assert bad.code == "VALIDATION"
     armed = await api.admin("POST", "/sandbox/faults", {"mode": "429", "count": 2, "retryAfter": 5})
