@@ -193,7 +193,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pipeline")
     parser.add_argument("--properties", type=int, default=200)
     parser.add_argument("--idle-writes", type=int, default=10)
-    parser.add_argument("--idle-gap", type=float, default=6.5, help="seconds between idle writes (10 a minute)")
+    # Ten writes in a little more than a minute: with the call that seeds the new property's
+    # availability, 6.5 s made the tenth the eleventh call in a minute, paced (p99 3.5 s).
+    parser.add_argument("--idle-gap", type=float, default=6.8,
+                        help="seconds between idle writes (under 10 calls a minute with the seeding call)")
     parser.add_argument("--steady-seconds", type=float, default=120.0)
     parser.add_argument("--steady-gap", type=float, default=6.0,
                         help="seconds between one property's writes in the steady phase")
@@ -267,7 +270,7 @@ def main() -> int:
         "latencies": {"one property at idle": idle, "many at once": together, "steady state": thin(steady)},
     }
     print(f"one property at idle: 202 -> channel manager p50 {result['idle_p50_s']:.2f} s, "
-          f"p99 {result['idle_p99_s']:.2f} s ({len(idle)} writes; target p50 < 2 s)")
+          f"p99 {result['idle_p99_s']:.2f} s ({len(idle)} writes; target p50 < 1.5 s)")
     print(f"{args.properties} properties at once: {len(together)} completed, p50 {result['together_p50_s']:.2f} s, "
           f"p99 {result['together_p99_s']:.2f} s, {result['together_calls_per_1000_cells']:.0f} calls per 1000 "
           f"cells, {result['together_throttled']} 429s")
