@@ -23,6 +23,7 @@ from .budget_keeper import Admitted
 from .context import FrontContext
 
 from ..domain.paths import CONNECT_PREFIX as CONNECT_PREFIX
+from ..domain.query_text import not_utf8
 MAX_BODY_BYTES = 1_048_576
 # lastUsedAt is written at most this often per key, so a busy key is not a write per request.
 LAST_USED_EVERY = timedelta(seconds=60)
@@ -215,6 +216,9 @@ async def _admitted(ctx: FrontContext, admitted: Admitted, who: Caller) -> None:
     now = ctx.clock.now()
     if ctx.keys.due_for_touch(who.key.id, who.key.last_used_at, now, LAST_USED_EVERY):
         await api_keys.touch_last_used(ctx.db, who.key.id, now, LAST_USED_EVERY)
+    if request.query_string and (issues := not_utf8(request.query_string)):
+        # Before any route reads `request.args`, which would see U+FFFD.
+        raise ApiError("VALIDATION", "query does not match the schema", issues)
 
 
 async def _authenticate(ctx: FrontContext, arrival: Arrival) -> KeyWithProperty:

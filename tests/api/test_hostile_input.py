@@ -252,10 +252,14 @@ async def test_hostile_booking_queries_and_paths(api: Harness) -> None:
     for query in ("limit=" + "1" * 5000, "limit=" + "0" * 5000, "limit=0", "limit=101", "limit=-1", "limit=%D9%A3",
                   "limit=%C2%B2", "limit=1e2", "limit=", "since=9999-12-31T23:59:59-05:00",
                   "since=0001-01-01T00:00:00%2B05:00", "since=%00", "since=" + "2" * 5000,
-                  "externalReference=%00", "externalReference=" + "x" * 5000):
+                  "externalReference=%00", "externalReference=" + "x" * 5000,
+                  # Not UTF-8 (a lone byte; an encoded surrogate): refused as in a body, not read as U+FFFD.
+                  "externalReference=%ff", "externalReference=%ED%A0%80", "x%ff=1"):
         refused(await get(api, key, f"/bookings?{query}"))
+    not_text = await get(api, key, "/bookings?externalReference=%ff")
+    assert not_text.data["details"] == [{"path": "externalReference", "message": "must be UTF-8 text"}]
     for query in ("limit=0000000000000000000000000000000000000000050", "since=0001-01-01T00:00:00Z",
-                  "since=9999-12-31T23:59:59Z", "externalReference=%ED%A0%80"):
+                  "since=9999-12-31T23:59:59Z", "externalReference=caf%C3%A9"):
         answer = await get(api, key, f"/bookings?{query}")
         assert answer.status == 200 and answer.data["count"] == 0, (query, answer.body)
     for booking_id in ("1" * 5000, str(2**63), str(2**64), "0", "-1", "%D9%A3", "%00", "1e3", " 1"):
