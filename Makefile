@@ -1,24 +1,36 @@
 # One virtualenv, installed with the pinned constraints so every install is the same.
+# Each target installs what it needs and no more: `make run` the service alone, `make
+# test` the test tools and the builder, `make bench` the plots.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.test-installed
+BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: install dist run chromium test typecheck bench bench-pipeline bench-bookings bench-webhooks clean
+.PHONY: install dist run chromium test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $(TEST_STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]'
+	touch $(BENCH_STAMP)
 
 # dist/connectapi: one executable with the interpreter, every dependency and the
 # embedded PostgreSQL (packaging/connectapi.spec; docs/operations.md says how to run it).
 DIST_STAMP := $(VENV)/.dist-installed
 
-$(DIST_STAMP): $(STAMP)
+$(DIST_STAMP): $(TEST_STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,dist]'
 	touch $(DIST_STAMP)
 
@@ -44,19 +56,24 @@ test: $(DIST_STAMP) chromium
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
-typecheck: install
+# docs/console/*.png, shown in docs/console.md: the browser journey's screens, saved there
+# only when asked (a test run writes them to a scratch directory).
+docs-screenshots: $(TEST_STAMP) chromium
+	DOCS_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_console_journey.py
+
+typecheck: $(TEST_STAMP)
 	$(BIN)/python -m mypy
 
-bench: install
+bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench
 
-bench-pipeline: install
+bench-pipeline: $(BENCH_STAMP)
 	$(BIN)/python -m bench.pipeline
 
-bench-bookings: install
+bench-bookings: $(BENCH_STAMP)
 	$(BIN)/python -m bench.bookings
 
-bench-webhooks: install
+bench-webhooks: $(BENCH_STAMP)
 	$(BIN)/python -m bench.webhooks
 
 clean:
