@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: install dist run chromium test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
+.PHONY: install dist run chromium check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
 install: $(STAMP)
 
@@ -52,9 +52,20 @@ chromium:
 		echo "make: chromium is missing; install it as root (apt-get install chromium), or tests/browser skip" >&2; \
 	fi
 
-test: $(DIST_STAMP) chromium
+# The quick loop: lint, types, and the tests that need neither processes nor a browser nor
+# a build (markers: pyproject.toml; tests/conftest.py marks them).
+check: $(TEST_STAMP)
+	$(BIN)/ruff check connectapi tests bench docs
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m mypy docs/architecture_svg.py
+	$(BIN)/python -m pytest -q -m "not processes and not browser and not dist and not slow"
+
+# Everything, as CI runs it; the 15 slowest tests are named at the end.
+test: $(DIST_STAMP) chromium
+	$(BIN)/ruff check connectapi tests bench docs
+	$(BIN)/python -m mypy
+	$(BIN)/python -m mypy docs/architecture_svg.py
+	$(BIN)/python -m pytest -q --durations=15
 
 # docs/console/*.png, shown in docs/console.md: the browser journey's screens, saved there
 # only when asked (a test run writes them to a scratch directory).

@@ -17,7 +17,6 @@ import re
 import sys
 import time
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx

@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import trio
 

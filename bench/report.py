@@ -136,7 +136,7 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                              f"({front['record']['server_cpu_ms_per_request']:.2f} CPU-ms/req), in memory "
                              f"{front['memory']['rps']:.0f} req/s "
                              f"({front['memory']['server_cpu_ms_per_request']:.2f} CPU-ms/req)"))
-        found.append(_target("scale", f"`requests` admitted in any window, 3 processes at 3x the budget",
+        found.append(_target("scale", "`requests` admitted in any window, 3 processes at 3x the budget",
                              f"{exact['fewest_in_a_window']} to {exact['most_in_a_window']}", f"of {exact['budget']}",
                              f"{exact['budget'] - 1} to {exact['budget']}",
                              exact["most_in_a_window"] <= exact["budget"]

@@ -41,7 +41,7 @@ from .http.context import FrontContext
 from .http.connections import connection_cap
 from .http.serving import bound_socket, hypercorn_config, serve_http
 from .storage.database import Database, StorageError, open_database
-from .storage.embedded import EmbeddedPostgres, dsn_for_database, ensure_database
+from .storage.embedded import EmbeddedPostgres, ensure_database
 from .storage.key_directory import KeyDirectory
 from .storage.migrations import migrate
 

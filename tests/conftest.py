@@ -85,3 +85,24 @@ async def db(fresh_dsn: str) -> AsyncIterator[Database]:
     # No command timeout: tests jump the mock clock, which asyncpg's timeouts run on.
     async with open_database(fresh_dsn, min_size=1, max_size=4, command_timeout=None) as database:
         yield database
+
+
+TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test marked by what it needs (pyproject's `markers`), so that `make check` can
+    run the ones that need neither processes nor a browser nor a build: `pg` when it uses
+    the session's PostgreSQL, `processes` for tests/e2e and tests/browser (they start
+    `connectapi serve`, the sandbox, the CLI) and any test marked so by hand, `browser` for
+    tests/browser, `dist` for the one-file build's tests."""
+    for item in items:
+        where = Path(str(item.fspath)).relative_to(TESTS).parts
+        if where[0] in ("e2e", "browser"):
+            item.add_marker(pytest.mark.processes)
+        if where[0] == "browser":
+            item.add_marker(pytest.mark.browser)
+        if where[-1] == "test_dist.py":
+            item.add_marker(pytest.mark.dist)
+        if "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.pg)

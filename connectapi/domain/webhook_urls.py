@@ -102,8 +102,8 @@ def _resolvable(host: str) -> None:
         if not host.isascii():
             idna.encode(host, uts46=True)
     except UnicodeError:  # idna.IDNAError is one
-        raise UnsafeUrl(f"the host name cannot be looked up (a label of it is empty or longer than 63 "
-                        f"characters, or not a valid international name)") from None
+        raise UnsafeUrl("the host name cannot be looked up (a label of it is empty or longer than 63 "
+                        "characters, or not a valid international name)") from None
     if len(encoded.rstrip(b".")) > 253:
         raise UnsafeUrl("the host name cannot be looked up (longer than 253 characters)")
 

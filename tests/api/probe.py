@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response
 
 from connectapi.domain.budgets import RequestKind
 from connectapi.domain.validation import parse_model

@@ -77,7 +77,7 @@ async def test_a_connection_that_fails_its_reset_never_replaces_the_works_own_an
     it); that error came out of our `finally` instead of the work's result or error."""
     import asyncpg
 
-    from connectapi.storage.database import RECORD_AWAY, RecordRefused, Tx
+    from connectapi.storage.database import RecordRefused, Tx
 
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
         release = asyncpg.pool.Pool.release

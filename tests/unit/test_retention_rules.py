@@ -73,6 +73,7 @@ def test_a_bad_retention_stops_the_start(name: str, value: str) -> None:
         Settings.from_env({name: value})
 
 
+@pytest.mark.processes
 def test_serve_refuses_a_bad_retention_before_anything_starts(tmp_path: Path) -> None:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
            "CONNECTAPI_DATA_DIR": str(tmp_path / "var"), "CONNECTAPI_RETAIN_EMAILS_DAYS": "0"}
