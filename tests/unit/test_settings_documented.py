@@ -1,5 +1,6 @@
-"""README's and operations.md's settings tables name every CONNECTAPI_* variable the code
-reads, and nothing else (issue 28: README lacked three)."""
+"""The docs hold to the code: README's and operations.md's settings tables name every
+CONNECTAPI_* variable the code reads and nothing else (issue 28: README lacked three), and
+operations.md's contents list its sections."""
 
 from __future__ import annotations
 
@@ -44,3 +45,14 @@ def test_the_settings_table_names_every_variable_the_code_reads(path: Path) -> N
     in_code, in_table = read_by_the_code(), documented(path, "## Settings")
     assert in_code - in_table == set(), f"read by the code, missing from {path.name}'s table"
     assert in_table - in_code == set(), f"in {path.name}'s table, read by no code"
+
+
+def test_operations_contents_list_every_section() -> None:
+    """operations.md opens with its contents: every `## ` section, in order, linked."""
+    text = (ROOT / "docs/operations.md").read_text()
+    sections = re.findall(r"^## (.+)$", text, flags=re.M)
+    contents = text.split("\n## ", 1)[0]
+    listed = re.findall(r"^- \[(.+?)\]\(#([a-z0-9-]+)\)$", contents, flags=re.M)
+    assert [title for title, _ in listed] == sections
+    for title, anchor in listed:  # GitHub's anchors: lower case, punctuation dropped, spaces to dashes
+        assert anchor == re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-"), title
