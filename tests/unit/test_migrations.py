@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import trio
@@ -11,6 +13,8 @@ import trio_asyncio
 from connectapi.storage.database import open_database
 from connectapi.storage.migrations import bundled_migrations, is_migrated, migrate
 from tests.conftest import scratch_database
+
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture
@@ -47,3 +51,16 @@ async def test_concurrent_migrations_serialise_on_the_advisory_lock(empty_dsn: s
             for _ in range(3):
                 nursery.start_soon(one)
     assert sorted(results, key=len) == [[], [], [m.version for m in bundled_migrations()]]
+
+
+async def test_each_function_of_the_schema_is_one_in_use(empty_dsn: str) -> None:
+    """0009's connectapi_lock_for_booking outlived its last caller until 0025 dropped it:
+    every function left is one the code calls (or a trigger's)."""
+    async with open_database(empty_dsn, min_size=1, max_size=2) as db:
+        await migrate(db)
+        names = {r["proname"] for r in await db.fetch(
+            """SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+               WHERE n.nspname = 'public' AND NOT EXISTS (SELECT FROM pg_trigger t WHERE t.tgfoid = p.oid)""")}
+    called = "\n".join(path.read_text() for path in (ROOT / "connectapi").rglob("*.py"))
+    assert names, "the schema has functions"
+    assert [name for name in sorted(names) if not re.search(rf"\b{name}\b", called)] == []
