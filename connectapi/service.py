@@ -36,7 +36,8 @@ from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, SystemClock, Wake, open_supervisor
 from .http.app import create_app
-from .http.budget_keeper import BudgetCounter, BudgetKeeper, RecordCounter
+from .http.budget_keeper import BudgetKeeper
+from .storage.budget_batcher import BudgetCounter, RecordCounter
 from .http.context import FrontContext
 from .http.connections import connection_cap
 from .http.serving import bound_socket, hypercorn_config, serve_http

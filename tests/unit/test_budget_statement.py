@@ -97,7 +97,7 @@ async def test_prune_forgets_only_subjects_whose_window_is_empty(db: Database) -
 
 
 async def test_a_process_sends_concurrent_asks_together_and_each_is_counted_once(fresh_dsn: str) -> None:
-    from connectapi.http.budget_keeper import RecordCounter
+    from connectapi.storage.budget_batcher import RecordCounter
     from connectapi.storage.database import open_database
 
     limit = 25
@@ -137,7 +137,7 @@ async def test_when_the_record_cannot_be_reached_every_waiting_ask_hears_it_at_o
 
     import trio_asyncio
 
-    from connectapi.http.budget_keeper import RecordCounter
+    from connectapi.storage.budget_batcher import RecordCounter
     from connectapi.storage.database import StorageUnavailable, open_database
 
     with socket.socket() as unused:
