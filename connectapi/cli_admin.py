@@ -149,6 +149,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(("actor", "revive"), "POST", "/actors/{name}/revive", "start a down actor again",
             options=(("--name", {"required": True, "help": "as /readyz names it, e.g. webhook-sender"}),)),
     Command(("sandbox", "show"), "GET", "/sandbox", "the in-process sandbox channel manager's state"),
+    Command(("sandbox", "calls"), "GET", "/sandbox/calls",
+            "the ARI writes the in-process sandbox received, each with when it applied them"),
     Command(("sandbox", "faults"), "POST", "/sandbox/faults", "arm faults in the sandbox (JSON body)", body=_file,
             options=_FILE),
     Command(("sandbox", "ota-booking"), "POST", "/properties/{id}/sandbox/ota-bookings",
