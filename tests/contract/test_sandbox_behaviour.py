@@ -20,7 +20,7 @@ from connectapi.domain.ota_bookings import parse_revision
 
 from .channex_cases import (BOOKING_WEBHOOK_KEYS, BOOKING_WEBHOOK_PAYLOAD_KEYS, CUSTOMER_KEYS, GUARANTEE_KEYS,
                             OTA_BOOKING, REVISION_KEYS, ROOM_KEYS, TAX_KEYS)
-from .sandbox import Served, fill, served_sandbox
+from .sandbox import KEY, Served, fill, served_sandbox
 
 
 async def write(served: Served, kind: str, *values: dict[str, Any]) -> dict[str, Any]:
@@ -256,3 +256,29 @@ async def test_other_otas_follow_their_examples(mock_clock: trio.testing.MockClo
         assert (r["guarantee"] is None) == (ota == "Airbnb")
         assert r["rooms"][0]["guests"] is None and r["rooms"][0]["taxes"] == []
         assert (r["ota_commission"] is None) == (ota == "Expedia")
+
+
+async def test_a_body_no_handler_reads_is_read_before_the_answer() -> None:
+    """A control POST whose handler reads no body (`cancel` with `{}`): the answer waits for
+    the body, and the keep-alive connection serves the next request. Answered over an unread
+    body, the next request on the connection hung now and then (certification test 11)."""
+    async with served_sandbox() as served:
+        host, port = str(served.http.base_url).removeprefix("http://").rstrip("/").split(":")
+        async with await trio.open_tcp_stream(host, int(port)) as stream:
+            await stream.send_all((f"POST /_sandbox/ota-bookings/nope/cancel HTTP/1.1\r\nHost: sandbox\r\n"
+                                   f"user-api-key: {KEY}\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: 2\r\n\r\n").encode())
+            with trio.move_on_after(0.2):
+                early = await stream.receive_some()
+                assert not early, early  # no answer while the body is still to come
+            await stream.send_all(b"{}")
+            answers = b""
+            with trio.fail_after(5):
+                while b"HTTP/1.1 404" not in answers:
+                    answers += await stream.receive_some()
+            await stream.send_all(f"GET /_sandbox/stats HTTP/1.1\r\nHost: sandbox\r\nuser-api-key: {KEY}\r\n\r\n"
+                                  .encode())
+            with trio.fail_after(5):
+                while b"HTTP/1.1 200" not in answers:
+                    answers += await stream.receive_some()
+            assert b"connection: close" not in answers.lower()
