@@ -1,0 +1,1 @@
+"""The storage layer against the embedded PostgreSQL: statements, leases, migrations, restore."""
