@@ -58,7 +58,7 @@ check: $(TEST_STAMP)
 	$(BIN)/ruff check connectapi tests bench docs
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py
-	$(BIN)/python -m pytest -q -m "not processes and not browser and not dist and not slow"
+	$(BIN)/python -m pytest -q -n 4 -m "not processes and not browser and not dist and not slow"
 
 # Everything, as CI runs it; the 15 slowest tests are named at the end.
 test: $(DIST_STAMP) chromium

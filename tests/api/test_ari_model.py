@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 import trio_asyncio
@@ -105,6 +106,7 @@ def body(model: Model, resource: str, entries: list[Any]) -> dict[str, Any]:
     return {"updates": updates}
 
 
+@pytest.mark.slow  # 25 examples, each a property written through the app: about 15 s
 @settings(max_examples=25, deadline=None)
 @given(sequence=writes)
 def test_record_equals_the_model(pg_template: str, sequence: list[tuple[str, list[Any]]]) -> None:

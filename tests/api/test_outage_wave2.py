@@ -76,6 +76,7 @@ def html_unavailable(page: Page) -> None:
     assert page.headers["Content-Security-Policy"]  # the console's own headers, as on any page of it
 
 
+@pytest.mark.slow  # every console page, each while the record refuses: about 15 s
 async def test_console_pages_answer_html_while_the_record_refuses_for_now(api: Harness) -> None:
     """The budget counts wait at most 5 s for a row lock (then the record refuses, for
     now): a console page or form answered the API's JSON envelope then."""
