@@ -1,5 +1,6 @@
-"""The contract's rate budgets as the gates ask for them: each ask is one statement in the
-record, so every process and machine counts the same windows (issue 17).
+"""The contract's rate budgets as the gates ask for them: each ask is counted in the record
+(storage/budget_batcher.py sends the asks of concurrent requests together), so every
+process and machine counts the same windows (issue 17).
 
 Nothing here waits on anything but that statement: no actor holds the counts, so
 requests of one property or one address are counted concurrently, and the record's row
