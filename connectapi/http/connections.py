@@ -22,6 +22,7 @@ import math
 import resource
 import socket
 from collections import Counter
+from importlib import metadata
 from collections.abc import Callable
 
 import h11
@@ -308,6 +309,38 @@ class GuardedConnection(TCPServer):
         return state is h11.SEND_BODY
 
 
+# The hypercorn GuardedConnection was written against, and what of its insides it relies
+# on: TCPServer's methods it overrides or calls, and the attributes it reads. Checked before
+# serving (`check_hypercorn`), so that another release fails at start, said, and never
+# serves with a guard that quietly no longer guards.
+WRITTEN_FOR = "0.18"
+_TCP_SERVER_METHODS = ("run", "protocol_send", "_idle_timeout", "_read_data", "_close", "_initiate_server_close")
+_WORKER_CONTEXT_ATTRIBUTES = ("mark_request", "terminated")
+
+
+def check_hypercorn(version: str | None = None) -> None:
+    """Refuse to serve over a hypercorn other than WRITTEN_FOR, or one lacking what the
+    guard overrides (RuntimeError, naming what differs)."""
+    if version is None:
+        try:
+            version = metadata.version("hypercorn")
+        except metadata.PackageNotFoundError:  # a build without the metadata: the shape is checked below
+            version = WRITTEN_FOR
+    if version != WRITTEN_FOR and not version.startswith(WRITTEN_FOR + "."):
+        raise RuntimeError(f"hypercorn {version} is installed; connectapi's connection guard was written for "
+                           f"hypercorn {WRITTEN_FOR}.x (http/connections.py): install the pinned version")
+    context = WorkerContext(None)
+    missing = ([f"TCPServer.{name}" for name in _TCP_SERVER_METHODS if not hasattr(TCPServer, name)]
+               + [f"WorkerContext.{name}" for name in _WORKER_CONTEXT_ATTRIBUTES if not hasattr(context, name)])
+    if not hasattr(hypercorn_run, "TCPServer"):
+        missing.append("hypercorn.trio.run.TCPServer")
+    if missing:
+        raise RuntimeError(f"hypercorn {version} lacks what connectapi's connection guard relies on: "
+                           f"{', '.join(missing)} (http/connections.py)")
+
+
 def serve_guarded() -> None:
-    """Make hypercorn's trio worker open each connection as a GuardedConnection."""
+    """Make hypercorn's trio worker open each connection as a GuardedConnection, after
+    checking it is the hypercorn the guard was written for."""
+    check_hypercorn()
     hypercorn_run.TCPServer = GuardedConnection  # type: ignore[attr-defined]

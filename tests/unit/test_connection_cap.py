@@ -1,6 +1,13 @@
+"""The connection guard's cap, and the hypercorn it was written for."""
+
+from __future__ import annotations
+
 import resource
 
-from connectapi.http.connections import RESERVED_FILES, connection_cap
+import pytest
+from hypercorn.trio.tcp_server import TCPServer
+
+from connectapi.http.connections import RESERVED_FILES, WRITTEN_FOR, check_hypercorn, connection_cap
 
 
 def test_the_cap_leaves_files_for_everything_else() -> None:
@@ -10,3 +17,16 @@ def test_the_cap_leaves_files_for_everything_else() -> None:
     if soft != resource.RLIM_INFINITY:
         assert capped <= max(soft - RESERVED_FILES, 10)
     assert capped >= 10
+
+
+def test_the_guard_serves_over_the_hypercorn_it_was_written_for_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """http/connections.py overrides hypercorn's private methods: another release is refused
+    at start, said, rather than served by a guard that no longer guards."""
+    check_hypercorn()  # the installed, pinned one
+    check_hypercorn(WRITTEN_FOR + ".7")
+    for other in ("0.19.0", "0.17.2", "1.0"):
+        with pytest.raises(RuntimeError, match=f"hypercorn {other} is installed"):
+            check_hypercorn(other)
+    monkeypatch.delattr(TCPServer, "_idle_timeout")
+    with pytest.raises(RuntimeError, match="TCPServer._idle_timeout"):
+        check_hypercorn()
