@@ -21,6 +21,7 @@ would run out (the holder died: the pusher takes the property over).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -275,22 +276,21 @@ class _CellPusher(_Pusher):
             if not outcome.ok:
                 return Round(0, 0, outcome)
             refused = await self._settle(outcome, known, send, now, today, offered_refused)
-        held = {resource: [c for c in found if (c.entity_id, c.night) not in refused]
-                for resource, found in cells.items()}
-        if outcome is None:  # every cell equal to what the channel holds: no call
-            accepted = pushes.Accepted(held)
-        else:
-            accepted = pushes.Accepted(
-                held, self.kind, outcome.answer.task_ids if outcome.answer is not None else (),
-                frozenset(c.batch for sent in send.values() for c in sent if c.batch is not None), ok=not refused)
-        await pushes.record_accepted(self._db, self.property_id, now, accepted)
+        for resource, found in cells.items():
+            taken = [c for c in found if (c.entity_id, c.night) not in refused]
+            if resource == "availability":
+                await pushes.mark_availability_pushed(self._db, taken)
+            elif resource == "rates":
+                await pushes.mark_rates_pushed(self._db, taken)
+            else:
+                await pushes.mark_restrictions_pushed(self._db, taken)
         return Round(sum(len(sent) for sent in send.values()), dropped, outcome,
                      complete=read_all and outcome is not None)
 
     async def _settle(self, outcome: PushOutcome, known: dict[int, str], send: dict[str, list[DirtyCell]],
                       now: datetime, today: date, offered_refused: bool) -> dict[tuple[int, date], str]:
-        """After a 200: mark what the channel manager refused, and the refused outcome (the
-        round records the rest with the cells it holds). Answers the refused cells.
+        """After a 200: mark what the channel manager refused, record the call's task ids on
+        the batches whose cells it carried, and the outcome. Answers the refused cells.
         `offered_refused`: the call carried cells refused before (their retry was due)."""
         answer = outcome.answer
         sent = [c for cells in send.values() for c in cells]
@@ -302,7 +302,11 @@ class _CellPusher(_Pusher):
             await channel_refusals.mark_refused(
                 self._db, resource, [(c, refused[(c.entity_id, c.night)]) for c in cells
                                      if (c.entity_id, c.night) in refused])
+        if answer is not None:
+            batches: set[uuid.UUID] = {c.batch for c in sent if c.batch is not None}
+            await pushes.record_tasks(self._db, self.kind, now, answer.task_ids, batches)
         if not refused:
+            await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
             if offered_refused:
                 # The cells refused before went with this call, and none was refused: the
                 # backoff starts over next time.

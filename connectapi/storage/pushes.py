@@ -120,55 +120,19 @@ async def _mark(conn: asyncpg.Connection, table: str, id_column: str, pushed_col
     return int(status.split()[-1])
 
 
-# resource -> the SQL type of its cells' value, as _mark sends it
-_VALUE_CASTS = {"availability": "integer", "rates": "bigint", "restrictions": "jsonb"}
-
-
-async def _mark_resource(conn: asyncpg.Connection, resource: str, cells: list[DirtyCell]) -> int:
-    table, id_column, pushed_column = CELL_TABLES[resource]
-    return await _mark(conn, table, id_column, pushed_column, _VALUE_CASTS[resource], cells)
-
-
 async def mark_availability_pushed(db: Database, cells: list[DirtyCell]) -> int:
     """Record that the channel manager holds these versions; returns how many were marked."""
-    return await db.run(lambda conn: _mark_resource(conn, "availability", cells))
+    return await db.run(lambda conn: _mark(conn, "availability_cells", "room_type_id", "pushed_available",
+                                           "integer", cells))
 
 
 async def mark_rates_pushed(db: Database, cells: list[DirtyCell]) -> int:
-    return await db.run(lambda conn: _mark_resource(conn, "rates", cells))
+    return await db.run(lambda conn: _mark(conn, "rate_cells", "rate_plan_id", "pushed_rate_minor", "bigint", cells))
 
 
 async def mark_restrictions_pushed(db: Database, cells: list[DirtyCell]) -> int:
-    return await db.run(lambda conn: _mark_resource(conn, "restrictions", cells))
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """What a push round learnt from a call the channel manager took (or from cells it
-    found equal to what the channel holds, with no call): the cells it now holds, per
-    resource; the call's task ids and the batches its cells came from; and whether the
-    property's last outcome becomes "ok" (a call went and nothing in it was refused)."""
-    held: dict[str, list[DirtyCell]]
-    kind: str = ""
-    task_ids: tuple[str, ...] = ()
-    batches: frozenset[uuid.UUID] = frozenset()
-    ok: bool = False
-
-
-async def record_accepted(db: Database, property_id: int, at: datetime, accepted: Accepted) -> None:
-    """Everything a round writes after a call went through, in one transaction: one trip
-    to the record where three to five were taken (the pipeline's hot path)."""
-    if not any(accepted.held.values()) and not accepted.ok and not (accepted.task_ids and accepted.batches):
-        return
-
-    async def work(conn: asyncpg.Connection) -> None:
-        for resource, cells in accepted.held.items():
-            await _mark_resource(conn, resource, cells)
-        await _record_tasks(conn, accepted.kind, at, accepted.task_ids, accepted.batches)
-        if accepted.ok:
-            await conn.execute(_RECORD_OUTCOME, property_id, at, "ok", None, None, 0)
-
-    await db.transaction(work)
+    return await db.run(lambda conn: _mark(conn, "restriction_cells", "rate_plan_id", "pushed_fields", "jsonb",
+                                           cells))
 
 
 async def dirty_counts(db: Database, property_id: int) -> dict[str, int]:
@@ -259,11 +223,11 @@ async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, 
                          next_attempt_at: datetime | None = None, failures: int = 0) -> None:
     """The channel manager's last answer for the property, with when the pipe tries again
     after a failure and its failures in a row; lastError clears on success."""
-    await db.execute(_RECORD_OUTCOME, property_id, at, outcome, error, next_attempt_at, failures)
-
-
-_RECORD_OUTCOME = """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4,
-                                           cm_next_attempt_at = $5, cm_failures = $6 WHERE id = $1"""
+    await db.execute(
+        """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4,
+                                 cm_next_attempt_at = $5, cm_failures = $6 WHERE id = $1""",
+        property_id, at, outcome, error, next_attempt_at, failures,
+    )
 
 
 async def next_to_check(db: Database) -> tuple[int, Any] | None:
@@ -333,14 +297,14 @@ async def mark_dirty_again(db: Database, resource: str, cells: list[DirtyCell]) 
     return int(status.split()[-1])
 
 
-async def _record_tasks(conn: asyncpg.Connection, kind: str, at: datetime, task_ids: tuple[str, ...],
-                        batches: frozenset[uuid.UUID]) -> None:
+async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[str, ...],
+                       batches: set[uuid.UUID]) -> None:
     """The task ids of a call, on each batch whose cells it carried (a batch pruned
     meanwhile is passed over): GET /batches/{id} lists them as channelTasks."""
     if not task_ids or not batches:
         return
     pairs = [(batch, task) for batch in sorted(batches) for task in task_ids]
-    await conn.execute(
+    await db.execute(
         """INSERT INTO batch_channel_tasks (batch_id, task_id, kind, sent_at)
            SELECT w.batch, w.task, $3, $4 FROM unnest($1::uuid[], $2::text[]) AS w (batch, task)
            JOIN write_batches b ON b.id = w.batch
