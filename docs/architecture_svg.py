@@ -103,11 +103,12 @@ def draw() -> str:
             x = 40 + i * 160 + (80 if len(names) == 1 else 0)
             where[name] = (x, y)
             parts.append(box(x, y, width, row_h, name))
-            if name in OUTSIDE:
-                parts.append(f'<text x="{x + width + 10 if len(names) == 1 or i else x - 10}" y="{y + 27}" '
-                             f'font-size="11" fill="#555" text-anchor="{"start" if len(names) == 1 or i else "end"}">'
-                             f'{escape(OUTSIDE[name])}</text>' if name != "channel" else
-                             f'<text x="{x}" y="{y + row_h + 14}" font-size="11" fill="#555">{escape(OUTSIDE[name])}</text>')
+            if name == "channel":  # the left box of its row: its label goes below it
+                parts.append(f'<text x="{x}" y="{y + row_h + 14}" font-size="11" fill="#555">'
+                             f'{escape(OUTSIDE[name])}</text>')
+            elif name in OUTSIDE:
+                parts.append(f'<text x="{x + width + 10}" y="{y + 27}" font-size="11" fill="#555" '
+                             f'text-anchor="start">{escape(OUTSIDE[name])}</text>')
     row_of = {name: row for row, names in enumerate(LAYERS) for name in names}
     for importer, imported in sorted(imports_between_packages()):
         if importer not in where or imported not in where:
