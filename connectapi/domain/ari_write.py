@@ -1,6 +1,6 @@
 """Planning an ARI write, without I/O: check the body, expand ranges, merge last-write-wins.
 
-Order (documented in docs/decisions.md): entry count, schema, then each entry's range,
+Order (docs/decisions/0019-ari-write-order-of-checks.md): entry count, schema, then each entry's range,
 past nights, horizon and weekday mask, then the request's cell count. Everything here
 runs before any budget is charged; ids, currency and rate policy need the record and
 come later.

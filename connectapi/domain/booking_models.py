@@ -1,6 +1,6 @@
 """Strict bodies of the booking routes: POST /bookings and POST /bookings/{id}/cancel.
 
-Every string has a length cap and every amount a bound (decisions.md, "PMS bookings"),
+Every string has a length cap and every amount a bound (docs/decisions/0030-booking-body-caps-and-stay-rules.md),
 so nothing unbounded reaches the record.
 """
 

@@ -1,7 +1,7 @@
 """A request body's bytes as JSON, or 400 VALIDATION at `$`: the one place raw bytes are read.
 
 Python's `json` is more lenient than RFC 8259 and fails in ways that are not JSONDecodeError,
-so every decision here is the service's own (docs/decisions.md, "Hostile input"):
+so every decision here is the service's own (docs/decisions/0048-one-json-body-decoder.md):
 
 - UTF-8 only; one leading byte order mark is ignored (RFC 8259 section 8.1 allows it).
 - No NaN, Infinity or -Infinity; no number that overflows a float; no number longer than

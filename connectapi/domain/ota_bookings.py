@@ -55,7 +55,7 @@ class Revision:
     revised_at: datetime
 
 
-# PCI (docs/decisions.md, "Channex as documented"): of a revision's `guarantee` only
+# PCI (docs/decisions/0093-no-card-data.md): of a revision's `guarantee` only
 # `is_virtual` is kept; any other key naming a card, anywhere in the revision, is dropped.
 _CARD_KEY = re.compile(r"card|cvv|cvc", re.IGNORECASE)
 

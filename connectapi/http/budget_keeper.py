@@ -25,7 +25,7 @@ from ..storage.budget_batcher import BudgetCounter
 
 # The part of `global` that requests without a known key cannot take: a flood of requests
 # with no key or a wrong one (from many addresses) leaves this much to integrators whose
-# keys are good (docs/decisions.md, "The global budget").
+# keys are good (docs/decisions/0061-share-of-global-kept-for-good-keys.md).
 GLOBAL_KEPT_FOR_KEYS = 0.2
 
 

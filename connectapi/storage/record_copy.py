@@ -5,7 +5,7 @@ pg_dump's custom format, written and read by PostgreSQL's own tools.
 The dump is one snapshot (pg_dump reads every table in one repeatable-read transaction),
 so a running service can be copied: every write batch in it has all its cells. The
 budget counters (unlogged tables) are left out: they are a minute of counts, and a
-restored service starts with empty windows. docs/decisions.md, "Backup and restore".
+restored service starts with empty windows. docs/decisions/0079-backups-with-pg-dump.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 Browser tests are plain `def test_...` functions: Playwright's sync API runs its own
 asyncio loop in a greenlet, and pytest-trio (trio_mode) would run an `async def` test
-inside trio. The fixtures are in conftest.py; docs/decisions.md, "Browser tests (issue 19)".
+inside trio. The fixtures are in conftest.py; docs/decisions/0085-browser-test-fixtures.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The raw-body decoder: each decision of docs/decisions.md "Hostile input", and any bytes at
+"""The raw-body decoder: each decision of docs/decisions/0048-one-json-body-decoder.md, and any bytes at
 all either parse or are refused with VALIDATION at `$` (never another exception)."""
 
 from __future__ import annotations
