@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -11,6 +12,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 MAX_ALLOWLIST_ENTRIES = 20
 
 
+@lru_cache(maxsize=4096)  # every request parses its peer's address, mostly the same few
 def parse_address(text: str) -> IPAddress | None:
     """An address, with IPv4-mapped IPv6 (::ffff:a.b.c.d) taken as the IPv4 it carries."""
     try:

@@ -8,10 +8,12 @@ IPv4-mapped addresses count as themselves.
 from __future__ import annotations
 
 import ipaddress
+from functools import lru_cache
 
 IPV6_CLIENT_PREFIX = 64
 
 
+@lru_cache(maxsize=4096)  # asked on every request, mostly for the same few addresses
 def budget_subject(address: str) -> str:
     try:
         parsed = ipaddress.ip_address(address)

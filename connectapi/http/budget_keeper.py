@@ -90,6 +90,9 @@ class BudgetKeeper:
         self._counter = counter
         self._clock = clock
         self._held = _HeldRefusals()
+        # The charges of a known caller's request, built once per address, key and kind:
+        # the same few on every request.
+        self._known: dict[tuple[str, int, int, RequestKind], tuple[Charge, ...]] = {}
 
     def _held_ip(self, subject: str, now: float) -> Entry | None:
         held = self._held.held(subject, now)
@@ -167,9 +170,7 @@ class BudgetKeeper:
         asked_at = self._clock.monotonic()
         if (held := self._held_ip(subject, asked_at)) is not None:
             return Admitted((("ip", held.ip),), held.refusal)
-        charges = [self._charge("ip", subject, 1, 1, 1), self._charge("global", None, 1, 1, 1),
-                   self._charge("ip-auth", subject, 2, 1, 0)]
-        charges += self._request_charges(key_id, property_id, kind, stage=3)
+        charges = self._known_charges(subject, key_id, property_id, kind)
         counted = await self._count(charges)
         self._note_ip(subject, asked_at, charges, counted)
         found = refusal(charges, counted)
@@ -177,6 +178,18 @@ class BudgetKeeper:
             # Refused before the key counted: the answer carries the address's policy.
             return Admitted((("ip", counted[0].state),), found)
         return Admitted(self._policies(kind, charges, counted), found)
+
+    def _known_charges(self, subject: str, key_id: int, property_id: int, kind: RequestKind) -> tuple[Charge, ...]:
+        wanted = (subject, key_id, property_id, kind)
+        found = self._known.get(wanted)
+        if found is None:
+            if len(self._known) >= _HeldRefusals.MOST:  # a bound on memory: past it, built anew
+                self._known.clear()
+            found = (self._charge("ip", subject, 1, 1, 1), self._charge("global", None, 1, 1, 1),
+                     self._charge("ip-auth", subject, 2, 1, 0),
+                     *self._request_charges(key_id, property_id, kind, stage=3))
+            self._known[wanted] = found
+        return found
 
     def _request_charges(self, key_id: int, property_id: int, kind: RequestKind, stage: int) -> list[Charge]:
         charges = [self._charge(name, key_id, stage, 1, 1) for name in KEY_BUDGETS[kind]]

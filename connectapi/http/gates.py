@@ -86,11 +86,12 @@ class Arrival:
     global_deferred: bool = False
 
 
-async def admit(needs_key: bool) -> Arrival:
+async def admit(needs_key: bool, address: str | None = None) -> Arrival:
     """The address's `ip` budget and `global` (and, when a key will be looked up, its
-    `ip-auth` one); answers the client's address."""
+    `ip-auth` one); answers the client's address (`address`, when the caller has it)."""
     ctx = context()
-    address = client_address()
+    if address is None:
+        address = client_address()
     entry = await ctx.budgets_kept.admit(address, needs_key)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:
@@ -103,13 +104,17 @@ async def refuse_auth(arrival: Arrival, code: str, message: str, details: dict[s
     against the address's `ip-auth` budget; or, for a request past the open share of
     `global`, that budget's 429 (still counted on `ip-auth`: a flood past the share is
     held to its lookups per address)."""
+    await _refuse_caller(arrival, ApiError(code, message, details))
+
+
+async def _refuse_caller(arrival: Arrival, refusal: ApiError) -> NoReturn:
     ctx = context()
     await ctx.budgets_kept.auth_failed(arrival.address)
     if arrival.global_deferred:
-        refusal = await ctx.budgets_kept.charge_global(key_good=False)
-        if refusal is not None:
-            raise refusal
-    raise ApiError(code, message, details)
+        over = await ctx.budgets_kept.charge_global(key_good=False)
+        if over is not None:
+            raise over
+    raise refusal
 
 
 async def authenticated(arrival: Arrival) -> None:
@@ -121,43 +126,100 @@ async def authenticated(arrival: Arrival) -> None:
             raise refusal
 
 
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The first gate (other than a budget) that refuses, and its answer."""
+
+    gate: Literal["body", "key", "allowlist", "property"]
+    error: ApiError
+
+
+def body_refusal(length: int | None) -> ApiError | None:
+    if length is not None and length > MAX_BODY_BYTES:
+        return ApiError("PAYLOAD_TOO_LARGE", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    return None
+
+
+def judge(route: RouteRule, length: int | None, presented: bytes | None, found: KeyWithProperty | None,
+          address: str) -> Caller | Refused:
+    """Every gate but the budgets, in the contract's order, from what is known of the
+    request: the body's declared length, the digest of the key presented (None: no
+    well-formed key), the key of that digest and its property (None: no such key), and
+    the caller's address. The one place these gates are written; `run_gates` charges the
+    budgets around it."""
+    if (too_large := body_refusal(length)) is not None:
+        return Refused("body", too_large)
+    if presented is None or found is None or not keyfmt.same_digest(found.digest, presented):
+        return Refused("key", ApiError("API_KEY_INVALID", "a valid API key is required as a Bearer token"))
+    key, prop = found.key, found.property
+    if key.revoked_at is not None:
+        return Refused("key", ApiError("API_KEY_REVOKED", "this API key was revoked or rotated"))
+    if key.allowlist and not Allowlist(key.allowlist).allows(address):
+        return Refused("allowlist", ApiError("IP_NOT_ALLOWED", "this key is not allowed from this address",
+                                             {"address": address}))
+    if prop.status != "active":
+        return Refused("property", ApiError("PROPERTY_UNAVAILABLE", "the property is not available"))
+    if route.product == "channelManager" and not prop.channel_manager:
+        return Refused("property", ApiError("CHANNEL_MANAGER_DISABLED", "the property's channel manager is off"))
+    if route.product == "pms" and not prop.pms:
+        return Refused("property", ApiError("PMS_NOT_AVAILABLE", "the property has no PMS"))
+    if route.scope is not None and route.scope not in key.scopes:
+        return Refused("property", ApiError("SCOPE_MISSING", f"this key lacks the {route.scope} scope",
+                                            {"needed": route.scope, "held": list(key.scopes)}))
+    return Caller(key, prop, address)
+
+
+def _presented_key() -> bytes | None:
+    """The digest of the well-formed key the request presents, or None."""
+    token = keyfmt.bearer_token(request.headers.get("Authorization"))
+    if token is None or not keyfmt.is_well_formed(token):
+        return None
+    return keyfmt.digest(token)
+
+
 async def run_gates() -> None:
+    """The gates of a Connect API request, in the contract's order.
+
+    The key is looked up in this process's cache first (no I/O). When it is there and
+    `judge` lets the caller through, every budget is counted in one statement; otherwise
+    the request goes gate by gate, each budget charged where the contract puts it and a
+    refusal of the caller counted against its address.
+    """
     ctx = context()
     route = _route_rule()
-    if route is not None:
-        known = _known_good(ctx, route)
-        if known is not None:
-            # Every gate but the budgets passed from what this process holds: the budgets
-            # are then one statement, not two.
-            admitted = await ctx.budgets_kept.admit_known(known.address, known.key.id, known.property.id,
-                                                         route.kind)
-            await _admitted(ctx, admitted, known)
-            return
-    arrival = await admit(needs_key=route is not None)
-    address = arrival.address
-
     length = request.content_length
-    if length is not None and length > MAX_BODY_BYTES:
-        raise ApiError("PAYLOAD_TOO_LARGE", f"the body exceeds {MAX_BODY_BYTES} bytes")
-    if route is None:
-        return  # the router's 404 or 405 follows, in the envelope
-
-    found = await _authenticate(ctx, arrival)
-    key, prop = found.key, found.property
-    if key.allowlist and not Allowlist(key.allowlist).allows(address):
-        # Not a good caller yet: a key used from outside its allowlist gets none of the part
-        # of `global` kept for good keys.
-        await api_keys.record_allowlist_refusal(ctx.db, key.id, prop.id, address, ctx.clock.now())
-        await refuse_auth(arrival, "IP_NOT_ALLOWED", "this key is not allowed from this address",
-                          {"address": address})
+    if route is None:  # nothing under the prefix matched: the router's 404 or 405 follows
+        await admit(needs_key=False)
+        if (too_large := body_refusal(length)) is not None:
+            raise too_large
+        return
+    address = client_address()
+    presented = _presented_key()
+    cached = ctx.keys.cached(presented) if presented is not None else None
+    if cached is not None:
+        verdict = judge(route, length, presented, cached, address)
+        if isinstance(verdict, Caller):
+            await _admitted(ctx, await ctx.budgets_kept.admit_known(address, verdict.key.id, verdict.property.id,
+                                                                   route.kind), verdict)
+            return
+    arrival = await admit(needs_key=True, address=address)
+    if (too_large := body_refusal(length)) is not None:
+        raise too_large
+    found = cached or (await ctx.keys.find(presented) if presented is not None else None)
+    verdict = judge(route, length, presented, found, address)
+    if isinstance(verdict, Refused):
+        if verdict.gate == "allowlist" and found is not None:
+            # Not a good caller yet: a key used from outside its allowlist gets none of the
+            # part of `global` kept for good keys.
+            await api_keys.record_allowlist_refusal(ctx.db, found.key.id, found.property.id, address,
+                                                    ctx.clock.now())
+        if verdict.gate in ("key", "allowlist"):
+            await _refuse_caller(arrival, verdict.error)
+        await authenticated(arrival)
+        raise verdict.error
     await authenticated(arrival)
-
-    refused = _property_and_scope_refusal(key, prop, route)
-    if refused is not None:
-        raise refused
-
-    admitted = await ctx.budgets_kept.admit_request(key.id, prop.id, route.kind)
-    await _admitted(ctx, admitted, Caller(key, prop, address))
+    await _admitted(ctx, await ctx.budgets_kept.admit_request(verdict.key.id, verdict.property.id, route.kind),
+                    verdict)
 
 
 def _route_rule() -> RouteRule | None:
@@ -172,42 +234,6 @@ def _route_rule() -> RouteRule | None:
     return route
 
 
-def _known_good(ctx: FrontContext, route: RouteRule) -> Caller | None:
-    """The caller, when this process's key cache already holds its key and every gate but
-    the budgets lets it through; None sends the request the long way, gate by gate (a
-    refusal is then given in the contract's order)."""
-    length = request.content_length
-    if length is not None and length > MAX_BODY_BYTES:
-        return None
-    token = keyfmt.bearer_token(request.headers.get("Authorization"))
-    if token is None or not keyfmt.is_well_formed(token):
-        return None
-    wanted = keyfmt.digest(token)
-    found = ctx.keys.cached(wanted)
-    if found is None or not keyfmt.same_digest(found.digest, wanted) or found.key.revoked_at is not None:
-        return None
-    key, prop, address = found.key, found.property, client_address()
-    if key.allowlist and not Allowlist(key.allowlist).allows(address):
-        return None
-    if _property_and_scope_refusal(key, prop, route) is not None:
-        return None
-    return Caller(key, prop, address)
-
-
-def _property_and_scope_refusal(key: ApiKey, prop: Property, route: RouteRule) -> ApiError | None:
-    """The gates after the key's own, in the contract's order: property status, product, scope."""
-    if prop.status != "active":
-        return ApiError("PROPERTY_UNAVAILABLE", "the property is not available")
-    if route.product == "channelManager" and not prop.channel_manager:
-        return ApiError("CHANNEL_MANAGER_DISABLED", "the property's channel manager is off")
-    if route.product == "pms" and not prop.pms:
-        return ApiError("PMS_NOT_AVAILABLE", "the property has no PMS")
-    if route.scope is not None and route.scope not in key.scopes:
-        return ApiError("SCOPE_MISSING", f"this key lacks the {route.scope} scope",
-                        {"needed": route.scope, "held": list(key.scopes)})
-    return None
-
-
 async def _admitted(ctx: FrontContext, admitted: Admitted, who: Caller) -> None:
     g.ratelimit = admitted.policies
     if admitted.refusal is not None:
@@ -219,18 +245,3 @@ async def _admitted(ctx: FrontContext, admitted: Admitted, who: Caller) -> None:
     if request.query_string and (issues := not_utf8(request.query_string)):
         # Before any route reads `request.args`, which would see U+FFFD.
         raise ApiError("VALIDATION", "query does not match the schema", issues)
-
-
-async def _authenticate(ctx: FrontContext, arrival: Arrival) -> KeyWithProperty:
-    """The key and its property, or a 401 that also counts against the address."""
-    token = keyfmt.bearer_token(request.headers.get("Authorization"))
-    if token is None or not keyfmt.is_well_formed(token):
-        await refuse_auth(arrival, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
-    wanted = keyfmt.digest(token)
-    found = await ctx.keys.find(wanted)
-    if found is None or not keyfmt.same_digest(found.digest, wanted):
-        await refuse_auth(arrival, "API_KEY_INVALID", "a valid API key is required as a Bearer token")
-    if found.key.revoked_at is not None:
-        await refuse_auth(arrival, "API_KEY_REVOKED", "this API key was revoked or rotated")
-    return found
-

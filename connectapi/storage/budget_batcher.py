@@ -4,7 +4,6 @@ charged on its own in arrival order. Beside the statement it batches (budgets.py
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -40,7 +39,8 @@ class RecordCounter:
 
     Whoever finds no statement out sends the next one, shielded from its own cancellation
     (the asks of others ride on it); the statement's own timeouts bound it. An ask not
-    sent within `wait_limit` is withdrawn (503), and when the record cannot be reached,
+    sent within `wait_limit` is withdrawn (503) when the statement out ends (so at most
+    one statement's command timeout late), and when the record cannot be reached,
     every ask waiting then hears it at once: an outage never builds a queue of requests
     each waiting out the timeouts of the ones before.
     """
@@ -49,7 +49,8 @@ class RecordCounter:
     MOST_WAITING = 5000
 
     def __init__(self, db: Database, wait_limit: float = 10.0) -> None:
-        self._db = db
+        # Its own connection: a statement on every request, never a pool's take and give back.
+        self._connection = db.held()
         self._wait_limit = wait_limit
         self._pending: list[_Ask] = []
         self._sending = False
@@ -75,10 +76,10 @@ class RecordCounter:
                     self._sent = trio.Event()
             else:
                 try:
-                    # The limit is on waiting to be sent: once sent, the statement's own
-                    # timeouts bound the wait.
-                    with trio.move_on_at(give_up if ask.queued else math.inf):
-                        await self._sent.wait()
+                    # Woken when the statement out ends. No deadline of its own: a cancel
+                    # scope per waiting request cost more than its share of the statement,
+                    # and every statement ends within the command timeout anyway.
+                    await self._sent.wait()
                 except BaseException:
                     if ask.queued:  # not sent yet: withdrawn, never counted
                         self._withdraw(ask)
@@ -109,7 +110,7 @@ class RecordCounter:
             ask.queued = False
         self.statements += 1
         try:
-            answers = await stored.charge_many(self._db, first, [ask.charges for ask in batch])
+            answers = await stored.charge_many(self._connection, first, [ask.charges for ask in batch])
         except StorageError as exc:
             if isinstance(exc, StorageUnavailable):
                 # The record is away: those waiting behind would only wait to hear the same.

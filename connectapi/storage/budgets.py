@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 from ..domain.budget_charges import Charge, Counted, Verdict
 from ..domain.sliding_window import WindowState
-from .database import Database
+from .database import Database, HeldConnection
 
 _VERDICTS = {v.value: v for v in Verdict}
+_CHARGE = "SELECT * FROM connectapi_charge_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 
 
 async def charge(db: Database, now: float | None, charges: Sequence[Charge]) -> list[Counted]:
@@ -16,7 +17,7 @@ async def charge(db: Database, now: float | None, charges: Sequence[Charge]) -> 
     return (await charge_many(db, now, [charges]))[0]
 
 
-async def charge_many(db: Database, now: float | None,
+async def charge_many(db: Database | HeldConnection, now: float | None,
                       requests: Sequence[Sequence[Charge]]) -> list[list[Counted]]:
     """Check and charge several requests' charges in one statement (see
     `connectapi_charge_budgets`): each request on its own, in the order given.
@@ -27,8 +28,7 @@ async def charge_many(db: Database, now: float | None,
     for charges in requests:
         check_stages(charges)
     items = [(n, c) for n, charges in enumerate(requests) for c in charges]
-    rows = await db.fetch(
-        "SELECT * FROM connectapi_charge_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    args = (
         now,
         [n for n, _ in items],
         [c.subject for _, c in items],
@@ -39,6 +39,7 @@ async def charge_many(db: Database, now: float | None,
         [c.amount for _, c in items],
         [c.fallback for _, c in items],
     )
+    rows = await db.run(lambda conn: conn.fetch(_CHARGE, *args))
     answers: list[list[Counted]] = [[] for _ in requests]
     for (n, c), row in zip(items, rows, strict=True):
         answers[n].append(Counted(_VERDICTS[row["verdict"]],

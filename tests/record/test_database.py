@@ -136,3 +136,37 @@ async def test_a_connection_whose_server_ended_it_mid_statement_is_not_handed_on
                     caught.append(exc)
             assert len(caught) == 1
             assert await db.fetchval("SELECT 41 + 1") == 42  # the one pooled connection is a new one
+
+
+async def test_a_held_connection_is_kept_between_statements_and_taken_anew_after_a_failure(fresh_dsn: str) -> None:
+    """The budget counter's connection: one backend for every statement while it works; a
+    server that ends it gives StorageUnavailable once, and the next statement runs on a new
+    one. Closing the pool gives it back (the pool would otherwise wait for it)."""
+    from connectapi.storage.database import RecordRefused
+
+    async with open_database(fresh_dsn, min_size=1, max_size=2) as db, \
+            open_database(fresh_dsn, min_size=1, max_size=1) as killer:
+        held = db.held()
+
+        async def backend() -> int:
+            pid: int = await held.run(lambda conn: conn.fetchval("SELECT pg_backend_pid()"))
+            return pid
+
+        first = await backend()
+        assert [await backend() for _ in range(5)] == [first] * 5
+        # A refusal gives the connection back too (it is not trusted mid-error): the next takes one again.
+        with pytest.raises(RecordRefused):
+            await held.run(lambda conn: conn.execute("SELECT 1/0"))
+        again = await backend()
+        assert await backend() == again
+        await killer.fetchval("SELECT pg_terminate_backend($1)", again)
+        with pytest.raises(StorageUnavailable):
+            await backend()
+        renewed = await backend()
+        assert renewed != again and await backend() == renewed
+        # While it is held the other statements share what is left of the pool.
+        assert await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", renewed) == 1
+    with trio.fail_after(2):  # the pool's close did not wait out its timeout for the held one
+        async with open_database(fresh_dsn, min_size=1, max_size=1) as db:
+            held = db.held()
+            await held.run(lambda conn: conn.fetchval("SELECT 1"))
