@@ -14,7 +14,7 @@ from typing import Any
 import trio
 import trio_asyncio
 
-from .actors.booking_intake import BookingIntake, Round
+from .actors.booking_intake import BookingIntake
 from .actors.channel_manager import CallCounters, ChannelManagerActor
 from .actors.janitors import BudgetJanitor, IdempotencyJanitor, KeyListener, RetentionJanitor
 from .actors.messages.channel_manager import ChannelMessage
@@ -27,6 +27,7 @@ from .actors.push_scheduler import PushScheduler, PushSweeper
 from .actors.pushers import AriProjector, InventoryDrain
 from .actors.reconciler import Reconciler
 from .actors.record_watchdog import RecordWatchdog
+from .actors.wakeups import Wakeups
 from .actors.webhook_sender import Resolver, WebhookSender, open_webhook_client, resolve
 from .channel.client import open_channel_manager
 from .channel.sandbox.serve import serve_sandbox
@@ -117,10 +118,9 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                     mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
                                                 "and grid reads wait")
 
-                async def wake_pushers(property_id: int, availability: bool, rates_or_restrictions: bool) -> None:
-                    await scheduler.wake(property_id, availability, rates_or_restrictions)
-
-                leases = PushLeases(db, clock, wake_pushers)
+                # Told of every commit that leaves work for others; it wakes them as each is attached.
+                wakeups = Wakeups()
+                leases = PushLeases(db, clock, wakeups.cells_dirty)
                 await root.spawn("push-lease-keeper", lambda: PushLeaseKeeper(leases), mailbox_size=1,
                                  degraded="push leases are renewed only before each call: a property waiting out "
                                           "a pause or its budget may pass to another process")
@@ -132,7 +132,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                                         degraded=degraded)
 
                     writers: Registry[int, WriterMessage] = registry(
-                        "writer", lambda pid: PropertyWriter(pid, db),
+                        "writer", lambda pid: PropertyWriter(pid, db, wakeups),
                         "the property's writes and bookings answer 503; its OTA revisions wait")
                     # One queued wake is as good as many: a mailbox of one.
                     drains: Registry[int, Wake] = registry(
@@ -144,6 +144,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                                                              settings.cm_gather_seconds),
                         "the property's rates and restrictions stay dirty in the record, not pushed", 1)
                     scheduler = PushScheduler(drains, projectors, settings.push_paused)
+                    wakeups.attach(pushes=scheduler)
                     async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as services:
                         outbox: Mailbox[Wake] = await services.spawn(
                             "outbox", lambda: OutboxSender(db, clock, mail_transport(settings),
@@ -153,30 +154,22 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             "webhook-sender", lambda: WebhookSender(db, clock, webhook_client,
                                                                     settings.webhook_allow_private, resolver=resolver),
                             mailbox_size=1, degraded="webhook deliveries wait in the record, unsent")
-
-                        async def intake_settled(done: Round) -> None:
-                            for property_id in sorted(done.inventory_moved):
-                                await scheduler.wake(property_id, True, False)
-                            if done.events:
-                                webhooks.try_tell(Wake())
-                            if done.mails:
-                                outbox.try_tell(Wake())
-
                         intake: Mailbox[Wake] = await services.spawn(
-                            "booking-intake", lambda: BookingIntake(db, clock, channel, writers, intake_settled,
+                            "booking-intake", lambda: BookingIntake(db, clock, channel, writers,
                                                                     settings.intake_sweep_seconds),
                             mailbox_size=1, degraded="OTA bookings wait in the channel manager's feed, unread")
+                        wakeups.attach(outbox=outbox, webhooks=webhooks, intake=intake)
                         if sandbox is not None:
                             # The in-process sandbox's notification: a trigger, as the real one is.
                             def notified(_: dict[str, str]) -> None:
-                                intake.try_tell(Wake())
+                                wakeups.revisions_waiting()
 
                             sandbox.bookings.listeners.append(notified)
                             # Its non_acked_booking reminder (a revision unacknowledged for 30
                             # minutes) is a trigger too: the intake reads the feed again.
                             sandbox.bookings.reminder_listeners.append(notified)
                         reconciler: Mailbox[ReconcilerMessage] = await services.spawn(
-                            "reconciler", lambda: Reconciler(db, channel, scheduler, clock,
+                            "reconciler", lambda: Reconciler(db, channel, wakeups, clock,
                                                              automatic=settings.reconcile and not settings.push_paused),
                             mailbox_size=16,
                             degraded="the channel manager's grid is not compared with the record")
@@ -194,10 +187,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                             writers=writers,
                             pushes=scheduler,
                             reconciler=reconciler,
-                            outbox=outbox,
-                            webhooks=webhooks,
+                            wakeups=wakeups,
                             webhook_allow_private=settings.webhook_allow_private,
-                            intake=intake,
                             cm_notify_secret=settings.cm_notify_secret,
                             channel=channel,
                             channel_counters=counters,

@@ -29,7 +29,6 @@ import os
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -50,18 +49,15 @@ log = logging.getLogger("connectapi.intake")
 
 @dataclass
 class Round:
-    """What a round did: revisions stored, applied, acknowledged, and what needs telling."""
+    """What a round did: revisions stored, applied (each property's writer wakes whoever
+    acts on what it committed), acknowledged."""
 
     stored: int = 0
     settled: dict[str, int] = field(default_factory=Counter)
     acknowledged: int = 0
-    inventory_moved: set[int] = field(default_factory=set)  # property ids
-    events: int = 0
-    mails: int = 0
     more: bool = False  # more is left than a round takes: the next round starts at once
 
 
-Settled = Callable[[Round], Awaitable[None]]
 ROUND_BATCH = 500  # revisions a round applies, and acknowledges, at most
 ASK_TIMEOUT = 30.0
 # The intake's lease: held for LEASE past each renewal, renewed every RENEW_SECONDS while a
@@ -80,13 +76,12 @@ class BookingIntake(RoundsActor):
     waits_out_briefly = RECORD_BUSY
 
     def __init__(self, db: Database, clock: Clock, channel: Mailbox[ChannelMessage],
-                 writers: Registry[int, WriterMessage], settled: Settled, sweep_seconds: float = 60.0,
+                 writers: Registry[int, WriterMessage], sweep_seconds: float = 60.0,
                  feed_pages: int = FEED_MAX_PAGES, batch: int = ROUND_BATCH) -> None:
         self._db = db
         self._clock = clock
         self._channel = channel
         self._writers = writers
-        self._settled = settled
         self.interval = sweep_seconds
         self._feed_pages = feed_pages
         self._batch = batch
@@ -150,18 +145,12 @@ class BookingIntake(RoundsActor):
                 continue  # the property's writer cannot take it now: it waits for a later round
             taken += 1
             done.settled[applied.state] += 1
-            done.events += applied.events
-            done.mails += applied.mails
-            if applied.inventory_moved:
-                done.inventory_moved.add(item.property_id)
         acked = 0
         for revision_id in await ota.unacknowledged(self._db, self._batch):
             if not await self._ack(revision_id):
                 break  # the rest wait for a later round
             acked += 1
         done.acknowledged += acked
-        if done.inventory_moved or done.events or done.mails:
-            await self._settled(done)
         took_something = bool(done.stored or done.acknowledged)
         if not feed.complete and not took_something:
             log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")

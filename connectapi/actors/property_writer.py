@@ -12,14 +12,16 @@ from typing import Any
 
 import outcome
 
+from ..domain.ari_write import Resource
 from ..domain.errors import ApiError
 from ..engine import Actor
 from ..storage.database import Database, StorageError
 from .ari_writer import apply_write
 from .booking_writer import cancel_booking, create_booking, create_bookings, modify_booking
-from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, CancelBooking, CreateBooking, ModifyBooking,
-                                       RefuseOtaRevision, WriterMessage)
+from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, BookingDone, CancelBooking, CreateBooking,
+                                       ModifyBooking, RefuseOtaRevision, RevisionSettled, WriteAccepted, WriterMessage)
 from .ota_writer import apply_revision, refuse_revision
+from .wakeups import Wakeups
 
 
 class PropertyWriter(Actor[WriterMessage]):
@@ -27,9 +29,10 @@ class PropertyWriter(Actor[WriterMessage]):
     # asker's to report; the writer holds no state, so neither is a reason to restart.
     replied_errors = (ApiError, StorageError)
 
-    def __init__(self, property_id: int, db: Database) -> None:
+    def __init__(self, property_id: int, db: Database, wakeups: Wakeups) -> None:
         self.property_id = property_id
         self._db = db
+        self._wakeups = wakeups
 
     def batch_key(self, message: WriterMessage) -> str | None:
         # Bookings queued behind one another share a transaction: under load the lock, the
@@ -39,9 +42,18 @@ class PropertyWriter(Actor[WriterMessage]):
     async def handle_batch(self, messages: list[WriterMessage]) -> list[outcome.Outcome[Any]]:
         bookings = [m for m in messages if isinstance(m, CreateBooking)]
         assert len(bookings) == len(messages), "only bookings are batched"
-        return list(await create_bookings(self._db, self.property_id, bookings))
+        outcomes = list(await create_bookings(self._db, self.property_id, bookings))
+        for done in outcomes:
+            if isinstance(done, outcome.Value):
+                await self._committed(done.value, None)
+        return outcomes
 
     async def handle(self, message: WriterMessage) -> Any:
+        done = await self._apply(message)
+        await self._committed(done, message)
+        return done
+
+    async def _apply(self, message: WriterMessage) -> Any:
         match message:
             case ApplyWrite():
                 return await apply_write(self._db, self.property_id, message.key_id, message.plan, message.now,
@@ -58,3 +70,23 @@ class PropertyWriter(Actor[WriterMessage]):
             case RefuseOtaRevision(revision, why, now):
                 return await refuse_revision(self._db, revision, why, now)
         raise TypeError(f"not a writer message: {message!r}")
+
+    async def _committed(self, done: object, message: WriterMessage | None) -> None:
+        """The work a commit left for others, told to whoever does it."""
+        wakeups = self._wakeups
+        match done:
+            case WriteAccepted() if done.accepted_cells and isinstance(message, ApplyWrite):
+                availability = message.plan.resource is Resource.AVAILABILITY
+                await wakeups.cells_dirty(self.property_id, availability, not availability)
+            case BookingDone():
+                if done.inventory_moved:
+                    await wakeups.cells_dirty(self.property_id, True, False)
+                if done.mails_queued:
+                    wakeups.mails_queued()
+            case RevisionSettled():
+                if done.inventory_moved:
+                    await wakeups.cells_dirty(self.property_id, True, False)
+                if done.events:
+                    wakeups.events_queued()
+                if done.mails:
+                    wakeups.mails_queued()

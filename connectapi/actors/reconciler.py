@@ -22,7 +22,7 @@ from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from .channel_manager import CALL_ASK_TIMEOUT
 from .messages.channel_manager import ChannelMessage, ReadGrid
 from .messages.reconciler import Checked, CheckProperty
-from .push_scheduler import PushScheduler
+from .wakeups import Wakeups
 
 log = logging.getLogger("connectapi.channel")
 
@@ -37,12 +37,12 @@ class Reconciler(RoundsActor):
     # minute) is shared by every property, and by the operator's channel-grid reads.
     RECHECK_AFTER = timedelta(minutes=15)
 
-    def __init__(self, db: Database, channel: Mailbox[ChannelMessage], pushes_: PushScheduler, clock: Clock,
+    def __init__(self, db: Database, channel: Mailbox[ChannelMessage], wakeups: Wakeups, clock: Clock,
                  automatic: bool = True) -> None:
         self._automatic = automatic  # False: only the checks asked for (CONNECTAPI_RECONCILE=off)
         self._db = db
         self._channel = channel
-        self._pushes = pushes_
+        self._wakeups = wakeups
         self._clock = clock
 
     async def round(self) -> NextRound:
@@ -118,7 +118,7 @@ class Reconciler(RoundsActor):
         await pushes.record_check(self._db, property_id, self._clock.now())
         if any(marked.values()):
             log.warning("reconciler: property %s differed from the channel manager: %s", property_id, marked)
-            await self._pushes.wake(property_id, bool(marked["availability"]),
+            await self._wakeups.cells_dirty(property_id, bool(marked["availability"]),
                                     bool(marked["rates"] or marked["restrictions"]))
         return Checked(marked)
 

@@ -12,7 +12,6 @@ from ..domain.errors import ApiError
 from ..domain.owners import SETUP_LINK_VALID, OwnerChange, OwnerIn, new_secret
 from ..domain.paths import ADMIN_PREFIX
 from ..domain.validation import parse_model
-from ..engine import Wake
 from ..storage import owners
 from ..storage.owners import Owner
 from .body import raw_body
@@ -57,7 +56,7 @@ async def create_owner() -> Response:
         raise ApiError("OWNER_EXISTS", "another owner has this e-mail") from None
     except owners.UnknownProperties as exc:
         raise _unknown(exc) from None
-    ctx.outbox.try_tell(Wake())
+    ctx.wakeups.mails_queued()
     return ok({"ownerId": owner_id, "setupUrl": url}, 201)
 
 
@@ -110,5 +109,5 @@ async def reset_owner(owner_id: int) -> Response:
     url = setup_url(token)
     if not await owners.new_setup_link(ctx.db, owner_id, token, ctx.clock.now(), _setup_mail(found.name, url, True)):
         raise ApiError("OWNER_NOT_FOUND", f"no owner {owner_id}")
-    ctx.outbox.try_tell(Wake())
+    ctx.wakeups.mails_queued()
     return ok({"ownerId": owner_id, "setupUrl": url})

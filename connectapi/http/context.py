@@ -11,11 +11,12 @@ from ..actors.messages.channel_manager import ChannelMessage
 from ..actors.messages.property_writer import WriterMessage
 from ..actors.messages.reconciler import ReconcilerMessage
 from ..actors.push_scheduler import PushScheduler
+from ..actors.wakeups import Wakeups
 from ..channel.sandbox.state import SandboxState
 from ..domain.addresses import TrustedProxies
 from ..domain.budgets import Budgets
 from ..domain.retention import Retention
-from ..engine import Clock, Down, Mailbox, Registry, Supervisor, Wake
+from ..engine import Clock, Down, Mailbox, Registry, Supervisor
 from ..storage.database import Database
 from ..storage.key_directory import KeyDirectory
 from .budget_keeper import BudgetKeeper
@@ -32,10 +33,8 @@ class FrontContext:
     writers: Registry[int, WriterMessage]
     pushes: PushScheduler
     reconciler: Mailbox[ReconcilerMessage]
-    outbox: Mailbox[Wake]
-    webhooks: Mailbox[Wake]
+    wakeups: Wakeups  # told what a change outside the writers committed (a ping, a set-up link)
     webhook_allow_private: bool
-    intake: Mailbox[Wake]
     cm_notify_secret: str | None
     channel: Mailbox[ChannelMessage]
     channel_counters: CallCounters

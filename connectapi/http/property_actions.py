@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from ..domain.admin_models import PropertyPatch
 from ..domain.errors import ApiError
-from ..engine import Wake
 from ..storage import bookings, ota, properties
 from ..storage.records import Property
 from .gates import context
@@ -37,7 +36,7 @@ async def apply_revision_again(property_id: int, revision_id: str) -> str:
     if before not in ota.KEPT_STATES:
         raise ApiError("REVISION_NOT_KEPT", f"the revision is {before}: only an unmapped or refused one is applied "
                                             "again", {"state": before})
-    ctx.intake.try_tell(Wake())
+    ctx.wakeups.revisions_waiting()
     return before
 
 

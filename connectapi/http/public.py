@@ -12,7 +12,6 @@ import logging
 from quart import Blueprint, Response, request
 
 from ..domain.webhook_contract import contract
-from ..engine import Wake
 from . import postman
 from .openapi import OPENAPI_PATH, openapi_document
 from .envelope import ok
@@ -38,7 +37,7 @@ async def channel_manager_notify() -> Response:
         await refuse_auth(arrival, "NOTIFY_SECRET_INVALID",
                           f"the {NOTIFY_SECRET_HEADER} header does not hold the notification secret")
     await authenticated(arrival)
-    ctx.intake.try_tell(Wake())
+    ctx.wakeups.revisions_waiting()
     return ok({"received": True})
 
 

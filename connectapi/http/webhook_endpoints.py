@@ -14,7 +14,6 @@ from ..domain.retention import events_kept_since
 from ..domain.webhook_events import PropertyFacts, ping
 from ..domain.webhook_signing import new_secret
 from ..domain.webhook_urls import UnsafeUrl, check_url
-from ..engine import Wake
 from ..storage import properties, webhooks
 from ..storage.webhooks import Endpoint
 from .gates import context
@@ -50,7 +49,7 @@ async def send_ping(endpoint: Endpoint, reason: str) -> str:
     assert prop is not None
     event = ping(PropertyFacts(prop.id, prop.name, prop.currency, prop.timezone), ctx.clock.now(), reason)
     await webhooks.record_event_now(ctx.db, prop.id, event, [endpoint.id], ctx.clock.now())
-    ctx.webhooks.try_tell(Wake())
+    ctx.wakeups.events_queued()
     return event.id
 
 
@@ -72,7 +71,7 @@ async def pause(endpoint: Endpoint) -> None:
 async def resume(endpoint: Endpoint) -> None:
     """Active again; what waited goes now."""
     await webhooks.resume(context().db, endpoint.id, context().clock.now())
-    context().webhooks.try_tell(Wake())
+    context().wakeups.events_queued()
 
 
 async def rotate_secret(endpoint: Endpoint) -> str:
@@ -90,7 +89,7 @@ async def redeliver(endpoint: Endpoint, event_id: str) -> bool:
     # console's form brings one, where the JSON body refuses it.
     if "\x00" in event_id or not await webhooks.queue_again(ctx.db, endpoint, event_id, None, ctx.clock.now()):
         return False
-    ctx.webhooks.try_tell(Wake())
+    ctx.wakeups.events_queued()
     return True
 
 
@@ -103,5 +102,5 @@ async def recover(endpoint: Endpoint, since: datetime) -> Recovered:
     # when the janitor last ran), and says how far it reached.
     kept_since = events_kept_since(ctx.retention, now)
     queued = await webhooks.queue_again(ctx.db, endpoint, None, max(since, kept_since), now)
-    ctx.webhooks.try_tell(Wake())
+    ctx.wakeups.events_queued()
     return Recovered(queued, kept_since)

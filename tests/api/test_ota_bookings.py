@@ -14,7 +14,6 @@ from jsonschema import Draft202012Validator
 
 from connectapi.channel.sandbox.bookings import Stay
 from connectapi.domain.webhook_contract import ENVELOPE_SCHEMA
-from connectapi.engine import Wake
 from .harness import API, Harness, eventually
 from .test_pipeline import settled
 from .webhook_receiver import Receiver, signed_by
@@ -390,7 +389,7 @@ async def test_an_acknowledgement_the_channel_manager_answers_500_twice_is_asked
 
     async def acknowledged() -> bool:
         if sandbox.bookings.feed(None):
-            api.ctx.intake.try_tell(Wake())  # a round, as the channel manager's notification brings one
+            api.ctx.wakeups.revisions_waiting()  # a round, as the channel manager's notification brings one
             return False
         return all(r["acknowledged"] for r in (await api.admin("GET", f"/properties/{prop['id']}/ota-revisions")).data)
     await eventually(acknowledged, "the acknowledgement, at the third try")

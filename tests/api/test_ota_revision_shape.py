@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import trio
 
-from connectapi.engine import Wake
 from connectapi.storage.database import Database
 from connectapi.storage.migrations import bundled_migrations
 from tests.channex_documented import (
@@ -64,7 +63,7 @@ async def rounds_until(api: Harness, check: Any, what: str) -> None:
             held = await held
         if held:
             return True
-        api.ctx.intake.try_tell(Wake())  # full: a round is due already
+        api.ctx.wakeups.revisions_waiting()  # a mailbox already full: a round is due anyway
         return False
     await eventually(woken, what)
 

@@ -22,7 +22,6 @@ from connectapi.actors.push_scheduler import PushSweeper
 from connectapi.actors.pushers import AriProjector, InventoryDrain
 from connectapi.actors.reconciler import Reconciler
 from connectapi.actors.webhook_sender import WebhookSender
-from connectapi.engine import Wake
 from connectapi.metrics import REGISTRY
 from connectapi.storage import notifications
 
@@ -252,7 +251,7 @@ async def test_a_pusher_that_crashes_restarts_and_its_cells_wait_in_the_record(
 async def test_the_operator_sees_a_down_actor_and_revives_it(api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     world = await a_world(api)
     switch = inject(monkeypatch, OutboxSender, "round")
-    api.ctx.outbox.try_tell(Wake())
+    api.ctx.wakeups.mails_queued()
     for _ in range(200):
         if api.ctx.down():
             break
@@ -270,7 +269,7 @@ async def test_the_operator_sees_a_down_actor_and_revives_it(api: Harness, monke
     now = api.ctx.clock.now()
     await api.ctx.db.transaction(lambda tx: notifications.enqueue(
         tx, world.prop["id"], None, "test", "owner@example.com", "after the revival", "body", now))
-    api.ctx.outbox.try_tell(Wake())
+    api.ctx.wakeups.mails_queued()
 
     async def sent() -> bool:
         # the database answers in real time: the round may need a moment past one step

@@ -14,11 +14,12 @@ import pytest
 import trio
 import trio.testing
 
-from connectapi.actors.booking_intake import LEASE, LEASE_NAME, BookingIntake, Round
+from connectapi.actors.booking_intake import LEASE, LEASE_NAME, BookingIntake
 from connectapi.actors.channel_manager import ChannelManagerActor
 from connectapi.actors.messages.channel_manager import ChannelMessage
 from connectapi.actors.messages.property_writer import WriterMessage
 from connectapi.actors.property_writer import PropertyWriter
+from connectapi.actors.wakeups import Wakeups
 from connectapi.channel.client import (
     ChannelManagerClient,
     Rejected,
@@ -261,10 +262,6 @@ def before_each_call(sandbox: Sandbox, hook: Callable[[int], None]) -> None:
     sandbox.client._call = hooked  # type: ignore[method-assign]
 
 
-async def nothing_to_tell(done: Round) -> None:
-    pass
-
-
 @asynccontextmanager
 async def running_intake(db: Database, sandbox: Sandbox, at: datetime, **limits: int) -> AsyncIterator[None]:
     """The intake as the service runs it: an actor, beside the channel-manager actor and the
@@ -274,9 +271,9 @@ async def running_intake(db: Database, sandbox: Sandbox, at: datetime, **limits:
         channel: Mailbox[ChannelMessage] = await supervisor.spawn(
             "channel-manager", lambda: ChannelManagerActor(sandbox.client, db, clock))
         writers: Registry[int, WriterMessage] = Registry(
-            supervisor, lambda pid: PropertyWriter(pid, db), name="writer", idle_after=300, ask_timeout=10)
+            supervisor, lambda pid: PropertyWriter(pid, db, Wakeups()), name="writer", idle_after=300, ask_timeout=10)
         await supervisor.spawn("booking-intake", lambda: BookingIntake(
-            db, clock, channel, writers, nothing_to_tell, sweep_seconds=60, **limits), mailbox_size=1)
+            db, clock, channel, writers, sweep_seconds=60, **limits), mailbox_size=1)
         yield
 
 

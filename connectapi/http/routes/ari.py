@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
 
-from ...actors.messages.property_writer import ApplyWrite, IdempotencyClaim, Refused, WriteAccepted, WriteOutcome
+from ...actors.messages.property_writer import ApplyWrite, IdempotencyClaim, Refused, WriteOutcome
 from ...domain import dates
 from ...domain import idempotency as idem
 from ...domain.ari_models import RESTRICTION_FIELDS
@@ -121,11 +121,8 @@ async def _write(resource: Resource) -> Response:
     await ctx.budgets_kept.charge_cells(pid, plan.requested_cells)
 
     async def run(claim: IdempotencyClaim | None) -> WriteOutcome:
-        done = await ctx.writers.ask(pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
-        if isinstance(done, WriteAccepted) and done.accepted_cells:
-            availability = resource is Resource.AVAILABILITY
-            await ctx.pushes.wake(pid, availability, not availability)
-        return done
+        # The writer wakes the pushers once the cells are committed.
+        return await ctx.writers.ask(pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
 
     return await idempotent_write(pid, f"PUT /{resource.value}", key, payload, run, _answer)
 

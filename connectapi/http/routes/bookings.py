@@ -17,7 +17,7 @@ from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
 from ...domain.ids import MAX_ID, bounded_int
 from ...domain.validation import parse_json, parse_payload
-from ...engine import ActorUnavailable, AskTimeout, Wake
+from ...engine import ActorUnavailable, AskTimeout
 from ...storage import bookings
 from ..body import raw_body
 from ..idempotent import idempotent_write
@@ -58,7 +58,6 @@ async def create_booking() -> Response:
             raise ActorUnavailable(f"property[{pid}] did not answer in time") from None
         done = await ctx.writers.ask(
             pid, CreateBooking(who.key.id, who.key.scopes, body, ctx.clock.now(), claim), ctx.ask_timeout)
-        await _wake_after(done)
         return done
 
     return await idempotent_write(pid, CREATE_ROUTE, key, payload, run, _created)
@@ -90,15 +89,6 @@ def _if_match(value: str | None) -> frozenset[int] | None:
     if "*" in tags:
         return None
     return frozenset(int(found.group(1)) for tag in tags if (found := _OUR_TAG.fullmatch(tag)) is not None)
-
-
-async def _wake_after(done: BookingOutcome) -> None:
-    """The inventory drain for moved nights, the outbox for queued e-mails."""
-    if isinstance(done, BookingDone):
-        if done.inventory_moved:
-            await context().pushes.wake(caller().property.id, True, False)
-        if done.mails_queued:
-            context().outbox.try_tell(Wake())
 
 
 @blueprint.get("/bookings")
@@ -177,7 +167,6 @@ async def modify_booking(booking_id: str) -> Response:
         done = await ctx.writers.ask(
             pid, ModifyBooking(who.key.id, wanted, patch, _if_match(condition), ctx.clock.now(), claim),
             ctx.ask_timeout)
-        await _wake_after(done)
         return done
 
     # The key's request is the body under its condition: another If-Match is another request.
@@ -200,7 +189,6 @@ async def cancel_booking(booking_id: str) -> Response:
     body = parse_payload(CancelIn, parse_json(raw)) if raw.strip() else CancelIn()
     done = await ctx.writers.ask(
         who.property.id, CancelBooking(who.key.id, wanted, body.reason, ctx.clock.now()), ctx.ask_timeout)
-    await _wake_after(done)
     if isinstance(done, Refused):
         raise done.error
     return _booking_answer(done.booking)

@@ -1,0 +1,60 @@
+"""After a commit, whoever acts on it is woken here: the one place that knows who that is.
+
+Whatever commits work for others tells this what it committed, right after the commit:
+- cells marked dirty: the property's pushers (its inventory drain, its ARI projector);
+- e-mails queued: the outbox sender;
+- webhook events queued: the webhook sender;
+- OTA revisions to apply: the booking intake.
+
+The writers (PropertyWriter, the push leases, the reconciler) and the few changes made
+outside them (a webhook endpoint's ping or redelivery, an owner's set-up link) tell it;
+no route and no closure picks whom to wake. A wake-up is only a hint: every listener also
+sweeps the record on a timer, so one that is lost (a full mailbox, a listener not started
+yet or already stopped) delays work and loses none.
+
+The assembly attaches each listener as it starts it: the services (outbox, sender,
+intake) start after the property actors that commit work for them, and stop first.
+"""
+
+from __future__ import annotations
+
+from ..engine import Mailbox, Wake
+from .push_scheduler import PushScheduler
+
+
+class Wakeups:
+    def __init__(self) -> None:
+        self._pushes: PushScheduler | None = None
+        self._outbox: Mailbox[Wake] | None = None
+        self._webhooks: Mailbox[Wake] | None = None
+        self._intake: Mailbox[Wake] | None = None
+
+    def attach(self, *, pushes: PushScheduler | None = None, outbox: Mailbox[Wake] | None = None,
+               webhooks: Mailbox[Wake] | None = None, intake: Mailbox[Wake] | None = None) -> None:
+        """Listeners as the assembly starts them."""
+        if pushes is not None:
+            self._pushes = pushes
+        if outbox is not None:
+            self._outbox = outbox
+        if webhooks is not None:
+            self._webhooks = webhooks
+        if intake is not None:
+            self._intake = intake
+
+    async def cells_dirty(self, property_id: int, availability: bool, rates_or_restrictions: bool) -> None:
+        if self._pushes is not None:
+            await self._pushes.wake(property_id, availability, rates_or_restrictions)
+
+    def mails_queued(self) -> None:
+        if self._outbox is not None:
+            self._outbox.try_tell(Wake())
+
+    def events_queued(self) -> None:
+        if self._webhooks is not None:
+            self._webhooks.try_tell(Wake())
+
+    def revisions_waiting(self) -> None:
+        """OTA revisions wait to be read or applied (the channel manager's notice, an owner's
+        "apply again")."""
+        if self._intake is not None:
+            self._intake.try_tell(Wake())
