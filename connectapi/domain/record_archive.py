@@ -39,6 +39,9 @@ _RELATIONS = {"TABLE": "table", "TABLE DATA": "table", "SEQUENCE": "sequence", "
               "SEQUENCE OWNED BY": "sequence", "INDEX": "index"}
 _ON_A_TABLE = ("CONSTRAINT", "FK CONSTRAINT", "CHECK CONSTRAINT", "TRIGGER", "DEFAULT")
 MARK_TABLE = "schema_migrations"  # every record has it; its rows say the layout
+# The runner's own tables (storage/migrations.py): the restore's migrations write their rows
+# for the record they build, so an archive's rows for them are never loaded.
+BOOKKEEPING = (MARK_TABLE, "schema_functions")
 
 
 class NotOurs(ValueError):
@@ -230,7 +233,7 @@ def check_item(item: Copy | SequenceValue, schema: Schema) -> None:
             raise NotOurs(f"its data sets sequence {_shown(item.sequence)}, which connectapi does not have")
         return
     columns = schema.tables.get(item.table)
-    if columns is None or item.table == MARK_TABLE:
+    if columns is None or item.table in BOOKKEEPING:
         raise NotOurs(f"its data has rows for {_shown(item.table)}, which a restore does not load")
     unknown = [c for c in item.columns if c not in columns]
     if unknown or len(set(item.columns)) != len(item.columns):

@@ -10,10 +10,12 @@ Here the archive's schema is never taken:
    sequences, our functions and triggers), all in `public`; its schema_migrations rows
    must be our migrations, 1 to N, by number and name.
 2. In one transaction on the emptied record (`restore`): our migrations 1 to N build the
-   schema; every entry of the archive must name an object they made; pg_restore writes
-   (never runs) the rows as a script, which is read line by line (domain/record_archive)
-   and loaded by COPY statements we write, as a role without superuser rights where the
-   server lets us make one, tables in the order their references need.
+   schema, with the functions they bring in from our storage/sql files; every entry of
+   the archive must name an object they made; pg_restore writes (never runs) the rows as
+   a script, which is read line by line (domain/record_archive) and loaded by COPY
+   statements we write, as a role without superuser rights where the server lets us make
+   one, tables in the order their references need (the rows of schema_migrations and
+   schema_functions are the migrations' own, never the archive's).
 
 docs/operations.md, "Backup and restore".
 """
@@ -30,8 +32,8 @@ from pathlib import Path
 import asyncpg
 
 from ..domain.record_archive import (
-    MARK_TABLE, Copy, CopyEnd, Item, NotOurs, Row, Schema, SequenceValue, TocEntry, check_item, foreign_entries,
-    is_ours_in_shape, load_order, migrations_of, script_items, toc_entries,
+    BOOKKEEPING, MARK_TABLE, Copy, CopyEnd, Item, NotOurs, Row, Schema, SequenceValue, TocEntry, check_item,
+    foreign_entries, is_ours_in_shape, load_order, migrations_of, script_items, toc_entries,
 )
 from .migrations import apply_migrations, bundled_migrations
 from .record_copy import CopyError, NotAnArchive, connect, run_tool, said_as_copy_error, tool_said
@@ -172,7 +174,7 @@ async def _checked(archive: Archive, schema: Schema, scratch: Path, conn: asyncp
 def _data_script(archive: Archive, schema: Schema, scratch: Path) -> Path:
     """The archive's rows and sequence values as pg_restore writes them to a file, tables in
     the order their references need (pg_restore follows the list's order)."""
-    data = {e.tag: e for e in archive.entries if e.kind == "TABLE DATA" and e.tag != MARK_TABLE}
+    data = {e.tag: e for e in archive.entries if e.kind == "TABLE DATA" and e.tag not in BOOKKEEPING}
     ordered = [data[t] for t in load_order(data, schema.references)]
     ordered += [e for e in archive.entries if e.kind == "SEQUENCE SET"]
     listing, script = scratch / "list", scratch / "data.sql"

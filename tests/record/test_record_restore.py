@@ -1,13 +1,19 @@
 """The restore's role (storage/record_restore): the rows load as a role made for the one
-transaction, without superuser rights, gone with it. Against the real PostgreSQL."""
+transaction, without superuser rights, gone with it; a backup of a record restores with
+our functions and our bookkeeping. Against the real PostgreSQL."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import asyncpg
 import pytest
 import trio_asyncio
 
-from connectapi.storage.record_restore import drop_role, record_schema, restricted_role
+from connectapi.storage.migrations import bundled_functions
+from connectapi.storage.record_copy import dump
+from connectapi.storage.record_restore import check_archive, drop_role, record_schema, restore, restricted_role
+from tests.conftest import scratch_database
 
 
 async def test_the_rows_load_as_a_role_that_can_add_rows_and_nothing_more(fresh_dsn: str) -> None:
@@ -53,3 +59,43 @@ async def test_the_schema_is_read_from_the_catalog(fresh_dsn: str) -> None:
         assert ("api_keys", "properties") in schema.references
 
     await trio_asyncio.aio_as_trio(work)()
+
+
+async def test_a_backup_restores_with_the_functions_of_our_files(
+        fresh_dsn: str, pg_template: str, tmp_path: Path) -> None:
+    """The backup holds schema_functions with its rows: they are the migrations' own, built
+    again by the restore's migrations (loaded, they would collide with those), as
+    schema_migrations' are; a function's body in the backup is never taken."""
+    async def prepare() -> None:
+        conn = await asyncpg.connect(fresh_dsn)
+        try:
+            await conn.execute("INSERT INTO properties (name, timezone, currency, channel_manager, pms) "
+                               "VALUES ('Casa', 'Europe/Lisbon', 'EUR', true, true)")
+            await conn.execute("UPDATE schema_functions SET sha256 = 'from the backup'")
+            await conn.execute("CREATE OR REPLACE FUNCTION connectapi_prune_budgets(p_now double precision, "
+                               "p_limit integer) RETURNS integer LANGUAGE plpgsql AS $$ BEGIN RETURN -1; END $$")
+        finally:
+            await conn.close()
+
+    await trio_asyncio.aio_as_trio(prepare)()
+    backup = tmp_path / "record.dump"
+    dump(fresh_dsn, backup)
+    archive = check_archive(backup)
+    assert {e.tag for e in archive.entries if e.kind == "TABLE DATA"} >= {"schema_functions", "properties"}
+    async with scratch_database(pg_template) as target:
+        await restore(archive, target)
+
+        async def read() -> tuple[object, ...]:
+            conn = await asyncpg.connect(target)
+            try:
+                return (await conn.fetchval("SELECT name FROM properties"),
+                        dict(await conn.fetch("SELECT name, sha256 FROM schema_functions")),
+                        dict(await conn.fetch("SELECT proname, prosrc FROM pg_proc WHERE proname LIKE 'connectapi%'")))
+            finally:
+                await conn.close()
+
+        name, applied, bodies = await trio_asyncio.aio_as_trio(read)()
+    files = bundled_functions()
+    assert name == "Casa"
+    assert applied == {n: f.sha256 for n, f in files.items()}
+    assert set(bodies) == set(files) and "RETURN -1" not in str(bodies["connectapi_prune_budgets"])

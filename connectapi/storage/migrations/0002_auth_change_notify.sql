@@ -1,13 +1,7 @@
 -- Every change that alters how a request authenticates is announced, so that every
--- process's cache of keys forgets it. pg_notify is delivered on commit.
-
-CREATE FUNCTION connectapi_notify_auth_change() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('connectapi_auth', TG_TABLE_NAME);
-    RETURN NULL;
-END;
-$$;
+-- process's cache of keys forgets it: the triggers below call the function, in
+-- storage/sql/connectapi_notify_auth_change.sql (applied before this migration runs).
+-- functions: connectapi_notify_auth_change
 
 -- last_used_at is left out on purpose: it changes on use, not on what a key may do.
 CREATE TRIGGER api_keys_auth_change
