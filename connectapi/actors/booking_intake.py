@@ -25,9 +25,6 @@ apply to once if two rounds ever overlap (a holder stalled past its lease).
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -39,7 +36,7 @@ from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import MalformedRevision
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
                       RoundsActor)
-from ..storage import ota, round_leases
+from ..storage import leases, ota
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, RecordRefused, StorageError
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
 from .messages.property_writer import ApplyOtaRevision, RefuseOtaRevision, RevisionSettled, WriterMessage
@@ -77,7 +74,7 @@ class BookingIntake(RoundsActor):
 
     def __init__(self, db: Database, clock: Clock, channel: Mailbox[ChannelMessage],
                  writers: Registry[int, WriterMessage], sweep_seconds: float = 60.0,
-                 feed_pages: int = FEED_MAX_PAGES, batch: int = ROUND_BATCH) -> None:
+                 feed_pages: int = FEED_MAX_PAGES, batch: int = ROUND_BATCH, holder: str | None = None) -> None:
         self._db = db
         self._clock = clock
         self._channel = channel
@@ -86,17 +83,15 @@ class BookingIntake(RoundsActor):
         self._feed_pages = feed_pages
         self._batch = batch
         self._unknown_properties: set[str] = set()
-        # This incarnation's name on the lease (a crashed one's lease runs out like a dead
-        # process's).
-        self._holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._holder = holder or leases.process_holder()
 
     async def round(self) -> NextRound:
-        now = self._clock.now()
-        lease = await round_leases.take(self._db, LEASE_NAME, self._holder, now, now + LEASE)
+        lease = await leases.take_round(self._db, LEASE_NAME, self._holder, self._clock.shared_time(),
+                                        LEASE.total_seconds())
         if not lease.taken:
             # Another process is in a round: it runs one more when it ends (we left it
             # `again`). Look again when its lease would run out, in case it died.
-            return NextRound(due_in=max(0.0, (lease.held_until - now).total_seconds()) + 1.0)
+            return NextRound(due_in=max(0.0, lease.remaining) + 1.0)
         done: Round | None = None
         again = False
         try:
@@ -117,7 +112,8 @@ class BookingIntake(RoundsActor):
         stalled, and another process took the feed over) stops."""
         while True:
             await trio.sleep(RENEW_SECONDS)
-            if not await round_leases.renew(self._db, LEASE_NAME, self._holder, self._clock.now() + LEASE):
+            if not await leases.renew_round(self._db, LEASE_NAME, self._holder, self._clock.shared_time(),
+                                            LEASE.total_seconds()):
                 log.warning("intake: another process took the booking feed over while this one's round ran "
                             "past its lease; the round stops")
                 round_scope.cancel()
@@ -125,7 +121,7 @@ class BookingIntake(RoundsActor):
 
     async def _give_back(self) -> bool:
         try:
-            return await round_leases.give_back(self._db, LEASE_NAME, self._holder)
+            return await leases.give_back_round(self._db, LEASE_NAME, self._holder)
         except StorageError as exc:
             # It runs out by itself, and this process may take it again before that.
             log.warning("intake: could not give the booking feed's lease back: %s", exc)

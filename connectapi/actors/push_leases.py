@@ -19,9 +19,6 @@ if the holder died, it takes the property over then, from the record's dirty cel
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -29,7 +26,7 @@ from dataclasses import dataclass, field
 import trio
 
 from ..engine import Clock, NextRound, RoundsActor
-from ..storage import push_leases
+from ..storage import leases
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 
 log = logging.getLogger("connectapi.channel")
@@ -63,7 +60,7 @@ class PushLeases:
         self._db = db
         self._clock = clock
         self._wake = wake
-        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        self.holder = holder or leases.process_holder()
         self.seconds = seconds
         self._held: dict[int, _Held] = {}
         self._turns: dict[int, trio.Lock] = {}
@@ -93,7 +90,7 @@ class PushLeases:
             if held is not None and held.until > started:
                 held.kinds.add(kind)
                 return None
-            lease = await push_leases.take(self._db, property_id, self.holder, self._clock.shared_time(),
+            lease = await leases.take_push(self._db, property_id, self.holder, self._clock.shared_time(),
                                            self.seconds)
             if lease.holder == self.holder:
                 if held is None:
@@ -116,7 +113,7 @@ class PushLeases:
             started = self._clock.monotonic()
             if held.until - started >= need:
                 return held.until
-            kept = await push_leases.renew(self._db, self.holder, [property_id], self._clock.shared_time(),
+            kept = await leases.renew_push(self._db, self.holder, [property_id], self._clock.shared_time(),
                                            self.seconds)
             if property_id not in kept:
                 log.warning("the push lease of property %d went to another process", property_id)
@@ -137,7 +134,7 @@ class PushLeases:
             if held.kinds:
                 return
             del self._held[property_id]
-            dirty = await push_leases.give_back(self._db, property_id, self.holder, self._clock.now())
+            dirty = await leases.give_back_push(self._db, property_id, self.holder, self._clock.now())
         if dirty.availability or dirty.rates_or_restrictions:
             await self._wake(property_id, dirty.availability, dirty.rates_or_restrictions)
 
@@ -159,7 +156,7 @@ class PushLeases:
         if not snapshot:
             return 0
         started = self._clock.monotonic()
-        kept = set(await push_leases.renew(self._db, self.holder, [p for p, _ in snapshot],
+        kept = set(await leases.renew_push(self._db, self.holder, [p for p, _ in snapshot],
                                            self._clock.shared_time(), self.seconds))
         for property_id, held in snapshot:
             if self._held.get(property_id) is not held:
@@ -175,7 +172,7 @@ class PushLeases:
         """The process is stopping (its pushers have stopped): every lease is given back at
         once, so another process need not wait for them to run out."""
         self._held.clear()
-        return await push_leases.give_back_all(self._db, self.holder)
+        return await leases.give_back_all_push(self._db, self.holder)
 
 
 class PushLeaseKeeper(RoundsActor):

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
 import random
-import socket
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,7 +29,7 @@ from ..domain.webhook_signing import signed_headers, signing_secrets
 from ..domain.webhook_urls import Address, UnsafeUrl, check_resolved, check_url
 from ..engine import Clock, NextRound, RoundsActor
 from ..metrics import WEBHOOK_FAILURES
-from ..storage import notifications, properties, webhooks
+from ..storage import leases, notifications, properties, webhooks
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, StorageUnavailable, Tx
 
 log = logging.getLogger("connectapi.webhooks")
@@ -137,9 +134,7 @@ class WebhookSender(RoundsActor):
         self._nudge: Callable[[], None] = lambda: None
         self._busy: set[int] = set()  # endpoints with an attempt under way
         self._again = False  # an attempt ended since the last round began
-        # Whose lease on an endpoint is this process's (each incarnation its own: a lease
-        # left by a crashed one runs out like a dead process's).
-        self._holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._holder = leases.process_holder()
 
     def on_serving(self, nursery: trio.Nursery, nudge: Callable[[], None]) -> None:
         self._attempts, self._nudge = nursery, nudge
@@ -169,7 +164,8 @@ class WebhookSender(RoundsActor):
         # Each endpoint returned is leased to this process: every one is attempted. (A read
         # from before another attempt of ours was recorded cannot return its endpoint: the
         # lease was ours until that record.)
-        due = await webhooks.due(self._db, now, self._holder, now + SENDING_LEASE, sorted(self._busy), room)
+        due = await webhooks.due(self._db, now, self._holder, SENDING_LEASE.total_seconds(), sorted(self._busy), room,
+                                 lease_now=self._clock.shared_time())
         for item in due:
             self._busy.add(item.endpoint.id)
             self._attempts.start_soon(self._deliver, item)

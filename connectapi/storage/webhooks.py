@@ -10,6 +10,7 @@ import asyncpg
 
 from ..domain.webhook_events import Event
 from .database import Database
+from . import leases
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,17 +129,19 @@ async def record_event_now(db: Database, property_id: int, event: Event, endpoin
     return await db.transaction(work)
 
 
-async def due(db: Database, now: datetime, holder: str, lease_until: datetime,
-              busy: Sequence[int] = (), limit: int = 1000) -> list[Due]:
-    """For each active endpoint, its oldest pending delivery, when that one is due, taking
-    the endpoint's sending lease for `holder` until `lease_until`: an endpoint gets its
+async def due(db: Database, now: datetime, holder: str, lease_seconds: float, busy: Sequence[int] = (),
+              limit: int = 1000, lease_now: float | None = None) -> list[Due]:
+    """For each active endpoint, its oldest pending delivery, when that one is due at `now`,
+    taking the endpoint's sending lease for `holder` for `lease_seconds` (storage.leases: on
+    the database's clock, or at `lease_now` when a test gives one): an endpoint gets its
     events in order (a delivery waiting on a retry holds the rest) and from one process at
     a time. Endpoints another process holds, or this one has `busy`, are left alone; at
     most `limit` are taken."""
+    lease_at = leases.database_now("$6")
     rows = await db.fetch(
         f"""WITH sendable AS (
                 SELECT e.id FROM webhook_endpoints e
-                WHERE e.status = 'active' AND (e.sending_until IS NULL OR e.sending_until <= $1)
+                WHERE e.status = 'active' AND {leases.sending_free("e", lease_at)}
                       AND NOT e.id = ANY($4::bigint[])
                       AND (SELECT d.next_attempt_at FROM webhook_deliveries d
                            WHERE d.endpoint_id = e.id AND d.status = 'pending'
@@ -146,7 +149,7 @@ async def due(db: Database, now: datetime, holder: str, lease_until: datetime,
                 ORDER BY e.id LIMIT $5
                 FOR UPDATE OF e SKIP LOCKED),
             taken AS (
-                UPDATE webhook_endpoints e SET sending_by = $2, sending_until = $3
+                UPDATE webhook_endpoints e SET sending_by = $2, sending_until = {lease_at} + make_interval(secs => $3)
                 FROM sendable WHERE e.id = sendable.id RETURNING e.*)
             SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body,
                    {', '.join('e.' + n.strip() + ' AS e_' + n.strip() for n in _ENDPOINT.split(','))}
@@ -154,7 +157,7 @@ async def due(db: Database, now: datetime, holder: str, lease_until: datetime,
             CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                 ORDER BY d.event_seq, d.id LIMIT 1) d
             JOIN webhook_events ev ON ev.id = d.event_id""",
-        now, holder, lease_until, list(busy), limit)
+        now, holder, lease_seconds, list(busy), limit, lease_now)
     return [Due(r["delivery_id"], r["attempts"], r["first_attempt_at"], r["event_id"], r["body"], _endpoint(r, "e_"))
             for r in rows]
 
@@ -183,7 +186,7 @@ async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: in
                       first_attempt_at = COALESCE(first_attempt_at, $4)
                WHERE id = $1""", delivery_id, status, duration_ms, at)
         await conn.execute("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1", endpoint_id)
-        await _give_back(conn, endpoint_id, holder)
+        await leases.give_back_sending(conn, endpoint_id, holder)
 
     await db.transaction(work)
 
@@ -197,16 +200,9 @@ async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int |
                WHERE id = $1""", delivery_id, status, duration_ms, error[:500], next_attempt_at, at)
         await conn.execute("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1",
                            endpoint_id, at)
-        await _give_back(conn, endpoint_id, holder)
+        await leases.give_back_sending(conn, endpoint_id, holder)
 
     await db.transaction(work)
-
-
-async def _give_back(conn: asyncpg.Connection, endpoint_id: int, holder: str | None) -> None:
-    """The attempt is recorded: the endpoint's next delivery may go from any process."""
-    if holder is not None:
-        await conn.execute("""UPDATE webhook_endpoints SET sending_by = NULL, sending_until = NULL
-                              WHERE id = $1 AND sending_by = $2""", endpoint_id, holder)
 
 
 async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> list[Delivery]:

@@ -9,7 +9,7 @@ from datetime import date
 import pytest
 
 from connectapi.actors.push_leases import LEASE_SECONDS
-from connectapi.storage import push_leases, pushes
+from connectapi.storage import leases, pushes
 
 from .harness import Harness, eventually
 from .test_pacing import let_run, sandbox_value, set_night
@@ -31,7 +31,7 @@ async def calls(api: Harness) -> int:
 async def test_a_property_another_process_pushes_is_left_to_it_until_its_lease_runs_out(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    held = await push_leases.take(api.ctx.db, prop["id"], "another-process", api.ctx.clock.shared_time(),
+    held = await leases.take_push(api.ctx.db, prop["id"], "another-process", api.ctx.clock.shared_time(),
                                   LEASE_SECONDS)
     assert held.holder == "another-process"
     before = await calls(api)
@@ -58,7 +58,7 @@ async def test_a_property_left_dirty_by_a_dead_process_is_taken_over_within_30_s
     await let_run()
     api.advance(1)  # past the sweep at start
     await let_run()
-    await push_leases.take(api.ctx.db, prop["id"], "a-dead-process", api.ctx.clock.shared_time(), LEASE_SECONDS)
+    await leases.take_push(api.ctx.db, prop["id"], "a-dead-process", api.ctx.clock.shared_time(), LEASE_SECONDS)
     await api.ctx.db.execute("UPDATE availability_cells SET available = 5, version = version + 1 "
                              "WHERE property_id = $1 AND night = $2", prop["id"], NIGHT)
     for second in range(1, 31):
@@ -82,7 +82,7 @@ async def test_the_lease_is_held_through_a_pause_and_given_back_once_clean(api: 
         await let_run()
         api.advance(2)  # small steps: a renewal still on its way (real time) when the clock moves is late
         await let_run()
-        holders = await push_leases.holders(api.ctx.db, api.ctx.clock.shared_time())
+        holders = await leases.push_holders(api.ctx.db, api.ctx.clock.shared_time())
         assert list(holders) == [prop["id"]] and holders[prop["id"]][1] > 0, holders
     api.advance(2)
     await settled(api, prop["id"])
@@ -91,4 +91,4 @@ async def test_the_lease_is_held_through_a_pause_and_given_back_once_clean(api: 
 
 
 async def given_back(api: Harness) -> bool:
-    return not await push_leases.holders(api.ctx.db)
+    return not await leases.push_holders(api.ctx.db)

@@ -14,8 +14,9 @@ import pytest
 import trio
 import trio.testing
 
-from connectapi.actors.booking_intake import LEASE, LEASE_NAME, BookingIntake
+from connectapi.actors.booking_intake import LEASE, LEASE_NAME, ROUND_BATCH, BookingIntake
 from connectapi.actors.channel_manager import ChannelManagerActor
+from connectapi.channel.client import FEED_MAX_PAGES
 from connectapi.actors.messages.channel_manager import ChannelMessage
 from connectapi.actors.messages.property_writer import WriterMessage
 from connectapi.actors.property_writer import PropertyWriter
@@ -33,7 +34,7 @@ from connectapi.channel.sandbox.serve import serve_sandbox
 from connectapi.channel.sandbox.state import SandboxState
 from connectapi.domain.admin_models import PropertyIn
 from connectapi.engine import FakeClock, Mailbox, Registry, open_supervisor
-from connectapi.storage import properties, round_leases
+from connectapi.storage import leases, properties
 from connectapi.storage.database import Database
 from connectapi.storage.records import Property
 from tests.api.harness import eventually
@@ -263,7 +264,8 @@ def before_each_call(sandbox: Sandbox, hook: Callable[[int], None]) -> None:
 
 
 @asynccontextmanager
-async def running_intake(db: Database, sandbox: Sandbox, at: datetime, **limits: int) -> AsyncIterator[None]:
+async def running_intake(db: Database, sandbox: Sandbox, at: datetime, feed_pages: int = FEED_MAX_PAGES,
+                         batch: int = ROUND_BATCH) -> AsyncIterator[None]:
     """The intake as the service runs it: an actor, beside the channel-manager actor and the
     properties' writers."""
     clock = FakeClock(at)
@@ -273,7 +275,7 @@ async def running_intake(db: Database, sandbox: Sandbox, at: datetime, **limits:
         writers: Registry[int, WriterMessage] = Registry(
             supervisor, lambda pid: PropertyWriter(pid, db, Wakeups()), name="writer", idle_after=300, ask_timeout=10)
         await supervisor.spawn("booking-intake", lambda: BookingIntake(
-            db, clock, channel, writers, sweep_seconds=60, **limits), mailbox_size=1)
+            db, clock, channel, writers, sweep_seconds=60, feed_pages=feed_pages, batch=batch), mailbox_size=1)
         yield
 
 
@@ -385,7 +387,7 @@ async def test_a_dead_processes_round_runs_out_and_another_takes_the_feed_over(
     prop = await mapped_property(db, sandbox, at)
     made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(3)]
     # Another process took the intake's lease and died in its round.
-    assert (await round_leases.take(db, LEASE_NAME, "a-dead-process", at, at + LEASE)).taken
+    assert (await leases.take_round(db, LEASE_NAME, "a-dead-process", at.timestamp(), LEASE.total_seconds())).taken
     async with running_intake(db, sandbox, at):
         # This one's first round finds the lease held, asks its holder for a round more, and
         # leaves the feed alone.

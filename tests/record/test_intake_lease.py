@@ -3,28 +3,29 @@ two rounds ever overlap, a revision is still settled once."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import trio
 
 from connectapi.actors.ota_writer import refuse_revision
-from connectapi.storage import ota, round_leases
+from connectapi.storage import leases, ota
 from connectapi.storage.database import open_database
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-LEASE = timedelta(seconds=30)
+LEASE = 30.0
+T0 = NOW.timestamp()
 NAME = "booking-intake"
 
 
 async def test_three_processes_racing_for_the_lease_one_takes_it(fresh_dsn: str) -> None:
     async with open_database(fresh_dsn, min_size=4, max_size=8) as db:
         for turn in range(5):  # the first take inserts the row; later ones update it
-            at = NOW + turn * LEASE
+            at = T0 + turn * LEASE
             taken: dict[str, bool] = {}
 
             async def take(holder: str) -> None:
-                taken[holder] = (await round_leases.take(db, NAME, holder, at, at + LEASE)).taken
+                taken[holder] = (await leases.take_round(db, NAME, holder, at, LEASE)).taken
 
             async with trio.open_nursery() as nursery:
                 for holder in ("a", "b", "c"):
@@ -32,36 +33,49 @@ async def test_three_processes_racing_for_the_lease_one_takes_it(fresh_dsn: str)
             winners = [holder for holder, won in taken.items() if won]
             assert len(winners) == 1, taken
             # The two that lost asked for a round more: the winner runs it.
-            assert await round_leases.give_back(db, NAME, winners[0]) is True
+            assert await leases.give_back_round(db, NAME, winners[0]) is True
 
 
 async def test_a_held_lease_is_left_alone_renewed_and_given_back(fresh_dsn: str) -> None:
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
-        assert (await round_leases.take(db, NAME, "a", NOW, NOW + LEASE)).taken
-        held = await round_leases.take(db, NAME, "b", NOW + timedelta(seconds=10), NOW + timedelta(seconds=40))
-        assert held == round_leases.Lease(False, NOW + LEASE)  # b looks again when a's lease would run out
-        assert await round_leases.renew(db, NAME, "a", NOW + 2 * LEASE)
-        assert not (await round_leases.take(db, NAME, "b", NOW + LEASE, NOW + 2 * LEASE)).taken  # renewed
-        assert await round_leases.give_back(db, NAME, "a") is True  # b asked meanwhile
+        assert (await leases.take_round(db, NAME, "a", T0, LEASE)).taken
+        held = await leases.take_round(db, NAME, "b", T0 + 10, LEASE)
+        assert held == leases.RoundLease(False, LEASE - 10)  # b looks again when a's lease would run out
+        assert await leases.renew_round(db, NAME, "a", T0 + LEASE, LEASE)  # now held until T0 + 2 LEASE
+        assert not (await leases.take_round(db, NAME, "b", T0 + LEASE, LEASE)).taken  # renewed
+        assert await leases.give_back_round(db, NAME, "a") is True  # b asked meanwhile
         # Given back: free for anyone at once, and nobody asked for more since.
-        assert (await round_leases.take(db, NAME, "b", NOW + LEASE, NOW + 2 * LEASE)).taken
-        assert await round_leases.give_back(db, NAME, "b") is False
-        assert await round_leases.give_back(db, NAME, "b") is False  # not held: nothing to give
-        assert not await round_leases.renew(db, NAME, "b", NOW + 3 * LEASE)
+        assert (await leases.take_round(db, NAME, "b", T0 + LEASE, LEASE)).taken
+        assert await leases.give_back_round(db, NAME, "b") is False
+        assert await leases.give_back_round(db, NAME, "b") is False  # not held: nothing to give
+        assert not await leases.renew_round(db, NAME, "b", T0 + 2 * LEASE, LEASE)
 
 
 async def test_a_dead_holders_lease_runs_out_and_another_takes_it_over(fresh_dsn: str) -> None:
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
-        assert (await round_leases.take(db, NAME, "a", NOW, NOW + LEASE)).taken
+        assert (await leases.take_round(db, NAME, "a", T0, LEASE)).taken
         # a dies mid-round: nobody gives the lease back, nobody renews it.
-        almost = NOW + LEASE - timedelta(milliseconds=1)
-        assert not (await round_leases.take(db, NAME, "b", almost, almost + LEASE)).taken
-        assert (await round_leases.take(db, NAME, "b", NOW + LEASE, NOW + 2 * LEASE)).taken
+        assert not (await leases.take_round(db, NAME, "b", T0 + LEASE - 0.001, LEASE)).taken
+        assert (await leases.take_round(db, NAME, "b", T0 + LEASE, LEASE)).taken
         # a comes back from a stall: its lease is gone; it can neither renew nor give it back.
-        assert not await round_leases.renew(db, NAME, "a", NOW + 3 * LEASE)
-        assert await round_leases.give_back(db, NAME, "a") is False
-        assert not (await round_leases.take(db, NAME, "a", NOW + LEASE, NOW + 2 * LEASE)).taken
-        assert await round_leases.give_back(db, NAME, "b") is True  # a asked, b runs one more
+        assert not await leases.renew_round(db, NAME, "a", T0 + 2 * LEASE, LEASE)
+        assert await leases.give_back_round(db, NAME, "a") is False
+        assert not (await leases.take_round(db, NAME, "a", T0 + LEASE, LEASE)).taken
+        assert await leases.give_back_round(db, NAME, "b") is True  # a asked, b runs one more
+
+
+async def test_the_database_clock_judges_a_lease_when_no_time_is_given(fresh_dsn: str) -> None:
+    """In service no process gives its own time: whether a lease ran out is the database's
+    call, so a host whose clock is off cannot take a lease still running (issue 31)."""
+    async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
+        taken = await leases.take_round(db, NAME, "a", None, LEASE)
+        assert taken.taken and LEASE - 1 < taken.remaining <= LEASE
+        held = await leases.take_round(db, NAME, "b", None, LEASE)
+        assert not held.taken and 0 < held.remaining <= LEASE
+        assert await leases.renew_round(db, NAME, "a", None, LEASE)
+        # A lease given a past instant is judged there: it has run out for a clock that far ahead.
+        assert (await leases.take_round(db, NAME, "b", (await db.fetchval(
+            "SELECT extract(epoch FROM clock_timestamp())::double precision")) + LEASE + 1, LEASE)).taken
 
 
 async def test_a_revision_another_round_settled_is_neither_refused_nor_told_again(fresh_dsn: str) -> None:

@@ -100,7 +100,7 @@ async def test_a_refused_cell_is_read_again_only_once_its_retry_is_due(db: Datab
     from datetime import timedelta
 
     from connectapi.storage import channel_refusals
-    from connectapi.storage.push_leases import give_back
+    from connectapi.storage.leases import give_back_push as give_back
 
     pid, room, _ = await a_property(db)
     await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
