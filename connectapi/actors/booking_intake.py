@@ -35,7 +35,7 @@ from ..channel.client import FEED_MAX_PAGES
 from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import MalformedRevision
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
-                      RoundsActor)
+                      RoundsActor, Wake)
 from ..storage import leases, ota
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, RecordRefused, StorageError
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
@@ -65,7 +65,7 @@ RENEW_SECONDS = 10.0
 GIVE_BACK_SECONDS = 5.0  # to give the lease back when a round ends by a failure or a stop
 
 
-class BookingIntake(RoundsActor):
+class BookingIntake(RoundsActor[Wake]):
     name = "booking-intake"
     # The record away, or the channel-manager actor restarting: the revisions wait where
     # they are (the feed, the record) for the next round.

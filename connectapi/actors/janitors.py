@@ -7,7 +7,7 @@ import logging
 
 from ..domain import idempotency as idem
 from ..domain.retention import Retention
-from ..engine import Clock, NextRound, RoundsActor
+from ..engine import Clock, NextRound, RoundsActor, Wake
 from ..domain.owners import LOCKOUT_WAIT, LOCKOUT_WINDOW, SESSION_IDLE
 from ..storage import budgets, idempotency, owners, retention
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
@@ -17,7 +17,7 @@ log = logging.getLogger("connectapi")
 RELISTEN_AFTER = 1.0
 
 
-class IdempotencyJanitor(RoundsActor):
+class IdempotencyJanitor(RoundsActor[Wake]):
     """Idempotency keys are kept 7 days (the contract's, not a setting): forget older ones,
     at start and then every `every`."""
 
@@ -37,7 +37,7 @@ class IdempotencyJanitor(RoundsActor):
         return NextRound()
 
 
-class RetentionJanitor(RoundsActor):
+class RetentionJanitor(RoundsActor[Wake]):
     """Prunes what the record keeps only for a while (`storage.retention.RETAINED`: batches,
     webhook deliveries and events, sent e-mails, allowlist refusals, settled OTA revisions)
     once past its retention, at start and then every `every`. Each table goes `BATCH` rows
@@ -82,7 +82,7 @@ class RetentionJanitor(RoundsActor):
         return NextRound(more=more or console >= self.BATCH)
 
 
-class BudgetJanitor(RoundsActor):
+class BudgetJanitor(RoundsActor[Wake]):
     """Budget subjects with nothing left in their window are forgotten, a batch at a time
     (each its own short statement that skips rows a request holds), every `every`. The
     windows of active subjects are trimmed by the requests that charge them."""
@@ -110,7 +110,7 @@ class BudgetJanitor(RoundsActor):
         return NextRound()
 
 
-class KeyListener(RoundsActor):
+class KeyListener(RoundsActor[Wake]):
     """Keeps the key directory's LISTEN connection: a round lasts as long as the connection,
     and the next one starts a second after it is lost."""
 

@@ -18,7 +18,7 @@ import trio
 
 from ..domain.mail_settings import SmtpSettings
 from ..domain.text import one_line
-from ..engine import Clock, NextRound, RoundsActor
+from ..engine import Clock, NextRound, RoundsActor, Wake
 from ..storage import notifications
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from ..storage.records import Notification
@@ -75,7 +75,7 @@ class SmtpTransport:
             client.send_message(message)
 
 
-class OutboxSender(RoundsActor):
+class OutboxSender(RoundsActor[Wake]):
     """Rounds: every e-mail due, after a wake-up (a booking just committed) and every
     `sweep_seconds`."""
 

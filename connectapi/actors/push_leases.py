@@ -175,7 +175,7 @@ class PushLeases:
         return await leases.give_back_all_push(self._db, self.holder)
 
 
-class PushLeaseKeeper(RoundsActor):
+class PushLeaseKeeper(RoundsActor[Wake]):
     """Renews this process's push leases every RENEW_EVERY seconds."""
 
     name = "push-lease-keeper"

@@ -30,7 +30,7 @@ class PushScheduler:
             await self._projectors.try_tell(property_id, Wake())
 
 
-class PushSweeper(RoundsActor):
+class PushSweeper(RoundsActor[Wake]):
     """Dirty marks live in the record: after a restart, or a missed wake, this finds them."""
 
     name = "push-sweep"

@@ -21,13 +21,13 @@ from ..storage import properties, pushes
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from .channel_manager import CALL_ASK_TIMEOUT
 from .messages.channel_manager import ChannelMessage, ReadGrid
-from .messages.reconciler import Checked, CheckProperty
+from .messages.reconciler import Checked, CheckProperty, ReconcilerMessage
 from .wakeups import Wakeups
 
 log = logging.getLogger("connectapi.channel")
 
 
-class Reconciler(RoundsActor):
+class Reconciler(RoundsActor[ReconcilerMessage]):
     name = "reconciler"
     interval = 60.0  # nothing to check: look again after this
     # The record away, or the channel-manager actor restarting: look again soon.
@@ -67,7 +67,7 @@ class Reconciler(RoundsActor):
             return NextRound()  # the channel manager did not answer: after the interval
         return NextRound(more=True)  # the next property at once: the read budget paces us
 
-    async def handle_message(self, message: Any) -> Any:
+    async def handle_message(self, message: ReconcilerMessage) -> Any:
         if isinstance(message, CheckProperty):
             return await self.check(message.property_id)
         return await super().handle_message(message)

@@ -12,14 +12,14 @@ import subprocess
 
 import trio
 
-from ..engine import NextRound, RoundsActor
+from ..engine import NextRound, RoundsActor, Wake
 from ..storage.embedded import EmbeddedPostgres
 
 log = logging.getLogger("connectapi.storage")
 RETRY_START = 5.0
 
 
-class RecordWatchdog(RoundsActor):
+class RecordWatchdog(RoundsActor[Wake]):
     name = "record-watchdog"
 
     def __init__(self, embedded: EmbeddedPostgres, every: float) -> None:

@@ -27,7 +27,7 @@ from ..domain import emails
 from ..domain.webhook_retry import next_wait
 from ..domain.webhook_signing import signed_headers, signing_secrets
 from ..domain.webhook_urls import Address, UnsafeUrl, check_resolved, check_url
-from ..engine import Clock, NextRound, RoundsActor
+from ..engine import Clock, NextRound, RoundsActor, Wake
 from ..metrics import WEBHOOK_FAILURES
 from ..storage import leases, notifications, properties, webhooks
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, StorageUnavailable, Tx
@@ -106,7 +106,7 @@ async def read_at_most(response: httpx.Response, limit: int) -> int:
     return read
 
 
-class WebhookSender(RoundsActor):
+class WebhookSender(RoundsActor[Wake]):
     """Rounds: every delivery due, at once after a wake-up (an event just recorded), when
     the next retry falls due, and every `sweep_seconds` as a safety net.
 

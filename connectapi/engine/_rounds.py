@@ -31,9 +31,10 @@ class NextRound:
     due_in: float | None = None
 
 
-class RoundsActor(Actor[Any]):
+class RoundsActor(Actor[M]):
     """A round at start, on every `Wake`, at least every `interval` seconds, and at once
-    again while a round says more is waiting.
+    again while a round says more is waiting. `M` is every message the actor takes: `Wake`
+    alone for most (`RoundsActor[Wake]`), `Wake` or its own asks for the others.
 
     A failure of the outside named in `waits_out` (the record unreachable, say) is not a
     crash: the actor logs it once, waits (1 s, doubling up to `outage_wait_max`) and tries
@@ -58,10 +59,10 @@ class RoundsActor(Actor[Any]):
     async def round(self) -> NextRound:
         raise NotImplementedError
 
-    async def handle_message(self, message: Any) -> Any:
+    async def handle_message(self, message: M) -> Any:
         raise TypeError(f"{type(self).__name__} takes no {type(message).__name__}")
 
-    async def handle(self, message: Any) -> Any:
+    async def handle(self, message: M) -> Any:
         if isinstance(message, Wake):
             await self.run_round()
             return None
