@@ -30,7 +30,7 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("front", "front overhead and the ARI write path", "front", "front.json",
              ("--seconds", "4", "--rounds", "2", "--write-rounds", "10"),
-             ("--seconds", "1", "--rounds", "1", "--write-rounds", "2")),
+             ("--seconds", "1", "--rounds", "1", "--write-rounds", "2", "--profile-seconds", "1")),
     Scenario("pipeline", "push latency and coalescing (one property, 200 properties)", "pipeline", "pipeline.json",
              ("--properties", "200", "--idle-writes", "2", "--idle-gap", "3", "--steady-seconds", "10"),
              ("--properties", "5", "--idle-writes", "2", "--idle-gap", "1", "--steady-seconds", "3",
@@ -63,8 +63,9 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if (f := figures.get("front")) is not None:
         found.append(_target("front", "GET /property throughput / bare route", round(f["ratio"], 2), "ratio",
-                             ">= 0.60", f["ratio"] >= 0.60,
-                             f"bare route {f['bare']['rps']:.0f} req/s, GET /property {f['api']['rps']:.0f} req/s"))
+                             ">= 0.80", f["ratio"] >= 0.80,
+                             f"bare route {f['bare']['rps']:.0f} req/s, GET /property {f['api']['rps']:.0f} req/s; "
+                             "where the time goes: below"))
         w = f["ari_write"]
         found.append(_target("front", f"PUT /rates of {w['cells']} cells, p50", round(w["route_p50_ms"], 1), "ms",
                              "< 150 ms", w["route_p50_ms"] < 150, f"raw asyncpg upsert p50 {w['raw_p50_ms']:.1f} ms"))
@@ -231,6 +232,31 @@ def _plots(figures: dict[str, Any], plots: Path) -> list[tuple[str, str]]:
     return made
 
 
+def _front_profile(front: dict[str, Any] | None) -> list[str]:
+    """The front scenario's py-spy profile: CPU per request by where it is spent."""
+    profile = (front or {}).get("profile")
+    if not profile:
+        return []
+    api, bare = profile["api"], profile["bare"]
+    lines = ["", "## Where GET /property's time goes", "",
+             "CPU µs per request in the server, sampled by py-spy while each route is under the same load "
+             "(`bench/front_profile.py` says what each line holds). The difference is what the contract's gates "
+             "cost over a bare route.", "",
+             "| | GET /property | bare route | difference |", "|---|---|---|---|"]
+    for name in api:
+        lines.append(f"| {name} | {api[name]:.0f} | {bare[name]:.0f} | {api[name] - bare[name]:+.0f} |")
+    total_api, total_bare = sum(api.values()), sum(bare.values())
+    lines.append(f"| all | {total_api:.0f} | {total_bare:.0f} | {total_api - total_bare:+.0f} |")
+    record = api["budget statement"] + api["other record I/O"] - bare["other record I/O"]
+    extra = total_api - total_bare
+    if extra > 0:
+        lines += ["", f"Counting the request's budgets in the record (the statement, and asyncpg and trio-asyncio "
+                      f"running it) is {record:.0f} µs of the {extra:.0f} µs GET /property costs over the bare route "
+                      f"({record / extra:.0%}); the rest is the gates' own work and the framework and scheduler "
+                      "work of a request that waits once more."]
+    return lines
+
+
 def write_report(figures: dict[str, Any], quick: bool, seconds: float, report_dir: Path) -> dict[str, Any]:
     found = targets(figures)
     box = machine()
@@ -257,6 +283,7 @@ def write_report(figures: dict[str, Any], quick: bool, seconds: float, report_di
     missing = [s.name for s in SCENARIOS if s.name not in figures]
     if missing:
         lines += ["", f"No result from: {', '.join(missing)}."]
+    lines += _front_profile(figures.get("front"))
     for title, name in plots:
         lines += ["", f"## {title}", "", f"![{title}](plots/{name})"]
     lines += ["", "Each scenario is its own command (`python -m bench.<name> --help`); its full figures are in "

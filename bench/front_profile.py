@@ -1,0 +1,89 @@
+"""Where the front's time goes: py-spy samples the server while it answers one route, and the
+samples are put in buckets by the code they are in (issue 28: "profile it and say in the
+report where the time goes").
+
+Buckets, first match from the innermost of our frames outwards:
+- `budget statement`: counting the request's budgets in the record (BudgetKeeper, the
+  batcher, the held connection), with the asyncpg and trio-asyncio work it runs;
+- `other record I/O`: any other asyncpg or trio-asyncio work (none on these two routes);
+- `gates`: the rest of the gate pipeline (key cache, judge, address, RateLimit headers);
+- `route`: the view itself and its answer's envelope;
+- `app hooks`: what every answer gets (request id, log line and metrics, a body's drain);
+- `quart`, `hypercorn and h11`: the framework and the HTTP server;
+- `trio`: the scheduler and socket I/O, whatever task it runs for.
+
+Each bucket is reported in CPU microseconds per request, for GET /property and for the bare
+route on the same server: the difference is what the contract's gates cost.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+BUCKETS = ("budget statement", "other record I/O", "gates", "route", "app hooks", "quart", "hypercorn and h11", "trio",
+           "other")
+SAMPLES_PER_SECOND = 250
+
+
+def py_spy() -> str:
+    """The py-spy of this environment (the bench's and the tests' extras install it)."""
+    beside = Path(sys.executable).with_name("py-spy")
+    found = str(beside) if beside.exists() else shutil.which("py-spy")
+    if found is None:
+        raise RuntimeError("py-spy is not installed: `make bench` installs it (pip install py-spy)")
+    return found
+
+
+def start_recording(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy recording `pid` for `seconds` into `out` (collapsed stacks)."""
+    return subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--duration", str(max(2, round(seconds))),
+                             "--rate", str(SAMPLES_PER_SECOND), "--format", "raw", "--output", str(out),
+                             "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def finish_recording(recording: subprocess.Popen[bytes]) -> None:
+    _, err = recording.communicate(timeout=120)
+    if recording.returncode != 0:
+        raise RuntimeError(f"py-spy failed: {err.decode(errors='replace')[-2000:]}")
+
+
+def bucket_of(frames: list[str]) -> str:
+    """The bucket of one sample, from its stack (outermost first)."""
+    text = ";".join(frames)
+    if any(name in text for name in ("BudgetKeeper.", "RecordCounter.", "HeldConnection.", "charge_many")):
+        return "budget statement"
+    if "asyncpg/" in text or "trio_asyncio/" in text:
+        return "other record I/O"
+    # Every sample has the server's main frames (bench/server.py) at its root: ours are the
+    # service's and the bare route's.
+    innermost_ours = next((f for f in reversed(frames) if "connectapi/" in f or f.startswith("bare_route ")), None)
+    if innermost_ours is not None:
+        if "/gates.py" in innermost_ours or "ratelimit" in innermost_ours:
+            return "gates"
+        if any(part in innermost_ours for part in ("connectapi/http/api/", "envelope.py", "bare_route ")):
+            return "route"
+        if any(part in innermost_ours for part in ("connectapi/http/app.py", "observe.py")):
+            return "app hooks"
+    innermost = frames[-1] if frames else ""
+    for bucket, marks in (("quart", ("quart/", "quart_trio/", "werkzeug/")),
+                          ("hypercorn and h11", ("hypercorn/", "h11/")),
+                          ("trio", ("trio/", "outcome/"))):
+        if any(mark in innermost for mark in marks):
+            return bucket
+    return "other"
+
+
+def buckets(raw: Path, requests: int) -> dict[str, float]:
+    """CPU microseconds per request in each bucket, from py-spy's collapsed stacks."""
+    counted: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        counted[bucket_of(stack.split(";"))] += int(count)
+    per_sample_us = 1_000_000 / SAMPLES_PER_SECOND
+    return {name: round(counted[name] * per_sample_us / max(1, requests), 1) for name in BUCKETS}
