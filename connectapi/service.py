@@ -40,8 +40,8 @@ from .http.app import create_app
 from .http.budget_keeper import BudgetKeeper
 from .storage.budget_batcher import BudgetCounter, RecordCounter
 from .http.context import FrontContext
-from .http.connections import connection_cap
-from .http.serving import bound_socket, hypercorn_config, serve_http
+from .http.serving.connections import connection_cap
+from .http.serving.server import bound_socket, hypercorn_config, serve_http
 from .storage.database import Database, StorageError, open_database
 from .storage.embedded import EmbeddedPostgres, ensure_database
 from .storage.key_directory import KeyDirectory

@@ -40,7 +40,7 @@ from .bundle import own_command, own_environment
 from .config import Settings, resolve_admin_token
 from .domain.worker_pool import RestartBackoff, describe_exit
 from .engine import open_supervisor
-from .http.serving import bound_socket, socket_url
+from .http.serving.server import bound_socket, socket_url
 from .service import EMBEDDED_DATABASE, SERVICE_POLICY, WORKER_READY, announce, start_record
 from .storage.database import open_database
 from .storage.embedded import EmbeddedPostgres, ensure_database

@@ -1,4 +1,5 @@
-"""The app factory: blueprints, gates, the envelope for every answer, one place for 500s."""
+"""The app factory: every audience's blueprints, their gates, the envelope for every answer,
+one place for 500s."""
 
 from __future__ import annotations
 
@@ -11,19 +12,29 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ..domain.errors import ApiError
+from ..domain.paths import ADMIN_PREFIX, CONNECT_PREFIX
 from ..domain.ratelimit_headers import policy_header, ratelimit_header
 from ..engine import ActorCrashed, ActorUnavailable, AskTimeout
 from ..storage.database import RecordRefused, StorageUnavailable
-from . import (admin, admin_actors, admin_bookings, admin_channel, admin_owners, admin_webhooks, console, envelope,
-               gates, health, observe, public)
+from . import console, envelope, observe
+from .admin import actors as admin_actors
+from .admin import bookings as admin_bookings
+from .admin import channel as admin_channel
+from .admin import metrics as admin_metrics
+from .admin import owners as admin_owners
+from .admin import properties as admin_properties
+from .admin import webhooks as admin_webhooks
+from .admin.token import check_admin_token
+from .api import ari as ari_routes
+from .api import batches as batch_routes
+from .api import bookings as booking_routes
+from .api import property as property_routes
+from .api import sync as sync_routes
+from .api.gates import MAX_BODY_BYTES, run_gates
 from .console.session import error_page, is_console_path
-from .context import FrontContext
+from .context import FrontContext, context
 from .converters import IdConverter
-from .routes import ari as ari_routes
-from .routes import batches as batch_routes
-from .routes import bookings as booking_routes
-from .routes import property as property_routes
-from .routes import sync as sync_routes
+from .public import documents, health, notify
 
 log = logging.getLogger("connectapi.http")
 
@@ -40,7 +51,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.config["CONNECTAPI"] = ctx
     # Quart refuses a larger body as it arrives (chunked included); the gates refuse a
     # declared Content-Length before anything is read.
-    app.config["MAX_CONTENT_LENGTH"] = gates.MAX_BODY_BYTES
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     # A body must arrive whole within this (Quart's default is 60 s): a slow sender holds a
     # connection and a request's memory meanwhile.
     app.config["BODY_TIMEOUT"] = BODY_TIMEOUT_SECONDS
@@ -55,27 +66,28 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.url_map.strict_slashes = False
 
     app.register_blueprint(health.blueprint)
-    app.register_blueprint(admin.blueprint)
+    app.register_blueprint(admin_properties.blueprint)
     app.register_blueprint(admin_channel.blueprint)
     app.register_blueprint(admin_bookings.blueprint)
     app.register_blueprint(admin_webhooks.blueprint)
     app.register_blueprint(admin_actors.blueprint)
     app.register_blueprint(admin_owners.blueprint)
     app.register_blueprint(console.blueprint)
-    app.register_blueprint(public.blueprint)
-    app.register_blueprint(observe.blueprint)
+    app.register_blueprint(notify.blueprint)
+    app.register_blueprint(documents.blueprint)
+    app.register_blueprint(admin_metrics.blueprint)
     for routes in (property_routes, ari_routes, batch_routes, sync_routes, booking_routes):
-        app.register_blueprint(routes.blueprint, url_prefix=gates.CONNECT_PREFIX)
+        app.register_blueprint(routes.blueprint, url_prefix=CONNECT_PREFIX)
 
     @app.before_request
     async def gate() -> None:
         g.request_id = uuid.uuid4().hex
         observe.started()
         path = request.path
-        if path.startswith(gates.CONNECT_PREFIX + "/") or path == gates.CONNECT_PREFIX:
-            await gates.run_gates()
-        elif path.startswith(admin.ADMIN_PREFIX + "/"):
-            await admin.check_admin_token()
+        if path.startswith(CONNECT_PREFIX + "/") or path == CONNECT_PREFIX:
+            await run_gates()
+        elif path.startswith(ADMIN_PREFIX + "/"):
+            await check_admin_token()
 
     @app.after_request
     async def headers(response: Response) -> Response:
@@ -88,7 +100,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
             response.headers["RateLimit-Policy"] = policy_header(policies)
             response.headers["RateLimit"] = ratelimit_header(policies)
         observe.answered(response)
-        if close or gates.context().stopping.is_set():
+        if close or context().stopping.is_set():
             # Stopping: the client goes elsewhere for its next request. A body not read in
             # time: the connection is not worth keeping, and no refusal waits on a slow body.
             response.headers["Connection"] = "close"
@@ -116,7 +128,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
             "NOT_FOUND": "no such route",
             "METHOD_NOT_ALLOWED": (f"{request.method} is not allowed here" if request.method in observe.KNOWN_METHODS
                                    else "this method is not allowed here"),
-            "PAYLOAD_TOO_LARGE": f"the body exceeds {gates.MAX_BODY_BYTES} bytes",
+            "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes",
             "REQUEST_TIMEOUT": "the body did not arrive in time",
         }
         if is_console_path(request.path):

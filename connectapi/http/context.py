@@ -1,10 +1,13 @@
-"""What the front needs from the rest of the service, handed to the app factory."""
+"""What the front needs from the rest of the service, handed to the app factory, and how
+any route of any audience reaches it during a request (`context()`) and learns who is
+asking from where (`client_address()`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import trio
+from quart import current_app, request
 
 from ..actors.channel_manager import CallCounters
 from ..actors.messages.channel_manager import ChannelMessage
@@ -52,3 +55,17 @@ class FrontContext:
     def down(self) -> list[Down]:
         """Actors whose crash budget is spent, in every level of the service."""
         return [down for supervisor in self.supervisors for down in supervisor.down.values()]
+
+
+def context() -> FrontContext:
+    ctx: FrontContext = current_app.config["CONNECTAPI"]
+    return ctx
+
+
+def client_address() -> str:
+    """The caller's address: the peer, or what a trusted proxy says it forwarded."""
+    # Every X-Forwarded-For line, in order, is one list (RFC 9110, 5.3): a proxy that adds a
+    # line of its own instead of extending the first would otherwise let the client's own
+    # first line name any address it likes.
+    forwarded = ", ".join(request.headers.getlist("X-Forwarded-For")) or None
+    return context().proxies.client_address(request.remote_addr or "", forwarded)

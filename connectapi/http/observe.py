@@ -1,5 +1,5 @@
-"""What each answered request leaves behind: one structured log line and its metrics, and
-the /metrics route (operator token) that reads the record's gauges when scraped.
+"""What each answered request leaves behind, whoever asked: one structured log line and its
+metrics (the /metrics route that serves them is the operator's: admin/metrics.py).
 
 The line names the route's template, not the path with its query, and never a key or a
 secret: those travel in headers, which are not logged.
@@ -10,17 +10,11 @@ from __future__ import annotations
 import logging
 import time
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from quart import Blueprint, Response, g, request
+from quart import Response, g, request
 
-from ..metrics import DIRTY_CELLS, LATENCY, LIVE_ACTORS, RATE_LIMITED, REGISTRY, REQUESTS, WEBHOOK_BACKLOG
-from ..storage import webhooks
-from ..storage.pushes import dirty_totals
-from .admin import check_admin_token
-from .gates import context
+from ..metrics import LATENCY, RATE_LIMITED, REQUESTS
 
 log = logging.getLogger("connectapi.access")
-blueprint = Blueprint("observe", __name__)
 
 # Labels and log fields come from fixed sets: a client's own method or path copied into a
 # label made a new time series per request (a 3,000-character method grew /metrics without
@@ -63,14 +57,3 @@ def answered(response: Response) -> None:
         line["scope"] = scope
     log.info("request", extra=line)
 
-
-@blueprint.get("/metrics")
-async def metrics() -> Response:
-    await check_admin_token()
-    ctx = context()
-    db = ctx.db
-    LIVE_ACTORS.labels("writer").set(len(ctx.writers))
-    for resource, count in (await dirty_totals(db)).items():
-        DIRTY_CELLS.labels(resource).set(count)
-    WEBHOOK_BACKLOG.set(await webhooks.backlog(db))
-    return Response(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -18,7 +18,7 @@ from connectapi.http.app import create_app
 from connectapi.service import open_front
 from connectapi.storage.database import Database
 
-from connectapi.http.gates import CONNECT_PREFIX
+from connectapi.http.api.gates import CONNECT_PREFIX
 
 from .harness import ADMIN_TOKEN, Harness
 from .webhook_receiver import Receiver

@@ -7,9 +7,10 @@ from quart import Blueprint, Response
 
 from connectapi.domain.budgets import RequestKind
 from connectapi.domain.validation import parse_model
+from connectapi.http.api.gates import caller, rule
 from connectapi.http.body import raw_body
+from connectapi.http.context import context
 from connectapi.http.envelope import ok
-from connectapi.http.gates import caller, context, rule
 
 probe = Blueprint("probe", __name__)
 

@@ -265,7 +265,7 @@ async def test_every_change_clears_the_key_cache_at_once(api: Harness, monkeypat
     clear = api.ctx.keys.invalidate
 
     def clearing() -> None:
-        if sys._getframe(1).f_globals["__name__"] == "connectapi.http.key_actions":
+        if sys._getframe(1).f_globals["__name__"] == "connectapi.http.shared.key_actions":
             cleared.append(sys._getframe(2).f_code.co_name)
         clear()
 

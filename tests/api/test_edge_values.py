@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 from werkzeug.datastructures import Headers
 
-from connectapi.http.openapi import openapi_document
+from connectapi.http.public.openapi import openapi_document
 
 from .harness import API, Answer, Harness
 

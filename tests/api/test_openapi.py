@@ -10,8 +10,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from connectapi.domain.errors import STATUS_OF_CODE
-from connectapi.http.gates import CONNECT_PREFIX
-from connectapi.http.openapi import OPENAPI_PATH
+from connectapi.http.api.gates import CONNECT_PREFIX
+from connectapi.http.public.openapi import OPENAPI_PATH
 from connectapi.storage.database import Database
 
 from .harness import Harness

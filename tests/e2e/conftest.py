@@ -9,8 +9,8 @@ import trio
 from connectapi.config import Settings
 from connectapi.engine import SystemClock
 from connectapi.http.app import create_app
-from connectapi.http.gates import CONNECT_PREFIX
-from connectapi.http.serving import hypercorn_config, serve_http
+from connectapi.http.api.gates import CONNECT_PREFIX
+from connectapi.http.serving.server import hypercorn_config, serve_http
 from connectapi.service import open_front
 from connectapi.storage.database import Database
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from connectapi.http.openapi import OPENAPI_PATH
+from connectapi.http.public.openapi import OPENAPI_PATH
 
 from .live import service_with_key
 

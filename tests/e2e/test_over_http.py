@@ -117,8 +117,8 @@ async def test_seed_makes_a_sample_property_and_a_key_with_every_scope(
 
 def test_every_admin_route_has_a_command() -> None:
     from connectapi.cli_admin import COMMANDS
+    from connectapi.domain.paths import ADMIN_PREFIX
     from connectapi.http.app import create_app
-    from connectapi.http.admin import ADMIN_PREFIX
 
     app = create_app(None)  # type: ignore[arg-type]  # only the routes are read
     routes = {(method, re.sub(r"<[^>]+>", "{}", rule.rule.removeprefix(ADMIN_PREFIX)))

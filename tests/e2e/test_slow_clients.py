@@ -12,7 +12,7 @@ import trio
 from connectapi.config import Settings
 from connectapi.engine import SystemClock
 from connectapi.http.app import create_app
-from connectapi.http.serving import hypercorn_config, serve_http
+from connectapi.http.serving.server import hypercorn_config, serve_http
 from connectapi.service import open_front
 from connectapi.storage.database import Database
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from connectapi.http.serving import hypercorn_config, serve_http
+from connectapi.http.serving.server import hypercorn_config, serve_http
 
 DRAIN = 1.0
 

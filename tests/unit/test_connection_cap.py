@@ -7,7 +7,7 @@ import resource
 import pytest
 from hypercorn.trio.tcp_server import TCPServer
 
-from connectapi.http.connections import RESERVED_FILES, WRITTEN_FOR, check_hypercorn, connection_cap
+from connectapi.http.serving.connections import RESERVED_FILES, WRITTEN_FOR, check_hypercorn, connection_cap
 
 
 def test_the_cap_leaves_files_for_everything_else() -> None:
@@ -20,7 +20,7 @@ def test_the_cap_leaves_files_for_everything_else() -> None:
 
 
 def test_the_guard_serves_over_the_hypercorn_it_was_written_for_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """http/connections.py overrides hypercorn's private methods: another release is refused
+    """http/serving/connections.py overrides hypercorn's private methods: another release is refused
     at start, said, rather than served by a guard that no longer guards."""
     check_hypercorn()  # the installed, pinned one
     check_hypercorn(WRITTEN_FOR + ".7")

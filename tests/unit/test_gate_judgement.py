@@ -10,7 +10,7 @@ import pytest
 
 from connectapi.domain import api_keys as keyfmt
 from connectapi.domain.budgets import RequestKind
-from connectapi.http.gates import MAX_BODY_BYTES, Caller, Refused, RouteRule, judge
+from connectapi.http.api.gates import MAX_BODY_BYTES, Caller, Refused, RouteRule, judge
 from connectapi.storage.records import ApiKey, KeyWithProperty, Property
 
 AT = datetime(2026, 11, 26, tzinfo=timezone.utc)

@@ -10,11 +10,11 @@ from typing import Any
 import psutil
 from quart import Blueprint, Response
 
-from ..domain.errors import ApiError
-from ..domain.paths import ADMIN_PREFIX
-from ..engine import Down
-from .envelope import ok
-from .gates import context
+from ...domain.errors import ApiError
+from ...domain.paths import ADMIN_PREFIX
+from ...engine import Down
+from ..context import context
+from ..envelope import ok
 
 blueprint = Blueprint("admin_actors", __name__, url_prefix=ADMIN_PREFIX)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from quart import Blueprint, Response
 
-from ..domain.errors import ApiError
-from ..domain.paths import ADMIN_PREFIX
-from ..storage import notifications, ota, properties
-from . import property_actions
-from .envelope import ok
-from .gates import context
+from ...domain.errors import ApiError
+from ...domain.paths import ADMIN_PREFIX
+from ...storage import notifications, ota, properties
+from ..context import context
+from ..envelope import ok
+from ..shared import property_actions
 
 blueprint = Blueprint("admin_bookings", __name__, url_prefix=ADMIN_PREFIX)
 

@@ -8,18 +8,18 @@ from typing import Any
 
 from quart import Blueprint, Response, request
 
-from ..channel.sandbox.bookings import Stay
-from ..channel.sandbox.state import SandboxState
-from ..domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaGuestIn, SandboxFaultsIn
-from ..domain import dates
-from ..domain.errors import ApiError
-from ..domain.paths import ADMIN_PREFIX
-from ..domain.validation import parse_model
-from ..storage import properties
-from .body import raw_body
-from .envelope import ok
-from .gates import context
-from .held_grid import read_held_grid
+from ...channel.sandbox.bookings import Stay
+from ...channel.sandbox.state import SandboxState
+from ...domain import dates
+from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaGuestIn, SandboxFaultsIn
+from ...domain.errors import ApiError
+from ...domain.paths import ADMIN_PREFIX
+from ...domain.validation import parse_model
+from ...storage import properties
+from ..body import raw_body
+from ..context import context
+from ..envelope import ok
+from ..shared.held_grid import read_held_grid
 
 blueprint = Blueprint("admin_channel", __name__, url_prefix=ADMIN_PREFIX)
 

@@ -7,16 +7,16 @@ from typing import Any
 
 from quart import Blueprint, Response, request
 
-from ..domain import emails
-from ..domain.errors import ApiError
-from ..domain.owners import SETUP_LINK_VALID, OwnerChange, OwnerIn, new_secret
-from ..domain.paths import ADMIN_PREFIX
-from ..domain.validation import parse_model
-from ..storage import owners
-from ..storage.owners import Owner
-from .body import raw_body
-from .envelope import ok
-from .gates import context
+from ...domain import emails
+from ...domain.errors import ApiError
+from ...domain.owners import SETUP_LINK_VALID, OwnerChange, OwnerIn, new_secret
+from ...domain.paths import ADMIN_PREFIX
+from ...domain.validation import parse_model
+from ...storage import owners
+from ...storage.owners import Owner
+from ..body import raw_body
+from ..context import context
+from ..envelope import ok
 
 blueprint = Blueprint("admin_owners", __name__, url_prefix=ADMIN_PREFIX)
 SETUP_PATH = "/console/setup/"

@@ -1,44 +1,32 @@
-"""The operator's and owner's interface (ADMIN-API.md): properties, catalog, API keys."""
+"""Admin routes of properties: a property and its settings, its catalog (room types, rate
+plans), its mapping to the channel manager, and its API keys. In sandbox mode a new
+property, room type or rate plan is made on the sandbox channel manager too."""
 
 from __future__ import annotations
 
-import hmac
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response
 
-from ..actors.channel_manager import CALL_ASK_TIMEOUT
-from ..actors.messages.channel_manager import CreateProperty, CreateRatePlan, CreateRoomType, Push
-from ..domain import api_keys as keyfmt
-from ..domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
-from ..domain.ari_write import HORIZON_DAYS
-from ..domain.errors import ApiError
-from ..domain.validation import parse_model
-from ..storage import properties
-from ..storage.records import Property
-from . import key_actions, property_actions
-from .body import raw_body
-from .channel_calls import when_allowed
-from .envelope import ok
-from .gates import Arrival, client_address, context, refuse_auth
+from ...actors.channel_manager import CALL_ASK_TIMEOUT
+from ...actors.messages.channel_manager import CreateProperty, CreateRatePlan, CreateRoomType, Push
+from ...domain.channel_values import AvailabilityValue
+from ...domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
+from ...domain.ari_write import HORIZON_DAYS
+from ...domain.errors import ApiError
+from ...domain.paths import ADMIN_PREFIX
+from ...domain.validation import parse_model
+from ...storage import properties
+from ...storage.records import Property
+from ..body import raw_body
+from ..context import context
+from ..envelope import ok
+from ..shared import key_actions, property_actions
+from ..shared.channel_calls import when_allowed
 from .views import key_view, property_view, rate_plan_view, room_type_view
 
-from ..domain.paths import ADMIN_PREFIX as ADMIN_PREFIX
 blueprint = Blueprint("admin", __name__, url_prefix=ADMIN_PREFIX)
-
-
-async def check_admin_token() -> None:
-    """The operator token, or a 401 charged to the address's `ip-auth` budget as a wrong API
-    key is; an address over that budget is refused (429) before the token is compared."""
-    ctx = context()
-    address = client_address()
-    refusal = await ctx.budgets_kept.may_authenticate(address)
-    if refusal is not None:
-        raise refusal
-    token = keyfmt.bearer_token(request.headers.get("Authorization"))
-    if token is None or not hmac.compare_digest(token.encode(), ctx.admin_token.encode()):
-        await refuse_auth(Arrival(address), "ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")
 
 
 async def _property_or_404(property_id: int) -> Property:
@@ -79,8 +67,8 @@ async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[st
     if not rooms:
         return
     last = today + timedelta(days=HORIZON_DAYS)
-    values = [{"property_id": cm_property, "room_type_id": cm_room, "date_from": today.isoformat(),
-               "date_to": last.isoformat(), "availability": count} for cm_room, count in rooms]
+    values = [AvailabilityValue(property_id=cm_property, room_type_id=cm_room, date_from=today.isoformat(),
+                                date_to=last.isoformat(), availability=count) for cm_room, count in rooms]
     outcome = await when_allowed(lambda: context().channel.ask(Push(property_id, "availability", values),
                                                                CALL_ASK_TIMEOUT))
     if not outcome.ok:

@@ -1,10 +1,10 @@
-"""How records are shown in admin answers (the Connect API's own views live with its routes)."""
+"""How records are shown in admin answers (the Connect API's own shapes live with its routes, in api/)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..storage.records import ApiKey, Catalog, Property, RatePlan, RoomType
+from ...storage.records import ApiKey, Catalog, Property, RatePlan, RoomType
 
 
 def room_type_view(r: RoomType) -> dict[str, Any]:

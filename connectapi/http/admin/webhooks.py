@@ -8,15 +8,15 @@ from typing import Any
 
 from quart import Blueprint, Response
 
-from ..domain.admin_models import RecoverIn, RedeliverIn, WebhookEndpointIn
-from ..domain.errors import ApiError
-from ..domain.paths import ADMIN_PREFIX
-from ..domain.validation import parse_model
-from ..storage import webhooks
-from . import webhook_endpoints
-from .body import raw_body
-from .envelope import ok
-from .gates import context
+from ...domain.admin_models import RecoverIn, RedeliverIn, WebhookEndpointIn
+from ...domain.errors import ApiError
+from ...domain.paths import ADMIN_PREFIX
+from ...domain.validation import parse_model
+from ...storage import webhooks
+from ..body import raw_body
+from ..context import context
+from ..envelope import ok
+from ..shared import webhook_endpoints
 
 blueprint = Blueprint("admin_webhooks", __name__, url_prefix=ADMIN_PREFIX)
 

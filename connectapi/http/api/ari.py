@@ -20,9 +20,10 @@ from ...storage import ari
 from ...storage.properties import get_catalog
 from ...storage.records import Catalog, Property
 from ..body import raw_body
-from ..idempotent import idempotent_write
+from ..context import context
 from ..envelope import ok
-from ..gates import caller, context, rule
+from .gates import caller, rule
+from .idempotent import idempotent_write
 
 blueprint = Blueprint("connect_ari", __name__)
 

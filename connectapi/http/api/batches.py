@@ -9,8 +9,9 @@ from quart import Blueprint, Response
 from ...domain.errors import ApiError
 from ...domain.refusals import fields_of
 from ...storage import ari, channel_refusals
+from ..context import context
 from ..envelope import ok
-from ..gates import caller, context, rule
+from .gates import caller, rule
 
 blueprint = Blueprint("connect_batches", __name__)
 

@@ -20,9 +20,10 @@ from ...domain.validation import parse_json, parse_payload
 from ...engine import ActorUnavailable, AskTimeout
 from ...storage import bookings
 from ..body import raw_body
-from ..idempotent import idempotent_write
+from ..context import context
 from ..envelope import ok
-from ..gates import caller, context, rule
+from .gates import caller, rule
+from .idempotent import idempotent_write
 
 blueprint = Blueprint("connect_bookings", __name__)
 

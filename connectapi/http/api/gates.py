@@ -13,17 +13,17 @@ from typing import Any, Literal, NoReturn
 
 from quart import current_app, g, request
 
-from ..domain import api_keys as keyfmt
-from ..domain.addresses import Allowlist
-from ..domain.budgets import RequestKind
-from ..domain.errors import ApiError
-from ..storage import api_keys
-from ..storage.records import ApiKey, KeyWithProperty, Property
-from .budget_keeper import Admitted
-from .context import FrontContext
+from ...domain import api_keys as keyfmt
+from ...domain.addresses import Allowlist
+from ...domain.budgets import RequestKind
+from ...domain.errors import ApiError
+from ...storage import api_keys
+from ...storage.records import ApiKey, KeyWithProperty, Property
+from ..budget_keeper import Admitted
+from ..context import FrontContext, client_address, context
 
-from ..domain.paths import CONNECT_PREFIX as CONNECT_PREFIX
-from ..domain.query_text import not_utf8
+from ...domain.paths import CONNECT_PREFIX as CONNECT_PREFIX
+from ...domain.query_text import not_utf8
 MAX_BODY_BYTES = 1_048_576
 # lastUsedAt is written at most this often per key, so a busy key is not a write per request.
 LAST_USED_EVERY = timedelta(seconds=60)
@@ -63,20 +63,6 @@ def rule(scope: str | None = None, product: Product | None = None, kind: Request
 def caller() -> Caller:
     found: Caller = g.caller
     return found
-
-
-def context() -> FrontContext:
-    ctx: FrontContext = current_app.config["CONNECTAPI"]
-    return ctx
-
-
-def client_address() -> str:
-    """The caller's address: the peer, or what a trusted proxy says it forwarded."""
-    # Every X-Forwarded-For line, in order, is one list (RFC 9110, 5.3): a proxy that adds a
-    # line of its own instead of extending the first would otherwise let the client's own
-    # first line name any address it likes.
-    forwarded = ", ".join(request.headers.getlist("X-Forwarded-For")) or None
-    return context().proxies.client_address(request.remote_addr or "", forwarded)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,13 @@ from typing import Any, TypeVar
 import trio
 from quart import Response
 
-from ..actors.messages.property_writer import IdempotencyClaim, StoredOutcome, outcome_from_stored
-from ..domain import idempotency as idem
-from ..domain.errors import ApiError
-from ..engine import AskTimeout
-from ..storage import idempotency
-from .envelope import refused, replay
-from .gates import context
+from ...actors.messages.property_writer import IdempotencyClaim, StoredOutcome, outcome_from_stored
+from ...domain import idempotency as idem
+from ...domain.errors import ApiError
+from ...engine import AskTimeout
+from ...storage import idempotency
+from ..context import context
+from ..envelope import refused, replay
 
 O = TypeVar("O", bound=StoredOutcome)
 Run = Callable[[IdempotencyClaim | None], Awaitable[O]]

@@ -6,8 +6,9 @@ from quart import Blueprint, Response
 
 from ...domain.sync_state import pending_next_attempt, push_state
 from ...storage import pushes
+from ..context import context
 from ..envelope import ok
-from ..gates import caller, context, rule
+from .gates import caller, rule
 
 blueprint = Blueprint("connect_sync", __name__)
 

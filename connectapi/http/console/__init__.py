@@ -1,6 +1,13 @@
 """The owners' console (issue 19): server-rendered pages under /console/ for the owner's
 own properties. Every form works without JavaScript; the one script (console.js, copy
-buttons) comes from 'self' under a Content-Security-Policy without inline script."""
+buttons) comes from 'self' under a Content-Security-Policy without inline script.
+
+session.py holds the session, the form token, the pages' rendering and the console's
+refusals; form.py reads a posted form within its caps; auth.py the login and set-up;
+pages.py the property list, a property's overview and each property page's frame;
+keys.py, webhooks.py, grid.py, bookings.py, notifications.py and settings.py one screen
+each. What the operator's admin API does too (keys, webhook endpoints, settings,
+check-in, the held grid) is shared/'s."""
 
 from __future__ import annotations
 

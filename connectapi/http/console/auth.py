@@ -13,7 +13,7 @@ from quart import Response, g, redirect, request
 from ...domain.owners import LOCKOUT_WAIT, LOCKOUT_WINDOW, PASSWORD_MAX, email_key, locked_until, new_secret, \
     password_problem
 from ...storage import owners
-from ..gates import client_address, context
+from ..context import client_address, context
 from . import form as posted_form
 from .session import (
     FORM_COOKIE,

@@ -12,8 +12,8 @@ from ...domain.channel_values import rate_text
 from ...domain.errors import ApiError
 from ...storage import bookings, ota, properties
 from ...storage.records import Booking
-from .. import property_actions
-from ..gates import context
+from ..context import context
+from ..shared import property_actions
 from .pages import property_page
 from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_property
 

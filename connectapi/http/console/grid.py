@@ -16,8 +16,8 @@ from ...domain.channel_values import CM_RESTRICTIONS, rate_text
 from ...domain.errors import ApiError
 from ...domain.refusals import said
 from ...storage import ari, channel_refusals, properties, pushes
-from ..gates import context
-from ..held_grid import HeldGrid, read_held_grid
+from ..context import context
+from ..shared.held_grid import HeldGrid, read_held_grid
 from .pages import property_page
 from .session import login_required, owned_property
 

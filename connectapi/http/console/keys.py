@@ -21,7 +21,7 @@ from ...domain.scopes import ALL_SCOPES
 from ...domain.validation import parse_payload
 from ...storage.api_keys import MAX_LIVE_KEYS
 from ...storage.records import ApiKey, Property
-from .. import key_actions
+from ..shared import key_actions
 from . import form as posted_form
 from .pages import property_page
 from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_property

@@ -6,7 +6,7 @@ from __future__ import annotations
 from quart import Blueprint, Response
 
 from ...storage import notifications
-from ..gates import context
+from ..context import context
 from .pages import property_page
 from .session import login_required, owned_property
 

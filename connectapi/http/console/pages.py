@@ -9,7 +9,7 @@ from quart import Blueprint, Response, redirect
 from ...domain.sync_state import pending_next_attempt, push_state
 from ...storage import pushes
 from ...storage.records import Property
-from ..gates import context
+from ..context import context
 from .session import PREFIX, login_required, owned_property, owner, page
 
 

@@ -26,7 +26,7 @@ from ...domain.owners import SESSION_IDLE, SESSION_TOUCH_EVERY, new_secret, sess
 from ...storage import owners, properties
 from ...storage.owners import Owner
 from ...storage.records import Property
-from ..gates import client_address, context
+from ..context import client_address, context
 from . import form as posted_form
 
 PREFIX = "/console"

@@ -13,8 +13,8 @@ from ...domain.admin_models import PropertyPatch
 from ...domain.errors import ApiError
 from ...domain.validation import parse_payload
 from ...storage.records import Property
-from .. import property_actions
-from ..gates import context
+from ..context import context
+from ..shared import property_actions
 from . import form as posted_form
 from .pages import property_page
 from .session import PREFIX, login_required, owned_property

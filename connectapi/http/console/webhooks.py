@@ -23,8 +23,8 @@ from ...domain.validation import parse_payload
 from ...storage import webhooks
 from ...storage.records import Property
 from ...storage.webhooks import Endpoint
-from .. import webhook_endpoints
-from ..gates import context
+from ..context import context
+from ..shared import webhook_endpoints
 from . import form as posted_form
 from .pages import property_page
 from .session import PREFIX, login_required, not_found, owned_property, utc_second

@@ -1,44 +1,24 @@
-"""Routes without an API key: the channel manager's notification, the public webhook
-contract, and the Connect API's OpenAPI document and Postman collection (documentation: a
-newcomer reads them before holding a key). All are held to the caller address's `ip`
-budget."""
+"""The documents anyone may read without a key: the public webhook contract, and the Connect
+API's OpenAPI document and Postman collection (a newcomer reads them before holding a
+key). Each is held to the caller address's `ip` budget."""
 
 from __future__ import annotations
 
-import hmac
 import json
-import logging
 
 from quart import Blueprint, Response, request
 
-from ..domain.webhook_contract import contract
+from ...domain.webhook_contract import contract
+from ..api.gates import admit
+from ..context import context
+from ..envelope import ok
 from . import postman
 from .openapi import OPENAPI_PATH, openapi_document
-from .envelope import ok
-from .gates import admit, authenticated, context, refuse_auth
 
 blueprint = Blueprint("public", __name__)
-log = logging.getLogger("connectapi.intake")
 
-NOTIFY_PATH = "/api/v1/channel-manager/notify"
 CONTRACT_PATH = "/api/v1/public/webhooks/contract"
 POSTMAN_PATH = "/api/v1/connect-api/postman"
-NOTIFY_SECRET_HEADER = "X-Notify-Secret"
-
-
-@blueprint.post(NOTIFY_PATH)
-async def channel_manager_notify() -> Response:
-    """A trigger only: the body names a revision, but we read revisions from the feed, so a
-    forged or out-of-order notification can at worst make us look sooner."""
-    arrival = await admit(needs_key=True)
-    ctx = context()
-    given = request.headers.get(NOTIFY_SECRET_HEADER, "")
-    if not ctx.cm_notify_secret or not hmac.compare_digest(given.encode(), ctx.cm_notify_secret.encode()):
-        await refuse_auth(arrival, "NOTIFY_SECRET_INVALID",
-                          f"the {NOTIFY_SECRET_HEADER} header does not hold the notification secret")
-    await authenticated(arrival)
-    ctx.wakeups.revisions_waiting()
-    return ok({"received": True})
 
 
 @blueprint.get(CONTRACT_PATH)

@@ -8,12 +8,12 @@ import logging
 import trio
 from quart import Blueprint, Response
 
-from .. import __version__
-from ..domain.errors import ApiError
-from ..storage.database import StorageError
-from ..storage.migrations import is_migrated
-from .envelope import ok
-from .gates import context
+from ... import __version__
+from ...domain.errors import ApiError
+from ...storage.database import StorageError
+from ...storage.migrations import is_migrated
+from ..context import context
+from ..envelope import ok
 
 blueprint = Blueprint("health", __name__)
 log = logging.getLogger("connectapi.http")

@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from ..domain.ari_models import AvailabilityBody, RatesBody, RestrictionsBody
-from ..domain.booking_models import BookingIn, BookingPatchIn, CancelIn
-from ..domain.errors import STATUS_OF_CODE
-from ..domain.idempotency import HEADER as IDEMPOTENCY_HEADER
-from .gates import CONNECT_PREFIX, MAX_BODY_BYTES
+from ...domain.ari_models import AvailabilityBody, RatesBody, RestrictionsBody
+from ...domain.booking_models import BookingIn, BookingPatchIn, CancelIn
+from ...domain.errors import STATUS_OF_CODE
+from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
+from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
 API_VERSION = "1.0.0"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .gates import CONNECT_PREFIX
+from ..api.gates import CONNECT_PREFIX
 from .openapi import OPERATIONS, Operation
 
 SCHEMA = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"

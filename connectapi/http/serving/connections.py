@@ -36,8 +36,8 @@ from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import AppWrapper, LifespanState
 
-from ..domain.budget_subjects import budget_subject
-from ..domain.errors import ApiError
+from ...domain.budget_subjects import budget_subject
+from ...domain.errors import ApiError
 
 log = logging.getLogger("connectapi.http")
 
@@ -69,7 +69,7 @@ class ServingConfig(HypercornConfig):
     # the others. A connection whose answer was begun before the stop (so it does not say
     # `Connection: close`) is kept the same way instead of closed after it.
     idle_drain: float = 0.0
-    # A socket bound before the service started (serving.bound_socket), served as it is.
+    # A socket bound before the service started (server.bound_socket), served as it is.
     bound: socket.socket | None = None
 
     def __init__(self) -> None:
@@ -328,7 +328,7 @@ def check_hypercorn(version: str | None = None) -> None:
             version = WRITTEN_FOR
     if version != WRITTEN_FOR and not version.startswith(WRITTEN_FOR + "."):
         raise RuntimeError(f"hypercorn {version} is installed; connectapi's connection guard was written for "
-                           f"hypercorn {WRITTEN_FOR}.x (http/connections.py): install the pinned version")
+                           f"hypercorn {WRITTEN_FOR}.x (http/serving/connections.py): install the pinned version")
     context = WorkerContext(None)
     missing = ([f"TCPServer.{name}" for name in _TCP_SERVER_METHODS if not hasattr(TCPServer, name)]
                + [f"WorkerContext.{name}" for name in _WORKER_CONTEXT_ATTRIBUTES if not hasattr(context, name)])
@@ -336,7 +336,7 @@ def check_hypercorn(version: str | None = None) -> None:
         missing.append("hypercorn.trio.run.TCPServer")
     if missing:
         raise RuntimeError(f"hypercorn {version} lacks what connectapi's connection guard relies on: "
-                           f"{', '.join(missing)} (http/connections.py)")
+                           f"{', '.join(missing)} (http/serving/connections.py)")
 
 
 def serve_guarded() -> None:

@@ -11,7 +11,7 @@ import trio
 from hypercorn.trio import serve
 from hypercorn.utils import repr_socket_addr
 
-from ..config import ConfigError
+from ...config import ConfigError
 from .connections import MAX_CONNECTIONS, REQUEST_READ_LIMIT, ServingConfig, serve_guarded
 
 # Requests in flight when the service is told to stop get this long to be answered.

@@ -1,4 +1,5 @@
-"""Admin routes that call the channel manager now: they wait (bounded) for its budget."""
+"""Calls to the channel-manager actor that wait (bounded) for its budget: the admin routes'
+that call it now, and the held grid's read (the console's does not wait)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Protocol, TypeVar
 
 import trio
 
-from .gates import context
+from ..context import context
 
 # An admin call waits at most this long for the channel manager's budget (its windows are
 # a minute) before it answers what the actor said.

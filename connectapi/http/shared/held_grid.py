@@ -8,14 +8,14 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from ..actors.channel_manager import CALL_ASK_TIMEOUT
-from ..actors.messages.channel_manager import ReadGrid
-from ..domain.channel_values import CM_RESTRICTIONS
-from ..domain.errors import ApiError
-from ..domain.money import currency_exponent
-from ..storage import properties
+from ...actors.channel_manager import CALL_ASK_TIMEOUT
+from ...actors.messages.channel_manager import ReadGrid
+from ...domain.channel_values import CM_RESTRICTIONS
+from ...domain.errors import ApiError
+from ...domain.money import currency_exponent
+from ...storage import properties
+from ..context import context
 from .channel_calls import MAX_WAIT, when_allowed
-from .gates import context
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain import api_keys as keyfmt
-from ..domain.admin_models import KeyIn, KeyPatch
-from ..domain.errors import ApiError
-from ..storage import api_keys
-from ..storage.records import ApiKey
-from .gates import context
+from ...domain import api_keys as keyfmt
+from ...domain.admin_models import KeyIn, KeyPatch
+from ...domain.errors import ApiError
+from ...storage import api_keys
+from ...storage.records import ApiKey
+from ..context import context
 
 
 def _not_found(key_id: int, live: bool = True) -> ApiError:

@@ -5,11 +5,11 @@ booking or revision of another property is then not found."""
 
 from __future__ import annotations
 
-from ..domain.admin_models import PropertyPatch
-from ..domain.errors import ApiError
-from ..storage import bookings, ota, properties
-from ..storage.records import Property
-from .gates import context
+from ...domain.admin_models import PropertyPatch
+from ...domain.errors import ApiError
+from ...storage import bookings, ota, properties
+from ...storage.records import Property
+from ..context import context
 
 
 async def check_in(booking_id: int, property_id: int | None = None) -> int:

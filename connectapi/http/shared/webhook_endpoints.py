@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..domain.errors import ApiError
-from ..domain.retention import events_kept_since
-from ..domain.webhook_events import PropertyFacts, ping
-from ..domain.webhook_signing import new_secret
-from ..domain.webhook_urls import UnsafeUrl, check_url
-from ..storage import properties, webhooks
-from ..storage.webhooks import Endpoint
-from .gates import context
+from ...domain.errors import ApiError
+from ...domain.retention import events_kept_since
+from ...domain.webhook_events import PropertyFacts, ping
+from ...domain.webhook_signing import new_secret
+from ...domain.webhook_urls import UnsafeUrl, check_url
+from ...storage import properties, webhooks
+from ...storage.webhooks import Endpoint
+from ..context import context
 
 
 @dataclass(frozen=True, slots=True)
