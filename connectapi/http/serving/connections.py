@@ -1,6 +1,6 @@
 """What one client connection may hold: caps on open connections (in all, and per client),
 a deadline on what a client owes us once it has started a request, a deadline on each
-send of our answer, and HTTP/1.1 only.
+send of our answer (sends.py's policy), and HTTP/1.1 only.
 
 hypercorn has none of these. Its `read_timeout` is per read (a client trickling a byte
 every 9 s never meets a 10 s one) and also runs while the client rightly waits for our
@@ -11,7 +11,9 @@ connection is hypercorn's keep-alive timeout's; a client waiting for its answer 
 nothing; and each send of an answer has SEND_LIMIT, one second once the service stops.
 
 Built on hypercorn's own connection class (its version is pinned in pyproject): the one
-place that sees both the socket and the HTTP/1.1 parser's state.
+place that sees both the socket and the HTTP/1.1 parser's state, and the one module of
+ours that overrides or reads hypercorn's private methods and attributes. `check_hypercorn`
+refuses, at start, a hypercorn other than the one this was written for.
 """
 
 from __future__ import annotations
@@ -38,14 +40,12 @@ from hypercorn.typing import AppWrapper, LifespanState
 
 from ...domain.budget_subjects import budget_subject
 from ...domain.errors import ApiError
+from .sends import SEND_LIMIT, SendBounds
 
 log = logging.getLogger("connectapi.http")
 
 # A client has this long to send a request's head and body, from its first byte.
 REQUEST_READ_LIMIT = 10.0
-# Each send of an answer to a client that does not read is given up after this.
-SEND_LIMIT = 30.0
-STOPPING_SEND_LIMIT = 1.0
 MAX_CONNECTIONS = 1000
 # File descriptors kept for everything but client connections: the pool, webhook and SMTP
 # sockets, the embedded server's pipes, log files.
@@ -78,8 +78,9 @@ class ServingConfig(HypercornConfig):
         self.open_by_client: Counter[str] = Counter()
         # A trusted proxy carries many clients' connections: it is not held to one client's cap.
         self.is_proxy: Callable[[str], bool] = lambda peer: False
-        self.stopping = False
-        self._sending: set[trio.CancelScope] = set()
+        # Every send of an answer served with this configuration: the socket's here, the
+        # ASGI layer's in server.py.
+        self.sends = SendBounds()
 
     def create_sockets(self) -> Sockets:
         if self.bound is not None:
@@ -93,9 +94,7 @@ class ServingConfig(HypercornConfig):
     def stop(self) -> None:
         """From now on each send has a second left: a client that does not read cannot hold
         the stop up."""
-        self.stopping = True
-        for sending in self._sending:
-            sending.deadline = min(sending.deadline, trio.current_time() + STOPPING_SEND_LIMIT)
+        self.sends.stop()
 
 
 def connection_cap(wanted: int) -> int:
@@ -189,19 +188,15 @@ class GuardedConnection(TCPServer):
         if not isinstance(config, ServingConfig) or not isinstance(event, RawData):
             await super().protocol_send(event)
             return
-        limit = STOPPING_SEND_LIMIT if config.stopping else config.send_limit
         async with self.send_lock:
             # Shielded as hypercorn's own send is (the app's cancellation must not cut an
             # answer in half), but bounded.
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as sending:
-                config._sending.add(sending)
+            with config.sends.bounded(config.send_limit) as sending:
                 try:
                     await self.stream.send_all(event.data)
                     return
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
-                finally:
-                    config._sending.discard(sending)
         # The client went away, or does not read: the connection is over. The read loop may
         # be parked until this answer is out (a pipelined request behind it): ended too.
         if sending.cancelled_caught:

@@ -13,12 +13,10 @@ from hypercorn.utils import repr_socket_addr
 
 from ...config import ConfigError
 from .connections import MAX_CONNECTIONS, REQUEST_READ_LIMIT, ServingConfig, serve_guarded
+from .sends import SEND_LIMIT, SendBounds
 
 # Requests in flight when the service is told to stop get this long to be answered.
 HTTP_GRACE = 5.0
-# A send to a client that does not read is given up after this, shielded or not.
-SEND_LIMIT = 30.0
-STOPPING_SEND_LIMIT = 1.0
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -33,13 +31,11 @@ class ShieldedSends:
     that send (restarting the keep-alive idle timer, closing the connection when stopping)
     then ran cancelled and never happened: idle connections were never timed out, and
     after a stop a request on one hung until the grace ran out and was dropped. Each send
-    is shielded, with a bound; once stopping, every shielded send has a second left, so a
-    client that does not read cannot hold the stop up."""
+    is shielded, with a bound (sends.py: SEND_LIMIT, a second once stopping)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, sends: SendBounds) -> None:
         self._app = app
-        self._sending: set[trio.CancelScope] = set()
-        self._stopping = False
+        self._sends = sends
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -49,20 +45,10 @@ class ShieldedSends:
             await send({"type": "websocket.close", "code": 1008})
             return
         async def shielded(message: Message) -> None:
-            limit = STOPPING_SEND_LIMIT if self._stopping else SEND_LIMIT
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + limit) as sending:
-                self._sending.add(sending)
-                try:
-                    await send(message)
-                finally:
-                    self._sending.discard(sending)
+            with self._sends.bounded(SEND_LIMIT):
+                await send(message)
 
         await self._app(scope, receive, shielded if scope["type"] == "http" else send)
-
-    def stop(self) -> None:
-        self._stopping = True
-        for sending in self._sending:
-            sending.deadline = min(sending.deadline, trio.current_time() + STOPPING_SEND_LIMIT)
 
 
 def hypercorn_config(bind: str | socket.socket, *, max_connections: int = MAX_CONNECTIONS,
@@ -109,12 +95,11 @@ async def serve_http(app: Any, config: ServingConfig, stop: trio.Event,
                      task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve until `stop` is set, then for at most HTTP_GRACE more; hands back the binds."""
     serve_guarded()
-    shielded = ShieldedSends(app)
+    shielded = ShieldedSends(app, config.sends)
 
     async def stopped() -> None:
         await stop.wait()
-        shielded.stop()
-        config.stop()
+        config.stop()  # every send, the ASGI layer's and the socket's, has a second left
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(stopped)
