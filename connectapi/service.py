@@ -279,7 +279,7 @@ async def _serve(settings: Settings, dsn: str, embedded: EmbeddedPostgres | None
 
 
 # A worker stopping keeps an idle keep-alive connection this long for a request already on
-# its way (http/connections.py); its successor answers the client's next connection.
+# its way (http/serving/connections.py); its successor answers the client's next connection.
 WORKER_IDLE_DRAIN = 1.0
 WORKER_READY = b"ready\n"
 
