@@ -25,11 +25,12 @@ import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from ..domain import emails
-from ..domain.channel_values import rate_text, restriction_fields
+from ..domain.channel_values import (AvailabilityValue, ChannelValues, RestrictionValue, rate_text,
+                                     restriction_fields)
 from ..domain.coalesce import RangeValue, coalesce
 from ..domain.refusals import refused_cells, said
 from ..engine import Actor, ActorError, Clock, Mailbox, RoundsActor, Wake
@@ -178,7 +179,7 @@ class _Pusher(Actor[Wake]):
     async def push_round(self) -> Round | None:
         raise NotImplementedError
 
-    async def _send(self, kind: Kind, values: list[dict[str, Any]], paused_until: datetime | None) -> PushOutcome | None:
+    async def _send(self, kind: Kind, values: ChannelValues, paused_until: datetime | None) -> PushOutcome | None:
         """The call, under the lease; None when the lease went to another process (nothing
         sent). `paused_until`: the property's pause after a failure, as the record has it."""
         if paused_until is not None and (wait := (paused_until - self._clock.now()).total_seconds()) > 0:
@@ -236,7 +237,7 @@ class _CellPusher(_Pusher):
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
         raise NotImplementedError
 
-    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[dict[str, Any]]:
+    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> ChannelValues:
         raise NotImplementedError
 
     async def push_round(self) -> Round | None:
@@ -337,11 +338,12 @@ class InventoryDrain(_CellPusher):
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
         return ids.room_types
 
-    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[dict[str, Any]]:
+    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[AvailabilityValue]:
         assert ids.property_id is not None
         return [
-            {"property_id": ids.property_id, "room_type_id": ids.room_types[v.entity_id],
-             "date_from": v.first.isoformat(), "date_to": v.last.isoformat(), "availability": v.value}
+            AvailabilityValue(property_id=ids.property_id, room_type_id=ids.room_types[v.entity_id],
+                              date_from=v.first.isoformat(), date_to=v.last.isoformat(),
+                              availability=cast(int, v.value))  # a count: coalesced from the cells
             for entity, cells in _by_entity([(c.entity_id, c.night, c.value) for c in send["availability"]]).items()
             for v in coalesce(entity, cells, weekday_masks=False)
         ]
@@ -360,7 +362,7 @@ class AriProjector(_CellPusher):
     def entity_ids(self, ids: ChannelIds) -> dict[int, str]:
         return ids.rate_plans
 
-    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[dict[str, Any]]:
+    def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[RestrictionValue]:
         assert ids.property_id is not None
         # One value per plan and night: the rate and the restrictions that changed.
         merged: dict[tuple[int, date], dict[str, Any]] = {}
@@ -369,13 +371,19 @@ class AriProjector(_CellPusher):
         for cell in send["restrictions"]:
             merged.setdefault((cell.entity_id, cell.night), {}).update(restriction_fields(cell.value))
         frozen = [(plan, night, tuple(sorted(fields.items()))) for (plan, night), fields in merged.items()]
-        return [
-            {"property_id": ids.property_id, "rate_plan_id": ids.rate_plans[v.entity_id],
-             "date_from": v.first.isoformat(), "date_to": v.last.isoformat(),
-             **({"days": list(v.days)} if v.days else {}), **dict(v.value)}  # type: ignore[call-overload]
-            for plan, cells in _by_entity(frozen).items()
-            for v in coalesce(plan, cells, weekday_masks=True)
-        ]
+        return [_restriction_value(ids.property_id, ids.rate_plans[v.entity_id], v)
+                for plan, cells in _by_entity(frozen).items()
+                for v in coalesce(plan, cells, weekday_masks=True)]
+
+
+def _restriction_value(cm_property: str, cm_rate_plan: str, run: RangeValue) -> RestrictionValue:
+    value = RestrictionValue(property_id=cm_property, rate_plan_id=cm_rate_plan, date_from=run.first.isoformat(),
+                             date_to=run.last.isoformat())
+    if run.days:
+        value["days"] = list(run.days)
+    # The run's value: the channel manager's own fields and values (rate_text, restriction_fields).
+    fields = cast(tuple[tuple[str, Any], ...], run.value)
+    return cast(RestrictionValue, {**value, **dict(fields)})
 
 
 __all__ = ["AriProjector", "InventoryDrain", "RangeValue", "Round"]

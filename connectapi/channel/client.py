@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -31,6 +31,7 @@ from typing import Any, TypedDict, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
+
 
 DEFAULT_TIMEOUT = 10.0
 FEED_PAGE_LIMIT = 100  # the largest page Channex hands out
@@ -262,16 +263,18 @@ class ChannelManagerClient:
         return await self._read("POST", "/api/v1/rate_plans", _created_id, json_body={"rate_plan": {
             "property_id": property_id, "room_type_id": room_type_id, "title": title}})
 
-    async def push_availability(self, values: list[dict[str, Any]]) -> PushAnswer:
+    async def push_availability(self, values: Sequence[Mapping[str, object]]) -> PushAnswer:
         """Absolute counts as range values (no `days`: Channex refuses them there)."""
         return await self._push("/api/v1/availability", values)
 
-    async def push_restrictions(self, values: list[dict[str, Any]]) -> PushAnswer:
+    async def push_restrictions(self, values: Sequence[Mapping[str, object]]) -> PushAnswer:
         """Rates and restrictions as range values (with `days`)."""
         return await self._push("/api/v1/restrictions", values)
 
-    async def _push(self, path: str, values: list[dict[str, Any]]) -> PushAnswer:
-        """A 200 is not success for every value: those refused come back in `meta.warnings`."""
+    async def _push(self, path: str, values: Sequence[Mapping[str, object]]) -> PushAnswer:
+        """A 200 is not success for every value: those refused come back in `meta.warnings`.
+        The values as they go on the wire: the service sends `domain.channel_values`' typed
+        ones; the tests also send what the channel manager refuses."""
         (task_ids, refusals), response = await self._read_answer("POST", path, _push_answer,
                                                                  json_body={"values": values})
         said = tuple(Refusal(value, {self._say(name, 60): [self._say(text, WARNING_MAX) for text in texts]

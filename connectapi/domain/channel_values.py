@@ -6,10 +6,44 @@ values: no stop-sell and no closure, minimum stays of 1, maximum stay 0 (no maxi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from .money import currency_exponent
+
+class AvailabilityValue(TypedDict):
+    """A range of one room type's count, as the channel manager's `POST /availability`
+    takes it (no `days`: it refuses them there)."""
+
+    property_id: str
+    room_type_id: str
+    date_from: str  # YYYY-MM-DD
+    date_to: str
+    availability: int
+
+
+class RestrictionValue(TypedDict, total=False):
+    """A range of one rate plan's rate and restrictions, as `POST /restrictions` takes it:
+    only the fields that changed, and `days` for a weekday pattern."""
+
+    property_id: Required[str]
+    rate_plan_id: Required[str]
+    date_from: Required[str]
+    date_to: Required[str]
+    days: list[str]
+    rate: str  # a decimal string in major units
+    stop_sell: bool
+    closed_to_arrival: bool
+    closed_to_departure: bool
+    min_stay_arrival: int
+    min_stay_through: int
+    max_stay: int
+
+
+ChannelValue = AvailabilityValue | RestrictionValue
+ChannelValues = Sequence[AvailabilityValue] | Sequence[RestrictionValue]
+
 
 # our field -> (the channel manager's field, the value that means "no restriction")
 CM_RESTRICTIONS: dict[str, tuple[str, Any]] = {

@@ -17,6 +17,7 @@ from connectapi.actors.messages.channel_manager import ChannelMessage, GridRead,
 from connectapi.channel.client import open_channel_manager
 from connectapi.channel.sandbox.serve import serve_sandbox
 from connectapi.channel.sandbox.state import SandboxState
+from connectapi.domain.channel_values import AvailabilityValue
 from connectapi.engine import FakeClock, Mailbox, SystemClock, open_supervisor
 from connectapi.storage import pushes
 from connectapi.storage.database import Database
@@ -217,12 +218,12 @@ async def test_two_processes_share_a_property_budget_and_the_read_budget(db: Dat
     mock_clock = trio.lowlevel.current_clock()
     assert isinstance(mock_clock, trio.testing.MockClock)
     async with two_processes_channel_actors(db) as (sandbox, cm_property, cm_room, actors):
-        value = {"property_id": cm_property, "room_type_id": cm_room, "date_from": "2026-12-01",
-                 "date_to": "2026-12-01", "availability": 1}
+        value = AvailabilityValue(property_id=cm_property, room_type_id=cm_room, date_from="2026-12-01",
+                                  date_to="2026-12-01", availability=1)
         sent = deferred = reads = 0
         for second in range(180):
             for actor in actors:
-                pushed: PushOutcome = await actor.ask(Push(7, "availability", [{**value, "availability": second}]), 30)
+                pushed: PushOutcome = await actor.ask(Push(7, "availability", [AvailabilityValue(**{**value, "availability": second})]), 30)
                 assert pushed.ok or pushed.deferred, pushed
                 sent += pushed.ok
                 deferred += pushed.deferred

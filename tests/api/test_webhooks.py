@@ -292,10 +292,10 @@ async def test_an_event_held_behind_a_retry_does_not_make_the_sender_spin(
     looks = 0
     real_due = webhooks.due
 
-    async def counted(*args: Any) -> Any:
+    async def counted(*args: Any, **kwargs: Any) -> Any:
         nonlocal looks
         looks += 1
-        return await real_due(*args)
+        return await real_due(*args, **kwargs)
 
     monkeypatch.setattr(webhooks, "due", counted)
     await api.admin("POST", f"/webhooks/{endpoint['id']}/test")  # due now, held behind the retry

@@ -215,7 +215,7 @@ async def test_timers_fire_between_messages(autojump: object) -> None:
     assert [round(t - start) for t in ticks] == [5, 10, 15]
 
 
-class Counting(RoundsActor):
+class Counting(RoundsActor[Wake]):
     name = "counting"
     interval = 30.0
     waits_out: ClassVar[tuple[type[Exception], ...]] = (ConnectionError,)

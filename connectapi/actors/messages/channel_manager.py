@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any, Literal
 
 from ...channel.client import PushAnswer
+from ...domain.channel_values import ChannelValues
 from ...engine import Ask
 
 Kind = Literal["availability", "restrictions"]
@@ -45,7 +46,7 @@ class Push(Ask[PushOutcome]):
 
     property_id: int
     kind: Kind
-    values: list[dict[str, Any]]
+    values: ChannelValues  # AvailabilityValue for `availability`, RestrictionValue for `restrictions`
     deadline: float | None = None
 
 
