@@ -9,6 +9,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -35,7 +36,7 @@ from .channel.sandbox.state import SandboxState
 from .config import Settings, resolve_admin_token
 from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
-from .engine import Clock, Mailbox, Registry, RestartPolicy, SystemClock, Wake, open_supervisor
+from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemClock, Wake, open_supervisor
 from .http.app import create_app
 from .http.budget_keeper import BudgetKeeper
 from .storage.budget_batcher import BudgetCounter, RecordCounter
@@ -71,25 +72,77 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
     embedded server to watch and start again if it dies; `budget_counter` replaces the
     record's counts (only `bench.scale` does, to compare them with counts in memory).
 
-    Supervision runs in four levels, stopped inside out, each with its grace: the
-    services (sender, outbox, intake, reconciler, sweep) first, then the property actors
-    (writers, pushers; then their push leases are given back), then the channel manager
-    and the push-lease keeper, and last the watchers (key listener, janitors, record
-    watchdog), which have nothing to finish.
+    Supervision runs in four levels, each opened by its own `open_*` below and stopped
+    inside out, each with what the levels inside it left of the grace: the services
+    (sender, outbox, intake, reconciler, sweep) first, then the property actors (writers,
+    pushers; then their push leases are given back), then the channel manager and the
+    push-lease keeper, and last the watchers (key listener, janitors, record watchdog),
+    which have nothing to finish. Whatever commits work for another level tells `Wakeups`,
+    made here and handed down: each level attaches its listeners as it starts them.
     """
-    grace = settings.shutdown_grace_seconds
-    stop_by: list[float] = []
+    stop_by = _StopBy(settings.shutdown_grace_seconds)
+    wakeups = Wakeups()
+    async with open_watchers(settings, db, clock, embedded) as watchers, \
+            open_channel_level(settings, db, clock, wakeups, stop_by) as channel, \
+            open_property_actors(settings, db, clock, channel, wakeups, stop_by) as properties, \
+            open_services(settings, db, clock, channel, properties, wakeups, resolver, stop_by) as services:
+        stopping = trio.Event()
+        yield FrontContext(
+            db=db,
+            keys=watchers.keys,
+            clock=clock,
+            budgets=settings.budgets,
+            proxies=TrustedProxies(settings.trusted_proxies),
+            budgets_kept=BudgetKeeper(settings.budgets,
+                                      budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock),
+            writers=properties.writers,
+            pushes=properties.pushes,
+            reconciler=services.reconciler,
+            wakeups=wakeups,
+            webhook_allow_private=settings.webhook_allow_private,
+            cm_notify_secret=settings.cm_notify_secret,
+            channel=channel.channel,
+            channel_counters=channel.counters,
+            sandbox=channel.sandbox,
+            sandbox_url=channel.sandbox_url,
+            admin_token=admin_token,
+            ask_timeout=settings.ask_timeout_seconds,
+            public_url=settings.public_url,
+            retention=settings.retention,
+            supervisors=(watchers.supervisor, channel.supervisor, properties.supervisor, services.supervisor),
+            stopping=stopping,
+        )
+        stopping.set()  # in case the block ended otherwise than by a signal
 
-    def shutdown_deadline() -> float:
-        """One deadline for every level, fixed when the first starts to stop: each level
-        gets what the levels inside it left of the grace."""
-        if not stop_by:
-            stop_by.append(trio.current_time() + grace)
-        return stop_by[0]
 
-    stopping = trio.Event()
+class _StopBy:
+    """One deadline for every level, fixed when the first starts to stop: each level gets
+    what the levels inside it left of the grace."""
+
+    def __init__(self, grace: float) -> None:
+        self._grace = grace
+        self._at: float | None = None
+
+    def __call__(self) -> float:
+        if self._at is None:
+            self._at = trio.current_time() + self._grace
+        return self._at
+
+
+@dataclass(frozen=True, slots=True)
+class Watchers:
+    """The outermost level: what keeps the process's caches and the record tidy."""
+
+    supervisor: Supervisor
+    keys: KeyDirectory
+
+
+@asynccontextmanager
+async def open_watchers(settings: Settings, db: Database, clock: Clock,
+                        embedded: EmbeddedPostgres | None) -> AsyncIterator[Watchers]:
+    """The key listener, the janitors and the record watchdog: nothing to finish at a stop."""
     keys = KeyDirectory(db)
-    async with trio.open_nursery() as background, open_supervisor(SERVICE_POLICY, shutdown_grace=0) as watchers:
+    async with open_supervisor(SERVICE_POLICY, shutdown_grace=0) as watchers:
         await watchers.spawn("key-listener", lambda: KeyListener(keys), mailbox_size=1,
                              degraded="API keys are read from the record on every request, uncached")
         await watchers.spawn("idempotency-janitor", lambda: IdempotencyJanitor(db, clock, settings.janitor_every_seconds),
@@ -103,6 +156,28 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
         if embedded is not None:
             await watchers.spawn("record-watchdog", lambda: RecordWatchdog(embedded, settings.watchdog_seconds),
                                  mailbox_size=1, degraded="a dead embedded PostgreSQL is not started again")
+        yield Watchers(watchers, keys)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelLevel:
+    """The channel manager (the configured one, or the sandbox served in this process) and
+    this process's push leases on its properties."""
+
+    supervisor: Supervisor
+    channel: Mailbox[ChannelMessage]
+    counters: CallCounters
+    leases: PushLeases
+    sandbox: SandboxState | None  # the in-process sandbox, when no channel manager is configured
+    sandbox_url: str | None
+
+
+@asynccontextmanager
+async def open_channel_level(settings: Settings, db: Database, clock: Clock, wakeups: Wakeups,
+                             stop_by: Callable[[], float]) -> AsyncIterator[ChannelLevel]:
+    """The channel-manager actor and the push-lease keeper. A push lease given back with
+    cells dirty wakes the pushers (through `wakeups`, once the property level attaches them)."""
+    async with trio.open_nursery() as background:
         sandbox: SandboxState | None = None
         stop_sandbox = trio.Event()
         if settings.cm_url and settings.cm_key:
@@ -110,100 +185,102 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
         else:
             sandbox, cm_key = SandboxState(), secrets.token_urlsafe(24)
             cm_url = await background.start(serve_sandbox, sandbox, cm_key, clock, "127.0.0.1", 0, stop_sandbox)
-        async with open_channel_manager(cm_url, cm_key) as client, open_webhook_client() as webhook_client:
-            async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as root:
-                counters = CallCounters()
-                channel: Mailbox[ChannelMessage] = await root.spawn(
-                    "channel-manager", lambda: ChannelManagerActor(client, db, clock, counters=counters),
-                    mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
-                                                "and grid reads wait")
-
-                # Told of every commit that leaves work for others; it wakes them as each is attached.
-                wakeups = Wakeups()
-                leases = PushLeases(db, clock, wakeups.cells_dirty)
-                await root.spawn("push-lease-keeper", lambda: PushLeaseKeeper(leases), mailbox_size=1,
-                                 degraded="push leases are renewed only before each call: a property waiting out "
-                                          "a pause or its budget may pass to another process")
-                async with _leases_given_back(leases), \
-                        open_supervisor(PROPERTY_POLICY, shutdown_deadline=shutdown_deadline) as property_supervisor:
-                    def registry(name: str, factory: Any, degraded: str, mailbox_size: int = 256) -> Registry[int, Any]:
-                        return Registry(property_supervisor, factory, name=name, idle_after=settings.actor_idle_seconds,
-                                        ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size,
-                                        degraded=degraded)
-
-                    writers: Registry[int, WriterMessage] = registry(
-                        "writer", lambda pid: PropertyWriter(pid, db, wakeups),
-                        "the property's writes and bookings answer 503; its OTA revisions wait")
-                    # One queued wake is as good as many: a mailbox of one.
-                    drains: Registry[int, Wake] = registry(
-                        "inventory-drain", lambda pid: InventoryDrain(pid, db, channel, clock, leases,
-                                                               settings.cm_gather_seconds),
-                        "the property's availability stays dirty in the record, not pushed", 1)
-                    projectors: Registry[int, Wake] = registry(
-                        "ari-projector", lambda pid: AriProjector(pid, db, channel, clock, leases,
-                                                             settings.cm_gather_seconds),
-                        "the property's rates and restrictions stay dirty in the record, not pushed", 1)
-                    scheduler = PushScheduler(drains, projectors, settings.push_paused)
-                    wakeups.attach(pushes=scheduler)
-                    async with open_supervisor(SERVICE_POLICY, shutdown_deadline=shutdown_deadline) as services:
-                        outbox: Mailbox[Wake] = await services.spawn(
-                            "outbox", lambda: OutboxSender(db, clock, mail_transport(settings),
-                                                           settings.outbox_sweep_seconds),
-                            mailbox_size=1, degraded="owner e-mails wait in the record, unsent")
-                        webhooks: Mailbox[Wake] = await services.spawn(
-                            "webhook-sender", lambda: WebhookSender(db, clock, webhook_client,
-                                                                    settings.webhook_allow_private, resolver=resolver),
-                            mailbox_size=1, degraded="webhook deliveries wait in the record, unsent")
-                        intake: Mailbox[Wake] = await services.spawn(
-                            "booking-intake", lambda: BookingIntake(db, clock, channel, writers,
-                                                                    settings.intake_sweep_seconds),
-                            mailbox_size=1, degraded="OTA bookings wait in the channel manager's feed, unread")
-                        wakeups.attach(outbox=outbox, webhooks=webhooks, intake=intake)
-                        if sandbox is not None:
-                            # The in-process sandbox's notification: a trigger, as the real one is.
-                            def notified(_: dict[str, str]) -> None:
-                                wakeups.revisions_waiting()
-
-                            sandbox.bookings.listeners.append(notified)
-                            # Its non_acked_booking reminder (a revision unacknowledged for 30
-                            # minutes) is a trigger too: the intake reads the feed again.
-                            sandbox.bookings.reminder_listeners.append(notified)
-                        reconciler: Mailbox[ReconcilerMessage] = await services.spawn(
-                            "reconciler", lambda: Reconciler(db, channel, wakeups, clock,
-                                                             automatic=settings.reconcile and not settings.push_paused),
-                            mailbox_size=16,
-                            degraded="the channel manager's grid is not compared with the record")
-                        if not settings.push_paused:
-                            await services.spawn(
-                                "push-sweep", lambda: PushSweeper(db, scheduler, settings.push_sweep_seconds, clock),
-                                mailbox_size=1, degraded="dirty cells missed by a wake-up wait for a restart")
-                        yield FrontContext(
-                            db=db,
-                            keys=keys,
-                            clock=clock,
-                            budgets=settings.budgets,
-                            proxies=TrustedProxies(settings.trusted_proxies),
-                            budgets_kept=BudgetKeeper(settings.budgets, budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock),
-                            writers=writers,
-                            pushes=scheduler,
-                            reconciler=reconciler,
-                            wakeups=wakeups,
-                            webhook_allow_private=settings.webhook_allow_private,
-                            cm_notify_secret=settings.cm_notify_secret,
-                            channel=channel,
-                            channel_counters=counters,
-                            sandbox=sandbox,
-                            sandbox_url=cm_url if sandbox is not None else None,
-                            admin_token=admin_token,
-                            ask_timeout=settings.ask_timeout_seconds,
-                            public_url=settings.public_url,
-                            retention=settings.retention,
-                            supervisors=(watchers, root, property_supervisor, services),
-                            stopping=stopping,
-                        )
-                        stopping.set()  # in case the block ended otherwise than by a signal
+        async with open_channel_manager(cm_url, cm_key) as client, \
+                open_supervisor(SERVICE_POLICY, shutdown_deadline=stop_by) as root:
+            counters = CallCounters()
+            channel: Mailbox[ChannelMessage] = await root.spawn(
+                "channel-manager", lambda: ChannelManagerActor(client, db, clock, counters=counters),
+                mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
+                                            "and grid reads wait")
+            leases = PushLeases(db, clock, wakeups.cells_dirty)
+            await root.spawn("push-lease-keeper", lambda: PushLeaseKeeper(leases), mailbox_size=1,
+                             degraded="push leases are renewed only before each call: a property waiting out "
+                                      "a pause or its budget may pass to another process")
+            yield ChannelLevel(root, channel, counters, leases, sandbox, cm_url if sandbox is not None else None)
         stop_sandbox.set()
         background.cancel_scope.cancel()
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyActors:
+    """Each property's writer and pushers, made when first needed and stopped when idle."""
+
+    supervisor: Supervisor
+    writers: Registry[int, WriterMessage]
+    pushes: PushScheduler
+
+
+@asynccontextmanager
+async def open_property_actors(settings: Settings, db: Database, clock: Clock, channel: ChannelLevel,
+                               wakeups: Wakeups, stop_by: Callable[[], float]) -> AsyncIterator[PropertyActors]:
+    """Writers, inventory drains and ARI projectors; once they have stopped, this process's
+    push leases are given back."""
+    async with _leases_given_back(channel.leases), \
+            open_supervisor(PROPERTY_POLICY, shutdown_deadline=stop_by) as supervisor:
+        def registry(name: str, factory: Any, degraded: str, mailbox_size: int = 256) -> Registry[int, Any]:
+            return Registry(supervisor, factory, name=name, idle_after=settings.actor_idle_seconds,
+                            ask_timeout=settings.ask_timeout_seconds, mailbox_size=mailbox_size, degraded=degraded)
+
+        writers: Registry[int, WriterMessage] = registry(
+            "writer", lambda pid: PropertyWriter(pid, db, wakeups),
+            "the property's writes and bookings answer 503; its OTA revisions wait")
+        # One queued wake is as good as many: a mailbox of one.
+        drains: Registry[int, Wake] = registry(
+            "inventory-drain", lambda pid: InventoryDrain(pid, db, channel.channel, clock, channel.leases,
+                                                   settings.cm_gather_seconds),
+            "the property's availability stays dirty in the record, not pushed", 1)
+        projectors: Registry[int, Wake] = registry(
+            "ari-projector", lambda pid: AriProjector(pid, db, channel.channel, clock, channel.leases,
+                                                 settings.cm_gather_seconds),
+            "the property's rates and restrictions stay dirty in the record, not pushed", 1)
+        scheduler = PushScheduler(drains, projectors, settings.push_paused)
+        wakeups.attach(pushes=scheduler)
+        yield PropertyActors(supervisor, writers, scheduler)
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """The singletons that work from the record: sender, outbox, intake, reconciler, sweep."""
+
+    supervisor: Supervisor
+    reconciler: Mailbox[ReconcilerMessage]
+
+
+@asynccontextmanager
+async def open_services(settings: Settings, db: Database, clock: Clock, channel: ChannelLevel,
+                        properties: PropertyActors, wakeups: Wakeups, resolver: Resolver,
+                        stop_by: Callable[[], float]) -> AsyncIterator[Services]:
+    async with open_webhook_client() as webhook_client, \
+            open_supervisor(SERVICE_POLICY, shutdown_deadline=stop_by) as services:
+        outbox: Mailbox[Wake] = await services.spawn(
+            "outbox", lambda: OutboxSender(db, clock, mail_transport(settings), settings.outbox_sweep_seconds),
+            mailbox_size=1, degraded="owner e-mails wait in the record, unsent")
+        webhooks: Mailbox[Wake] = await services.spawn(
+            "webhook-sender", lambda: WebhookSender(db, clock, webhook_client, settings.webhook_allow_private,
+                                                    resolver=resolver),
+            mailbox_size=1, degraded="webhook deliveries wait in the record, unsent")
+        intake: Mailbox[Wake] = await services.spawn(
+            "booking-intake", lambda: BookingIntake(db, clock, channel.channel, properties.writers,
+                                                    settings.intake_sweep_seconds),
+            mailbox_size=1, degraded="OTA bookings wait in the channel manager's feed, unread")
+        wakeups.attach(outbox=outbox, webhooks=webhooks, intake=intake)
+        if channel.sandbox is not None:
+            # The in-process sandbox's notification: a trigger, as the real one is. Its
+            # non_acked_booking reminder (a revision unacknowledged for 30 minutes) is one too.
+            def notified(_: dict[str, str]) -> None:
+                wakeups.revisions_waiting()
+
+            channel.sandbox.bookings.listeners.append(notified)
+            channel.sandbox.bookings.reminder_listeners.append(notified)
+        reconciler: Mailbox[ReconcilerMessage] = await services.spawn(
+            "reconciler", lambda: Reconciler(db, channel.channel, wakeups, clock,
+                                             automatic=settings.reconcile and not settings.push_paused),
+            mailbox_size=16, degraded="the channel manager's grid is not compared with the record")
+        if not settings.push_paused:
+            await services.spawn(
+                "push-sweep", lambda: PushSweeper(db, properties.pushes, settings.push_sweep_seconds, clock),
+                mailbox_size=1, degraded="dirty cells missed by a wake-up wait for a restart")
+        yield Services(services, reconciler)
 
 
 @asynccontextmanager
