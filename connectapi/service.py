@@ -40,7 +40,7 @@ from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemC
 from .http.app import create_app
 from .http.budget_keeper import BudgetKeeper
 from .storage.budget_batcher import BudgetCounter, RecordCounter
-from .http.context import FrontContext
+from .http.context import Budgeting, ChannelAccess, FrontContext, Operation, PropertyWork
 from .http.serving.connections import connection_cap
 from .http.serving.server import bound_socket, hypercorn_config, serve_http
 from .storage.database import Database, StorageError, open_database
@@ -89,28 +89,19 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
         stopping = trio.Event()
         yield FrontContext(
             db=db,
-            keys=watchers.keys,
             clock=clock,
-            budgets=settings.budgets,
+            keys=watchers.keys,
             proxies=TrustedProxies(settings.trusted_proxies),
-            budgets_kept=BudgetKeeper(settings.budgets,
-                                      budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock),
-            writers=properties.writers,
-            pushes=properties.pushes,
-            reconciler=services.reconciler,
-            wakeups=wakeups,
-            webhook_allow_private=settings.webhook_allow_private,
-            cm_notify_secret=settings.cm_notify_secret,
-            channel=channel.channel,
-            channel_counters=channel.counters,
-            sandbox=channel.sandbox,
-            sandbox_url=channel.sandbox_url,
-            admin_token=admin_token,
-            ask_timeout=settings.ask_timeout_seconds,
-            public_url=settings.public_url,
-            retention=settings.retention,
-            supervisors=(watchers.supervisor, channel.supervisor, properties.supervisor, services.supervisor),
             stopping=stopping,
+            budgets=Budgeting(settings.budgets,
+                              BudgetKeeper(settings.budgets,
+                                           budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock)),
+            properties=PropertyWork(properties.writers, wakeups, settings.ask_timeout_seconds, properties.pushes),
+            channel=ChannelAccess(channel.channel, channel.counters, channel.sandbox, channel.sandbox_url,
+                                  settings.cm_notify_secret, services.reconciler),
+            operation=Operation(admin_token, settings.public_url, settings.retention, settings.webhook_allow_private,
+                                (watchers.supervisor, channel.supervisor, properties.supervisor,
+                                 services.supervisor)),
         )
         stopping.set()  # in case the block ended otherwise than by a signal
 

@@ -26,35 +26,71 @@ from .budget_keeper import BudgetKeeper
 
 
 @dataclass(frozen=True, slots=True)
-class FrontContext:
-    db: Database
-    keys: KeyDirectory
-    clock: Clock
-    budgets: Budgets
-    proxies: TrustedProxies
-    budgets_kept: BudgetKeeper
+class Budgeting:
+    """The contract's rate budgets: their sizes, and the keeper that counts them in the record."""
+
+    sizes: Budgets
+    keeper: BudgetKeeper
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyWork:
+    """Where a change to a property goes: its writer (asked within `ask_timeout`), and
+    `wakeups`, told what a change made outside the writers committed (a ping, a set-up link).
+    `pushes` is the pushers' scheduler, which tests hold pushes with."""
+
     writers: Registry[int, WriterMessage]
-    pushes: PushScheduler
-    reconciler: Mailbox[ReconcilerMessage]
-    wakeups: Wakeups  # told what a change outside the writers committed (a ping, a set-up link)
-    webhook_allow_private: bool
-    cm_notify_secret: str | None
-    channel: Mailbox[ChannelMessage]
-    channel_counters: CallCounters
-    sandbox: SandboxState | None  # the in-process sandbox channel manager, when no real one is configured
-    sandbox_url: str | None
-    admin_token: str
+    wakeups: Wakeups
     ask_timeout: float
+    pushes: PushScheduler
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelAccess:
+    """The channel manager as routes reach it: its actor, the in-process sandbox (when no
+    real one is configured) and the secret its notifications carry. The call counters and
+    the reconciler are the tests' handles."""
+
+    mailbox: Mailbox[ChannelMessage]
+    counters: CallCounters
+    sandbox: SandboxState | None
+    sandbox_url: str | None
+    notify_secret: str | None
+    reconciler: Mailbox[ReconcilerMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """What the operator's and the owner's interfaces say of the service itself."""
+
+    admin_token: str
     # How integrators reach this service (CONNECTAPI_PUBLIC_URL), for links we hand out;
     # None: the address the caller used (its Host header, which the caller chooses).
     public_url: str | None
     retention: Retention  # how far back what the record prunes reaches (the admin's webhook recover says it)
+    webhook_allow_private: bool
     supervisors: tuple[Supervisor, ...]
-    stopping: trio.Event  # set when the service is told to stop: answers then close their connection
 
     def down(self) -> list[Down]:
         """Actors whose crash budget is spent, in every level of the service."""
         return [down for supervisor in self.supervisors for down in supervisor.down.values()]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontContext:
+    """What every route may reach, grouped by what it is for: every audience uses the record,
+    the clock, the key directory and the trusted proxies; the rest is in the group a route
+    needs (budgets, a property's writer, the channel manager, the service's own state)."""
+
+    db: Database
+    clock: Clock
+    keys: KeyDirectory
+    proxies: TrustedProxies
+    stopping: trio.Event  # set when the service is told to stop: answers then close their connection
+    budgets: Budgeting
+    properties: PropertyWork
+    channel: ChannelAccess
+    operation: Operation
 
 
 def context() -> FrontContext:

@@ -44,7 +44,7 @@ async def bookings_read() -> Response:
 async def bookings_create() -> Response:
     # As POST /bookings charges them once past its repeat check.
     ctx, who = context(), caller()
-    await ctx.budgets_kept.charge_booking(who.key.id, who.property.id, who.property.bookings_per_day)
+    await ctx.budgets.keeper.charge_booking(who.key.id, who.property.id, who.property.bookings_per_day)
     return ok({}, 201)
 
 

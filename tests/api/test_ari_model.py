@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectapi.storage.database import open_database
-from tests.conftest import TEMPLATE, scratch_database
+from tests.conftest import template_copy
 
 from .conftest import open_harness
 from .harness import API, Harness
@@ -113,7 +113,7 @@ def test_record_equals_the_model(pg_template: str, sequence: list[tuple[str, lis
     """Each example in its own run, on a mock clock, over its own database."""
 
     async def example() -> None:
-        async with trio_asyncio.open_loop(), scratch_database(pg_template, TEMPLATE) as dsn:
+        async with trio_asyncio.open_loop(), template_copy(pg_template) as dsn:
             async with open_database(dsn, min_size=1, max_size=4, command_timeout=None) as db, open_harness(db) as api:
                 await check_against_model(api, sequence)
 

@@ -428,11 +428,11 @@ async def test_the_last_two_rooms_of_a_night_under_thirty_requests(api: Harness)
 async def test_the_sandbox_grid_after_a_change_equals_the_record(api: Harness) -> None:
     prop, key = await setup(api)
     double = prop["roomTypes"][0]["id"]
-    assert api.ctx.sandbox is not None
+    assert api.ctx.channel.sandbox is not None
     made = (await book(api, key, stay(prop))).data
     await settled(api, prop["id"])
     cm_room = await api.ctx.db.fetchval("SELECT cm_id FROM room_types WHERE id = $1", double)
-    stats = api.ctx.sandbox.stats
+    stats = api.ctx.channel.sandbox.stats
     calls = stats.availability_calls
     moved = await patch(api, key, made["bookingId"], {"checkIn": "2026-12-03", "checkOut": "2026-12-06"})
     assert moved.status == 200, moved.body
@@ -458,8 +458,8 @@ async def settled(api: Harness, property_id: int) -> None:
 
 
 def grid(api: Harness, prop: dict[str, Any]) -> Any:
-    assert api.ctx.sandbox is not None
-    return next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+    assert api.ctx.channel.sandbox is not None
+    return next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
 
 
 async def test_a_booking_stored_under_older_rules_can_still_change(api: Harness) -> None:

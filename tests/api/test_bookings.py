@@ -494,7 +494,7 @@ async def test_queued_bookings_share_a_transaction_and_a_refused_one_fails_alone
 
     async with lock_held_elsewhere(db_dsn, prop["id"]) as held, trio.open_nursery() as nursery:
         nursery.start_soon(one, "FIRST")
-        mailbox = await api.ctx.writers.mailbox(prop["id"])
+        mailbox = await api.ctx.properties.writers.mailbox(prop["id"])
         await eventually(lambda: waiting_on_a_lock(api))
         for i, name in enumerate(["Ana Silva", "Ana Silva", "Refused Guest", "Ana Silva", "Ana Silva"]):
             nursery.start_soon(one, f"QUEUED-{i}", name)
@@ -527,7 +527,7 @@ async def test_a_run_of_queued_bookings_counts_the_rooms_each_one_took(api: Harn
 
     async with lock_held_elsewhere(db_dsn, prop["id"]) as held, trio.open_nursery() as nursery:
         nursery.start_soon(one, "FIRST", "2026-12-10", "2026-12-11", 1)
-        mailbox = await api.ctx.writers.mailbox(prop["id"])
+        mailbox = await api.ctx.properties.writers.mailbox(prop["id"])
         await eventually(lambda: waiting_on_a_lock(api))
         queued = [("A", "2026-12-01", "2026-12-03", 3), ("B", "2026-12-02", "2026-12-04", 4),
                   ("C", "2026-12-02", "2026-12-03", 2), ("D", "2026-12-02", "2026-12-04", 1),

@@ -142,14 +142,14 @@ async def test_owner_raises_the_daily_bookings_budget(api: Harness) -> None:
 
 async def test_cells_budget_is_charged_by_amount(api: Harness) -> None:
     prop, _ = await api.keyed_property()
-    await api.ctx.budgets_kept.charge_cells(prop["id"], 60)  # admitted: it raises no 429
-    await api.ctx.budgets_kept.charge_cells(prop["id"], 40)  # admitted: it raises no 429
+    await api.ctx.budgets.keeper.charge_cells(prop["id"], 60)  # admitted: it raises no 429
+    await api.ctx.budgets.keeper.charge_cells(prop["id"], 40)  # admitted: it raises no 429
     api.advance(30)
     with pytest.raises(ApiError) as info:
-        await api.ctx.budgets_kept.charge_cells(prop["id"], 1)
+        await api.ctx.budgets.keeper.charge_cells(prop["id"], 1)
     assert (info.value.code, info.value.scope, info.value.retry_after_seconds) == ("RATE_LIMITED", "cells", 30)
     api.advance(30)
-    await api.ctx.budgets_kept.charge_cells(prop["id"], 100)  # admitted: it raises no 429
+    await api.ctx.budgets.keeper.charge_cells(prop["id"], 100)  # admitted: it raises no 429
 
 
 async def test_ip_budget_counts_before_the_key_is_read(api: Harness) -> None:
@@ -223,7 +223,7 @@ async def test_an_address_refused_by_ip_is_answered_without_the_record_until_its
     for _ in range(50):  # ip=50: the address's whole budget, at t=0
         await api.call("GET", f"{API}/nowhere", address="192.0.2.30")
     api.advance(20)
-    counter = api.ctx.budgets_kept._counter
+    counter = api.ctx.budgets.keeper._counter
     assert limited(await api.call("GET", f"{API}/property", key=key, address="192.0.2.30"), "ip") == 40
     sent = counter.statements  # type: ignore[attr-defined]
     api.advance(10)

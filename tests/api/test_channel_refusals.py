@@ -25,14 +25,14 @@ def env() -> dict[str, str]:
 
 def cm_ids(api: Harness, prop: dict[str, Any]) -> tuple[str, dict[str, str]]:
     """The sandbox's property id and its rate plans' ids by title."""
-    assert api.ctx.sandbox is not None
-    held = next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+    assert api.ctx.channel.sandbox is not None
+    held = next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
     return held.id, {p["title"]: cm for cm, p in held.rate_plans.items()}
 
 
 def held_rates(api: Harness, cm_property: str, cm_plan: str, first: date, last: date) -> dict[str, Any]:
-    assert api.ctx.sandbox is not None
-    held = api.ctx.sandbox.read_restrictions(cm_property, first, last).get(cm_plan, {})
+    assert api.ctx.channel.sandbox is not None
+    held = api.ctx.channel.sandbox.read_restrictions(cm_property, first, last).get(cm_plan, {})
     return {night: fields.get("rate") for night, fields in held.items()}
 
 
@@ -47,8 +47,8 @@ async def test_a_refused_value_stays_queued_is_reported_and_arrives_once_accepte
     prop, key = await api.keyed_property()
     flexible, other = prop["ratePlans"][0], prop["ratePlans"][1]
     cm_property, plans = cm_ids(api, prop)
-    assert api.ctx.sandbox is not None
-    api.ctx.sandbox.refuse(cm_property, plans[flexible["name"]], DISABLED)
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.refuse(cm_property, plans[flexible["name"]], DISABLED)
     first, last = date(2026, 12, 1), date(2026, 12, 3)
     made = await api.call("PUT", f"{API}/rates", key=key, body={"updates": [
         {"ratePlanId": flexible["id"], "dateFrom": str(first), "dateTo": str(last), "rate": 130, "currency": "EUR"},
@@ -76,7 +76,7 @@ async def test_a_refused_value_stays_queued_is_reported_and_arrives_once_accepte
     assert "rate plan is closed" in batch["lastError"]
     tasks = batch["channelTasks"]
     assert len(tasks) == 1 and tasks[0]["kind"] == "restrictions"
-    calls = [c for c in api.ctx.sandbox.calls if c.kind == "restrictions" and cm_property in c.property_ids]
+    calls = [c for c in api.ctx.channel.sandbox.calls if c.kind == "restrictions" and cm_property in c.property_ids]
     assert tasks[0]["taskId"] == calls[-1].task_id
 
     # Told once per property and day, however often the channel refuses.
@@ -86,13 +86,13 @@ async def test_a_refused_value_stays_queued_is_reported_and_arrives_once_accepte
         return found
     assert await mails() == 1
     api.advance(61)  # the first retry: refused again
-    await eventually(lambda: len([c for c in api.ctx.sandbox.calls if cm_property in c.property_ids  # type: ignore
+    await eventually(lambda: len([c for c in api.ctx.channel.sandbox.calls if cm_property in c.property_ids  # type: ignore
                                   and c.kind == "restrictions"]) == len(calls) + 1, "the retry")
     await quiet(api, prop["id"], "rates", 3)
     assert await mails() == 1
 
     # The channel takes the plan again: the value arrives without a new write.
-    api.ctx.sandbox.refuse(cm_property, plans[flexible["name"]], None)
+    api.ctx.channel.sandbox.refuse(cm_property, plans[flexible["name"]], None)
     api.advance(121)  # the second retry, two minutes after the second refusal
     await quiet(api, prop["id"], "rates", 0)
     assert held_rates(api, cm_property, plans[flexible["name"]], first, last) == {
@@ -108,14 +108,14 @@ async def test_a_new_write_of_a_refused_night_goes_at_once(api: Harness) -> None
     prop, key = await api.keyed_property()
     flexible = prop["ratePlans"][0]
     cm_property, plans = cm_ids(api, prop)
-    assert api.ctx.sandbox is not None
-    api.ctx.sandbox.refuse(cm_property, plans[flexible["name"]], DISABLED)
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.refuse(cm_property, plans[flexible["name"]], DISABLED)
     night = date(2026, 12, 5)
     body = {"updates": [{"ratePlanId": flexible["id"], "dateFrom": str(night), "dateTo": str(night), "rate": 100,
                          "currency": "EUR"}]}
     assert (await api.call("PUT", f"{API}/rates", key=key, body=body)).status == 202
-    await eventually(lambda: api.ctx.sandbox.stats.refused == 1, "the refusal")  # type: ignore[union-attr]
-    api.ctx.sandbox.refuse(cm_property, plans[flexible["name"]], None)
+    await eventually(lambda: api.ctx.channel.sandbox.stats.refused == 1, "the refusal")  # type: ignore[union-attr]
+    api.ctx.channel.sandbox.refuse(cm_property, plans[flexible["name"]], None)
     body["updates"][0]["rate"] = 110
     assert (await api.call("PUT", f"{API}/rates", key=key, body=body)).status == 202
     await quiet(api, prop["id"], "rates", 0)  # no clock moved: the newer version is no refused one
@@ -125,19 +125,19 @@ async def test_a_new_write_of_a_refused_night_goes_at_once(api: Harness) -> None
 async def test_nights_that_became_past_are_dropped_not_sent(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]
-    api.ctx.pushes.paused = True  # writes wait in the record while the day turns
-    assert api.ctx.sandbox is not None
-    before = api.ctx.sandbox.stats.availability_calls
+    api.ctx.properties.pushes.paused = True  # writes wait in the record while the day turns
+    assert api.ctx.channel.sandbox is not None
+    before = api.ctx.channel.sandbox.stats.availability_calls
     today = date(2026, 11, 22)  # Lisbon, at the harness's start
     assert (await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
         {"roomTypeId": room["id"], "dateFrom": str(today), "dateTo": str(today + timedelta(days=2)),
          "available": 4}]})).status == 202
     api.advance(2 * 86_400)  # two days on: two of the three nights are past
-    api.ctx.pushes.paused = False
-    await api.ctx.pushes.wake(prop["id"], True, False)
+    api.ctx.properties.pushes.paused = False
+    await api.ctx.properties.pushes.wake(prop["id"], True, False)
     await quiet(api, prop["id"], "availability", 0)
-    assert api.ctx.sandbox.stats.availability_calls == before + 1
-    sent = [c for c in api.ctx.sandbox.calls if c.kind == "availability"][-1]
+    assert api.ctx.channel.sandbox.stats.availability_calls == before + 1
+    sent = [c for c in api.ctx.channel.sandbox.calls if c.kind == "availability"][-1]
     assert (sent.values, sent.warnings) == (1, 0)  # the one night still ahead, nothing refused as past
     dropped = await api.ctx.db.fetchval("SELECT cm_past_dropped FROM properties WHERE id = $1", prop["id"])
     assert dropped == 2
@@ -147,8 +147,8 @@ async def test_nights_that_became_past_are_dropped_not_sent(api: Harness) -> Non
 async def test_rates_then_restrictions_sent_at_once_are_one_call(api: Harness) -> None:
     prop, key = await api.keyed_property()
     plan = prop["ratePlans"][0]["id"]
-    assert api.ctx.sandbox is not None
-    before = api.ctx.sandbox.stats.restriction_calls
+    assert api.ctx.channel.sandbox is not None
+    before = api.ctx.channel.sandbox.stats.restriction_calls
     first, last = "2026-12-01", "2026-12-03"
     assert (await api.call("PUT", f"{API}/rates", key=key, body={"updates": [
         {"ratePlanId": plan, "dateFrom": first, "dateTo": last, "rate": 120, "currency": "EUR"}]})).status == 202
@@ -157,11 +157,11 @@ async def test_rates_then_restrictions_sent_at_once_are_one_call(api: Harness) -
     assert (await api.call("PUT", f"{API}/restrictions", key=key, body={"updates": [
         {"ratePlanId": plan, "dateFrom": first, "dateTo": last, "minStayArrival": 2}]})).status == 202
     await trio.testing.wait_all_tasks_blocked()
-    assert api.ctx.sandbox.stats.restriction_calls == before  # still gathering
+    assert api.ctx.channel.sandbox.stats.restriction_calls == before  # still gathering
     api.advance(1.0)
     await quiet(api, prop["id"], "restrictions", 0)
     await quiet(api, prop["id"], "rates", 0)
-    assert api.ctx.sandbox.stats.restriction_calls == before + 1
+    assert api.ctx.channel.sandbox.stats.restriction_calls == before + 1
 
 
 async def test_tonight_in_a_zone_behind_utc_is_not_sent_as_past(api: Harness) -> None:
@@ -170,15 +170,15 @@ async def test_tonight_in_a_zone_behind_utc_is_not_sent_as_past(api: Harness) ->
     prop, key = await api.keyed_property(timezone="America/Los_Angeles")
     room = prop["roomTypes"][0]["id"]
     cm_property, _ = cm_ids(api, prop)
-    assert api.ctx.sandbox is not None
-    assert api.ctx.sandbox.properties[cm_property].timezone == "America/Los_Angeles"
+    assert api.ctx.channel.sandbox is not None
+    assert api.ctx.channel.sandbox.properties[cm_property].timezone == "America/Los_Angeles"
     api.advance(17 * 3600)  # 2026-11-23 03:00 UTC, 2026-11-22 19:00 in Los Angeles
     tonight = "2026-11-22"
     assert (await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
         {"roomTypeId": room, "dateFrom": tonight, "dateTo": tonight, "available": 0}]})).status == 202
     await quiet(api, prop["id"], "availability", 0)
-    assert api.ctx.sandbox.stats.refused == 0
-    held = api.ctx.sandbox.read_availability(cm_property, date(2026, 11, 22), date(2026, 11, 22))
-    cm_room = next(cm for cm, r in api.ctx.sandbox.properties[cm_property].room_types.items()
+    assert api.ctx.channel.sandbox.stats.refused == 0
+    held = api.ctx.channel.sandbox.read_availability(cm_property, date(2026, 11, 22), date(2026, 11, 22))
+    cm_room = next(cm for cm, r in api.ctx.channel.sandbox.properties[cm_property].room_types.items()
                    if r["title"] == prop["roomTypes"][0]["name"])
     assert held[cm_room] == {tonight: 0}

@@ -59,9 +59,9 @@ async def test_a_rate_written_through_the_api_shows_beside_the_channel_manager_s
     assert "None: every write has reached the channel manager." in page.text
 
     # Changed on the channel manager behind our back: marked, with words, not colour alone.
-    assert api.ctx.sandbox is not None
+    assert api.ctx.channel.sandbox is not None
     cm_plan = await api.ctx.db.fetchval("SELECT cm_id FROM rate_plans WHERE id = $1", plan)
-    held = next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+    held = next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
     held.restrictions[cm_plan][date(2026, 11, 23)]["rate"] = "80.00"
     page = await visitor.get(f"/console/properties/{prop['id']}/grid?from=2026-11-23&to=2026-11-23")
     assert night_row(page.text, room, "2026-11-23")[2:4] == [(False, "99.00"), (True, "80.00 <strong>(differs)</strong>")]
@@ -102,13 +102,13 @@ async def test_a_channel_manager_that_cannot_be_read_leaves_the_record_with_a_no
     room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
     await write_rate(api, key, plan, "2026-11-24", "99")
     visitor = await owner_of(api, prop)
-    assert api.ctx.sandbox is not None
+    assert api.ctx.channel.sandbox is not None
     cm_property = await api.ctx.db.fetchval("SELECT cm_property_id FROM properties WHERE id = $1", prop["id"])
-    held = api.ctx.sandbox.properties.pop(cm_property)  # the channel manager no longer knows it
+    held = api.ctx.channel.sandbox.properties.pop(cm_property)  # the channel manager no longer knows it
     try:
         page = await visitor.get(f"/console/properties/{prop['id']}/grid?from=2026-11-24&to=2026-11-24")
     finally:
-        api.ctx.sandbox.properties[cm_property] = held
+        api.ctx.channel.sandbox.properties[cm_property] = held
     assert page.status == 200 and "could not be read just now" in page.text
     assert night_row(page.text, room, "2026-11-24")[2:4] == [(False, "99.00"), (False, "—")]  # nothing marked
 
@@ -128,10 +128,10 @@ async def test_values_the_channel_manager_refused_show_on_the_overview_and_the_g
     prop, key = await api.keyed_property()
     plan = prop["ratePlans"][0]
     cm_property, plans = cm_ids(api, prop)
-    assert api.ctx.sandbox is not None
-    api.ctx.sandbox.refuse(cm_property, plans[plan["name"]], Refusal("rate", "must be greater than 0"))
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.refuse(cm_property, plans[plan["name"]], Refusal("rate", "must be greater than 0"))
     await write_rate(api, key, plan["id"], "2026-11-24", "99")
-    await eventually(lambda: api.ctx.sandbox.stats.refused == 1, "the refusal")  # type: ignore[union-attr]
+    await eventually(lambda: api.ctx.channel.sandbox.stats.refused == 1, "the refusal")  # type: ignore[union-attr]
     await quiet(api, prop["id"], "rates", 1)
     visitor = await owner_of(api, prop)
     overview = await visitor.get(f"/console/properties/{prop['id']}")

@@ -94,8 +94,8 @@ async def revisions(api: Harness, prop: dict[str, Any], count: int) -> list[dict
 
 def cm_ids(api: Harness, prop: dict[str, Any]) -> list[str]:
     """The sandbox's own ids for the property and its catalog: never to appear in an event."""
-    assert api.ctx.sandbox is not None
-    held = next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+    assert api.ctx.channel.sandbox is not None
+    held = next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
     return [held.id, *held.room_types, *held.rate_plans]
 
 
@@ -139,8 +139,8 @@ async def test_created_modified_cancelled_on_a_channel_manager_only_property(api
     assert cancelled["type"] == "channel.booking.cancelled"
     assert cancelled["data"]["booking"]["status"] == "CANCELLED"
     assert [r["state"] for r in await revisions(api, prop, 3)] == ["applied"] * 3
-    assert api.ctx.sandbox is not None and api.ctx.sandbox.bookings.feed(None) == []  # all acknowledged
-    sent = list(api.ctx.sandbox.bookings.revisions.values())
+    assert api.ctx.channel.sandbox is not None and api.ctx.channel.sandbox.bookings.feed(None) == []  # all acknowledged
+    sent = list(api.ctx.channel.sandbox.bookings.revisions.values())
     cm_booking_ids = {r["booking_id"] for r in sent} | {r["id"] for r in sent} | {r["system_id"] for r in sent}
     assert all(r["guarantee"]["card_number"] for r in sent)  # each came with a (masked) card
     for _, body in receiver.received:
@@ -187,8 +187,8 @@ async def mail_body(api: Harness, prop: dict[str, Any]) -> str:
 
 
 def sandbox_nights(api: Harness, prop: dict[str, Any], nights: list[str]) -> list[int]:
-    assert api.ctx.sandbox is not None
-    held = next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+    assert api.ctx.channel.sandbox is not None
+    held = next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
     cm_room = next(iter(held.availability))
     return [int(held.availability[cm_room][date.fromisoformat(n)]) for n in nights]
 
@@ -210,7 +210,7 @@ async def test_an_ota_booking_on_a_full_night_is_kept_and_the_owner_told(api: Ha
 
 async def test_out_of_order_and_repeated_revisions(api: Harness, receiver: Receiver) -> None:
     prop, secret = await hooked_property(api, receiver, **CM_ONLY)
-    sandbox = api.ctx.sandbox
+    sandbox = api.ctx.channel.sandbox
     assert sandbox is not None
     sandbox.bookings.newest_first = True
     cm_property, cm_room, cm_plan = cm_ids(api, prop)[0], cm_ids(api, prop)[1], cm_ids(api, prop)[3]
@@ -244,11 +244,11 @@ async def test_out_of_order_and_repeated_revisions(api: Harness, receiver: Recei
 
 async def sold_on_a_room_type_we_do_not_map(api: Harness, prop: dict[str, Any], cm_room: str) -> dict[str, Any]:
     """An OTA booking of one night whose room type is `cm_room` at the channel manager; its revision."""
-    assert api.ctx.sandbox is not None
+    assert api.ctx.channel.sandbox is not None
     stay = Stay(cm_ids(api, prop)[0], cm_room, cm_ids(api, prop)[3], date(2026, 12, 10), date(2026, 12, 11), 1, 0,
                 {"name": "Bo", "surname": None, "mail": None, "phone": None, "country": None}, Decimal("90"),
                 "EUR", "Airbnb")
-    return api.ctx.sandbox.bookings.new(stay, api.ctx.clock.now())
+    return api.ctx.channel.sandbox.bookings.new(stay, api.ctx.clock.now())
 
 
 async def test_an_unmapped_room_type_is_kept_flagged_and_told(api: Harness, receiver: Receiver) -> None:
@@ -307,7 +307,7 @@ async def test_a_revision_the_record_refuses_does_not_hold_up_the_others(api: Ha
         $$ BEGIN IF NEW.check_in = DATE '2026-12-10' THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $$""")
     await api.ctx.db.execute("CREATE TRIGGER refuse_first_ota BEFORE INSERT ON bookings FOR EACH ROW "
                              "EXECUTE FUNCTION refuse_first_ota()")
-    sandbox = api.ctx.sandbox
+    sandbox = api.ctx.channel.sandbox
     assert sandbox is not None
     await ota_booking(api, prop, check_in="2026-12-10", check_out="2026-12-11")
     await ota_booking(api, prop, check_in="2026-12-20", check_out="2026-12-21")
@@ -321,7 +321,7 @@ async def test_a_revision_the_record_refuses_does_not_hold_up_the_others(api: Ha
 
 async def test_revisions_behind_a_page_of_another_integrations_are_taken(api: Harness, receiver: Receiver) -> None:
     prop, secret = await hooked_property(api, receiver, **CM_ONLY)
-    sandbox = api.ctx.sandbox
+    sandbox = api.ctx.channel.sandbox
     assert sandbox is not None
     cm_property, cm_room, cm_plan = cm_ids(api, prop)[0], cm_ids(api, prop)[1], cm_ids(api, prop)[3]
     guest = {"name": "Ana", "surname": None, "mail": None, "phone": None, "country": None}
@@ -380,7 +380,7 @@ async def test_an_acknowledgement_the_channel_manager_answers_500_twice_is_asked
     closed = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
         {"roomTypeId": prop["roomTypes"][0]["id"], "dateFrom": "2026-12-10", "dateTo": "2026-12-10", "available": 0}]})
     assert closed.status == 202  # a full night: the owner is e-mailed of the booking, once
-    sandbox = api.ctx.sandbox
+    sandbox = api.ctx.channel.sandbox
     assert sandbox is not None
     # The sandbox's fault selector (POST /_sandbox/faults {"mode": "500", "count": 2, "calls": "ack"}).
     sandbox.faults.mode, sandbox.faults.remaining, sandbox.faults.calls = "500", 2, "ack"
@@ -389,7 +389,7 @@ async def test_an_acknowledgement_the_channel_manager_answers_500_twice_is_asked
 
     async def acknowledged() -> bool:
         if sandbox.bookings.feed(None):
-            api.ctx.wakeups.revisions_waiting()  # a round, as the channel manager's notification brings one
+            api.ctx.properties.wakeups.revisions_waiting()  # a round, as the channel manager's notification brings one
             return False
         return all(r["acknowledged"] for r in (await api.admin("GET", f"/properties/{prop['id']}/ota-revisions")).data)
     await eventually(acknowledged, "the acknowledgement, at the third try")

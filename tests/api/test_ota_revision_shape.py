@@ -63,7 +63,7 @@ async def rounds_until(api: Harness, check: Any, what: str) -> None:
             held = await held
         if held:
             return True
-        api.ctx.wakeups.revisions_waiting()  # a mailbox already full: a round is due anyway
+        api.ctx.properties.wakeups.revisions_waiting()  # a mailbox already full: a round is due anyway
         return False
     await eventually(woken, what)
 

@@ -143,7 +143,7 @@ async def test_changes_the_record_fails_leave_nothing_and_the_writer_serves(api:
             unavailable(await through_an_outage(api, "bookings", functools.partial(
                 api.call, "PATCH", f"{API}/bookings/{booking_id}", key=key,
                 body={"checkOut": f"2026-12-{5 + night:02d}", "guest": {"name": "Ana Changed"}})))
-    assert not api.ctx.down()
+    assert not api.ctx.operation.down()
     kept = await api.call("GET", f"{API}/bookings/{booking_id}", key=key)
     assert (kept.data["checkOut"], kept.data["guest"]["name"], kept.data["revision"]) == (
         "2026-12-04", "Ana Silva", 1)

@@ -45,8 +45,8 @@ async def set_night(api: Harness, key: str, room: int, night: date, available: i
 
 
 def sandbox_value(api: Harness, prop: dict[str, Any], night: date) -> int:
-    assert api.ctx.sandbox is not None
-    held = next(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])
+    assert api.ctx.channel.sandbox is not None
+    held = next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
     return int(next(iter(held.availability.values()))[night])
 
 
@@ -62,10 +62,10 @@ async def test_a_burst_of_60_writes_a_minute_draws_no_429(api: Harness) -> None:
         await let_run(20)
         api.advance(1)
     await settled(api, prop["id"])
-    assert api.ctx.sandbox is not None
-    assert api.ctx.sandbox.stats.throttled == 0
-    assert api.ctx.channel_counters.throttled == 0
-    assert api.ctx.sandbox.stats.availability_calls <= 10 * 4  # paced: at most 10 a minute
+    assert api.ctx.channel.sandbox is not None
+    assert api.ctx.channel.sandbox.stats.throttled == 0
+    assert api.ctx.channel.counters.throttled == 0
+    assert api.ctx.channel.sandbox.stats.availability_calls <= 10 * 4  # paced: at most 10 a minute
     assert all(sandbox_value(api, prop, first + timedelta(days=s)) == s % 7 for s in range(60))
 
 
@@ -74,11 +74,11 @@ async def test_a_429_pauses_the_property_for_its_retry_after(api: Harness, retry
                                                            pause: float) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    assert api.ctx.sandbox is not None
-    faults = api.ctx.sandbox.faults
+    assert api.ctx.channel.sandbox is not None
+    faults = api.ctx.channel.sandbox.faults
     faults.mode, faults.remaining, faults.retry_after = "429", 1, retry_after
     await set_night(api, key, room, date(2026, 11, 23), 1)
-    await eventually(lambda: api.ctx.channel_counters.throttled == 1, "a 429 drawn")
+    await eventually(lambda: api.ctx.channel.counters.throttled == 1, "a 429 drawn")
     api.advance(pause - 0.01)
     await let_run()
     assert (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"] == 1
@@ -90,10 +90,10 @@ async def test_a_429_pauses_the_property_for_its_retry_after(api: Harness, retry
 async def test_a_hang_times_out_and_backs_off(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    assert api.ctx.sandbox is not None
-    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "timeout", 1
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.faults.mode, api.ctx.channel.sandbox.faults.remaining = "timeout", 1
     await set_night(api, key, room, date(2026, 11, 23), 4)
-    sandbox = api.ctx.sandbox
+    sandbox = api.ctx.channel.sandbox
     await eventually(lambda: sandbox.stats.failed == 1, "the push hanging in the sandbox")
     api.advance(10.5)  # the client's timeout
     await eventually(lambda: has_failures(api, prop["id"], 1), "the push timed out")
@@ -123,8 +123,8 @@ async def test_a_flooding_property_does_not_delay_another(api: Harness) -> None:
 async def test_an_hour_of_outage_is_caught_up_coalesced_without_a_burst(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    assert api.ctx.sandbox is not None
-    sandbox = api.ctx.sandbox
+    assert api.ctx.channel.sandbox is not None
+    sandbox = api.ctx.channel.sandbox
     sandbox.faults.mode, sandbox.faults.remaining = "500", 1_000_000  # down
     first = date(2026, 11, 23)
     for minute in range(60):  # a write every minute for an hour, to 30 nights in turn
@@ -169,8 +169,8 @@ async def test_an_answer_we_cannot_read_is_a_failed_push_backed_off(api: Harness
     the cells stay dirty, /sync says what came back, and after the backoff they go through."""
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    assert api.ctx.sandbox is not None
-    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = mode, 1  # type: ignore[assignment]
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.faults.mode, api.ctx.channel.sandbox.faults.remaining = mode, 1  # type: ignore[assignment]
     await set_night(api, key, room, date(2026, 11, 23), 5)
     await eventually(lambda: has_failures(api, prop["id"], 1), "the push failed")
 

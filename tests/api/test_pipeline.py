@@ -31,9 +31,9 @@ async def settled(api: Harness, property_id: int, tries: int = 3_000) -> None:
 
 
 def grid(api: Harness, prop: dict[str, Any]) -> Any:
-    assert api.ctx.sandbox is not None
-    cm_id = next(iter(p for p in api.ctx.sandbox.properties.values() if p.title == prop["name"])).id
-    return api.ctx.sandbox.properties[cm_id]
+    assert api.ctx.channel.sandbox is not None
+    cm_id = next(iter(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])).id
+    return api.ctx.channel.sandbox.properties[cm_id]
 
 
 async def test_a_property_is_created_and_mapped_on_the_sandbox(api: Harness) -> None:
@@ -48,8 +48,8 @@ async def test_a_property_is_created_and_mapped_on_the_sandbox(api: Harness) -> 
 async def test_every_resource_reaches_the_grid_coalesced(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
-    assert api.ctx.sandbox is not None
-    seeded_calls = api.ctx.sandbox.stats.availability_calls  # creation seeded the sandbox
+    assert api.ctx.channel.sandbox is not None
+    seeded_calls = api.ctx.channel.sandbox.stats.availability_calls  # creation seeded the sandbox
     year_end = str(date(2026, 11, 23) + timedelta(days=364))
     answers = [
         await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
@@ -73,7 +73,7 @@ async def test_every_resource_reaches_the_grid_coalesced(api: Harness) -> None:
     assert held.restrictions[cm_plan][date(2026, 12, 25)] == {
         "rate": "150.00", "stop_sell": True, "closed_to_arrival": False, "closed_to_departure": False,
         "min_stay_arrival": 2, "min_stay_through": 1, "max_stay": 0}
-    stats = api.ctx.sandbox.stats if api.ctx.sandbox else None
+    stats = api.ctx.channel.sandbox.stats if api.ctx.channel.sandbox else None
     assert stats is not None
     # a year of one value is one value in one call; the rates' weekend pattern is two
     assert stats.availability_calls - seeded_calls == 1
@@ -88,8 +88,8 @@ async def test_only_changed_cells_are_sent(api: Harness) -> None:
     entry = {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-29", "available": 3}
     await api.call("PUT", f"{API}/availability", key=key, body={"updates": [entry]})
     await settled(api, prop["id"])
-    assert api.ctx.sandbox is not None
-    sent = api.ctx.sandbox.stats.cells
+    assert api.ctx.channel.sandbox is not None
+    sent = api.ctx.channel.sandbox.stats.cells
     # the same values again: no-ops, nothing dirty, nothing sent
     again = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [entry]})
     assert again.data["acceptedCells"] == 0
@@ -97,7 +97,7 @@ async def test_only_changed_cells_are_sent(api: Harness) -> None:
     await api.call("PUT", f"{API}/availability", key=key, body={"updates": [{**entry, "dateFrom": "2026-11-25",
                                                                              "dateTo": "2026-11-25", "available": 1}]})
     await settled(api, prop["id"])
-    assert api.ctx.sandbox.stats.cells == sent + 1
+    assert api.ctx.channel.sandbox.stats.cells == sent + 1
 
 
 async def until_outcome(api: Harness, property_id: int, outcome: str) -> None:
@@ -111,8 +111,8 @@ async def until_outcome(api: Harness, property_id: int, outcome: str) -> None:
 async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    assert api.ctx.sandbox is not None
-    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "500", 1
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.faults.mode, api.ctx.channel.sandbox.faults.remaining = "500", 1
     made = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
         {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "available": 2}]})
     await until_outcome(api, prop["id"], "failed")
@@ -122,7 +122,7 @@ async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness)
     await settled(api, prop["id"])
     batch = await api.call("GET", made.data["poll"], key=key)
     assert (batch.data["status"], batch.data["lastError"]) == ("completed", None)
-    assert api.ctx.sandbox.stats.failed == 1
+    assert api.ctx.channel.sandbox.stats.failed == 1
 
 
 async def test_sync_through_failure_and_recovery(api: Harness) -> None:
@@ -135,8 +135,8 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
         "refusedCells": 0,
         "projector": {"lastPushAt": None, "lastOutcome": None, "lastError": None, "nextAttemptAt": None},
         "newestPendingBatch": None}
-    assert api.ctx.sandbox is not None
-    api.ctx.sandbox.faults.mode, api.ctx.sandbox.faults.remaining = "500", 3
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.faults.mode, api.ctx.channel.sandbox.faults.remaining = "500", 3
     made = await api.call("PUT", f"{API}/availability", key=key, body={"updates": [
         {"roomTypeId": room, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "available": 2}]})
     await until_outcome(api, prop["id"], "failed")
@@ -148,7 +148,7 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
         api.advance(300)
         await trio.testing.wait_all_tasks_blocked()
         for _ in range(1000):
-            if api.ctx.sandbox.faults.remaining == 0 or await api.cm_failures(prop["id"]) >= 3:
+            if api.ctx.channel.sandbox.faults.remaining == 0 or await api.cm_failures(prop["id"]) >= 3:
                 break
             await trio.sleep(0)
     for _ in range(100_000):
@@ -188,7 +188,7 @@ async def test_admin_sandbox_routes_and_channel_grid(api: Harness) -> None:
     bad = await api.admin("POST", "/sandbox/faults", {"mode": "explode"})
     assert bad.code == "VALIDATION"
     armed = await api.admin("POST", "/sandbox/faults", {"mode": "429", "count": 2, "retryAfter": 5})
-    assert armed.status == 200 and api.ctx.sandbox is not None and api.ctx.sandbox.faults.remaining == 2
+    assert armed.status == 200 and api.ctx.channel.sandbox is not None and api.ctx.channel.sandbox.faults.remaining == 2
 
 
 async def test_reconciler_repairs_a_cell_changed_behind_our_back(api: Harness) -> None:
@@ -205,13 +205,13 @@ async def test_reconciler_repairs_a_cell_changed_behind_our_back(api: Harness) -
     # someone edits the channel manager directly
     held.availability[cm_room][date(2026, 11, 24)] = 9
     held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] = 2
-    assert (await api.ctx.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
+    assert (await api.ctx.channel.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
         "availability": 1, "rates": 0, "restrictions": 1}
     await settled(api, prop["id"])
     assert held.availability[cm_room][date(2026, 11, 24)] == 4
     assert held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] == 5
     # nothing differs any more
-    assert (await api.ctx.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
+    assert (await api.ctx.channel.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
         "availability": 0, "rates": 0, "restrictions": 0}
 
 
@@ -246,9 +246,9 @@ async def test_the_sandbox_emits_ota_booking_revisions_for_a_property(api: Harne
     changed = await api.admin("POST", f"{base}/{reference}/modify", {"checkOut": "2026-12-04", "amount": "360.00"})
     assert changed.data["status"] == "modified"
     assert (await api.admin("POST", f"{base}/{reference}/cancel")).data["status"] == "cancelled"
-    assert api.ctx.sandbox is not None
+    assert api.ctx.channel.sandbox is not None
     cm_property = await api.ctx.db.fetchval("SELECT cm_property_id FROM properties WHERE id = $1", prop["id"])
-    revisions = api.ctx.sandbox.bookings.feed(cm_property)
+    revisions = api.ctx.channel.sandbox.bookings.feed(cm_property)
     assert [(r["status"], r["departure_date"], r["amount"]) for r in revisions] == [
         ("new", "2026-12-03", "240.00"), ("modified", "2026-12-04", "360.00"), ("cancelled", "2026-12-04", "360.00")]
     cm_room = await api.ctx.db.fetchval("SELECT cm_id FROM room_types WHERE id = $1", room)

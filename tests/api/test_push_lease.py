@@ -24,8 +24,8 @@ def env() -> dict[str, str]:
 
 
 async def calls(api: Harness) -> int:
-    assert api.ctx.sandbox is not None
-    return api.ctx.sandbox.stats.availability_calls
+    assert api.ctx.channel.sandbox is not None
+    return api.ctx.channel.sandbox.stats.availability_calls
 
 
 async def test_a_property_another_process_pushes_is_left_to_it_until_its_lease_runs_out(api: Harness) -> None:
@@ -73,7 +73,7 @@ async def test_a_property_left_dirty_by_a_dead_process_is_taken_over_within_30_s
 async def test_the_lease_is_held_through_a_pause_and_given_back_once_clean(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    sandbox = api.ctx.sandbox
+    sandbox = api.ctx.channel.sandbox
     assert sandbox is not None
     sandbox.faults.mode, sandbox.faults.remaining, sandbox.faults.retry_after = "429", 1, 60
     await set_night(api, key, room, NIGHT, 2)

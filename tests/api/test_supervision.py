@@ -128,10 +128,10 @@ async def test_a_round_actor_that_crashes_restarts_then_goes_down_alone(
     assert await world.serves() and (await world.write()).status == 202  # the rest serves meanwhile
 
     for _ in range(200):  # restarted after each backoff, crashing at once: its budget runs out
-        if name in {d.name for d in api.ctx.down()}:
+        if name in {d.name for d in api.ctx.operation.down()}:
             break
         await step(api)
-    down = {d.name: d for d in api.ctx.down()}[name]
+    down = {d.name: d for d in api.ctx.operation.down()}[name]
     assert down.reason.startswith("Injected: injected into") and down.degraded
     assert down_gauge(name) == 1
     restarts_when_down = restarts(name)
@@ -143,7 +143,7 @@ async def test_a_round_actor_that_crashes_restarts_then_goes_down_alone(
     switch["on"] = False
     for _ in range(30):
         await step(api, 60.0)
-    assert restarts(name) == restarts_when_down and name in {d.name for d in api.ctx.down()}
+    assert restarts(name) == restarts_when_down and name in {d.name for d in api.ctx.operation.down()}
     # and the rest of the service still serves
     assert await world.serves() and (await world.write(available=4)).status == 202
     assert (await api.admin("GET", f"/properties/{world.prop['id']}")).status == 200
@@ -200,9 +200,9 @@ async def test_an_actor_that_crashes_on_a_message_answers_it_then_restarts(
     for _ in range(30):
         await provoke(world)
         await step(api, backoff)
-        if name in {d.name for d in api.ctx.down()}:
+        if name in {d.name for d in api.ctx.operation.down()}:
             break
-    assert name in {d.name for d in api.ctx.down()} and down_gauge(name) == 1
+    assert name in {d.name for d in api.ctx.operation.down()} and down_gauge(name) == 1
     switch["on"] = False
     refused = await provoke(world)
     assert (refused.status, refused.code) == (503, "SERVICE_UNAVAILABLE")
@@ -239,7 +239,7 @@ async def test_a_pusher_that_crashes_restarts_and_its_cells_wait_in_the_record(
     assert dirty.status == 200 and dirty.data["inventory" if cls is InventoryDrain else "rates"]["dirtyCells"] == 1
     switch["on"] = False
     # the next wake finds them (a write of the same property, or the sweep)
-    await api.ctx.pushes.wake(world.prop["id"], True, True)
+    await api.ctx.properties.pushes.wake(world.prop["id"], True, True)
     for _ in range(200):
         synced = await api.call("GET", f"{API}/sync", key=world.key)
         if not synced.data["inventory"]["dirtyCells"] and not synced.data["rates"]["dirtyCells"]:
@@ -251,9 +251,9 @@ async def test_a_pusher_that_crashes_restarts_and_its_cells_wait_in_the_record(
 async def test_the_operator_sees_a_down_actor_and_revives_it(api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     world = await a_world(api)
     switch = inject(monkeypatch, OutboxSender, "round")
-    api.ctx.wakeups.mails_queued()
+    api.ctx.properties.wakeups.mails_queued()
     for _ in range(200):
-        if api.ctx.down():
+        if api.ctx.operation.down():
             break
         await step(api)
     listed = await api.admin("GET", "/actors")
@@ -269,7 +269,7 @@ async def test_the_operator_sees_a_down_actor_and_revives_it(api: Harness, monke
     now = api.ctx.clock.now()
     await api.ctx.db.transaction(lambda tx: notifications.enqueue(
         tx, world.prop["id"], None, "test", "owner@example.com", "after the revival", "body", now))
-    api.ctx.wakeups.mails_queued()
+    api.ctx.properties.wakeups.mails_queued()
 
     async def sent() -> bool:
         # the database answers in real time: the round may need a moment past one step
@@ -277,7 +277,7 @@ async def test_the_operator_sees_a_down_actor_and_revives_it(api: Harness, monke
         return [m["sentAt"] is not None for m in mails if m["subject"] == "after the revival"] == [True]
 
     await eventually(sent, "the e-mail queued after the revival is sent")
-    assert not api.ctx.down()
+    assert not api.ctx.operation.down()
     again = await api.admin("POST", "/actors/outbox/revive")
     assert (again.status, again.code) == (404, "ACTOR_NOT_DOWN")
     assert await world.serves()

@@ -29,8 +29,8 @@ def down_view(down: Down) -> dict[str, Any]:
 @blueprint.get("/actors")
 async def list_actors() -> Response:
     ctx = context()
-    return ok({"down": [down_view(d) for d in sorted(ctx.down(), key=lambda d: d.name)],
-               "live": {"writer": len(ctx.writers)}, "workers": serving_processes()})
+    return ok({"down": [down_view(d) for d in sorted(ctx.operation.down(), key=lambda d: d.name)],
+               "live": {"writer": len(ctx.properties.writers)}, "workers": serving_processes()})
 
 
 # How a worker of `serve --workers N` is started (connectapi/workers.py): by its parent,
@@ -69,7 +69,7 @@ def _is_worker(process: psutil.Process) -> bool:
 @blueprint.post("/actors/<name>/revive")
 async def revive(name: str) -> Response:
     """A fresh start with a fresh crash budget, on the mailbox its users hold."""
-    for supervisor in context().supervisors:
+    for supervisor in context().operation.supervisors:
         if await supervisor.revive(name):
             return ok({"actor": name, "revived": True})
     raise ApiError("ACTOR_NOT_DOWN", f"no actor {name[:80]!r} is down")

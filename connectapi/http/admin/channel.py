@@ -25,7 +25,7 @@ blueprint = Blueprint("admin_channel", __name__, url_prefix=ADMIN_PREFIX)
 
 
 def _sandbox() -> SandboxState:
-    sandbox = context().sandbox
+    sandbox = context().channel.sandbox
     if sandbox is None:
         raise ApiError("SANDBOX_DISABLED", "a real channel manager is configured")
     return sandbox
@@ -33,7 +33,7 @@ def _sandbox() -> SandboxState:
 
 @blueprint.get("/sandbox")
 async def sandbox_stats() -> Response:
-    return ok({"url": context().sandbox_url, "stats": _sandbox().stats.view()})
+    return ok({"url": context().channel.sandbox_url, "stats": _sandbox().stats.view()})
 
 
 @blueprint.get("/sandbox/calls")

@@ -20,7 +20,7 @@ async def metrics() -> Response:
     await check_admin_token()
     ctx = context()
     db = ctx.db
-    LIVE_ACTORS.labels("writer").set(len(ctx.writers))
+    LIVE_ACTORS.labels("writer").set(len(ctx.properties.writers))
     for resource, count in (await dirty_totals(db)).items():
         DIRTY_CELLS.labels(resource).set(count)
     WEBHOOK_BACKLOG.set(await webhooks.backlog(db))

@@ -29,7 +29,7 @@ def owner_view(owner: Owner) -> dict[str, Any]:
 
 
 def setup_url(token: str) -> str:
-    base = context().public_url or request.host_url.rstrip("/")
+    base = context().operation.public_url or request.host_url.rstrip("/")
     return f"{base}{SETUP_PATH}{token}"
 
 
@@ -56,7 +56,7 @@ async def create_owner() -> Response:
         raise ApiError("OWNER_EXISTS", "another owner has this e-mail") from None
     except owners.UnknownProperties as exc:
         raise _unknown(exc) from None
-    ctx.wakeups.mails_queued()
+    ctx.properties.wakeups.mails_queued()
     return ok({"ownerId": owner_id, "setupUrl": url}, 201)
 
 
@@ -109,5 +109,5 @@ async def reset_owner(owner_id: int) -> Response:
     url = setup_url(token)
     if not await owners.new_setup_link(ctx.db, owner_id, token, ctx.clock.now(), _setup_mail(found.name, url, True)):
         raise ApiError("OWNER_NOT_FOUND", f"no owner {owner_id}")
-    ctx.wakeups.mails_queued()
+    ctx.properties.wakeups.mails_queued()
     return ok({"ownerId": owner_id, "setupUrl": url})

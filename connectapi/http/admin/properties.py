@@ -42,7 +42,7 @@ async def create_property() -> Response:
     ctx = context()
     today = ctx.clock.today(ZoneInfo(body.timezone))
     prop, catalog = await properties.create_property(ctx.db, body, today)
-    if ctx.sandbox is not None:
+    if ctx.channel.sandbox is not None:
         # In sandbox mode the property exists on the channel manager too, mapped.
         cm_property = await _created(CreateProperty(prop.name, prop.currency, prop.timezone))
         rooms = {r.id: await _created(CreateRoomType(cm_property, r.name, r.rooms)) for r in catalog.room_types}
@@ -55,7 +55,7 @@ async def create_property() -> Response:
 
 async def _created(message: CreateProperty | CreateRoomType | CreateRatePlan) -> str:
     """The channel manager's id of what it made (the sandbox's, in-process)."""
-    made = await context().channel.ask(message, context().ask_timeout)
+    made = await context().channel.mailbox.ask(message, context().properties.ask_timeout)
     if made.cm_id is None:
         raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused it: {made.error}",
                        retry_after_seconds=5)
@@ -69,7 +69,7 @@ async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[st
     last = today + timedelta(days=HORIZON_DAYS)
     values = [AvailabilityValue(property_id=cm_property, room_type_id=cm_room, date_from=today.isoformat(),
                                 date_to=last.isoformat(), availability=count) for cm_room, count in rooms]
-    outcome = await when_allowed(lambda: context().channel.ask(Push(property_id, "availability", values),
+    outcome = await when_allowed(lambda: context().channel.mailbox.ask(Push(property_id, "availability", values),
                                                                CALL_ASK_TIMEOUT))
     if not outcome.ok:
         raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused the property: {outcome.error}",
@@ -96,7 +96,7 @@ async def add_room_type(property_id: int) -> Response:
     ctx = context()
     room = await properties.add_room_type(ctx.db, property_id, body, ctx.clock.today(ZoneInfo(prop.timezone)))
     ids = await properties.channel_ids(ctx.db, property_id)
-    if ctx.sandbox is not None and ids is not None and ids.property_id is not None:
+    if ctx.channel.sandbox is not None and ids is not None and ids.property_id is not None:
         cm_room = await _created(CreateRoomType(ids.property_id, room.name, room.rooms))
         await properties.map_room_type(ctx.db, room.id, cm_room)
         await _seed_sandbox(property_id, ids.property_id, [(cm_room, room.rooms)],
@@ -117,7 +117,7 @@ async def add_rate_plan(property_id: int) -> Response:
             [{"path": "roomTypeId", "message": "not a room type of this property"}],
         ) from None
     ids = await properties.channel_ids(ctx.db, property_id)
-    if ctx.sandbox is not None and ids is not None and ids.property_id and plan.room_type_id in ids.room_types:
+    if ctx.channel.sandbox is not None and ids is not None and ids.property_id and plan.room_type_id in ids.room_types:
         cm_plan = await _created(CreateRatePlan(ids.property_id, ids.room_types[plan.room_type_id], plan.name))
         await properties.map_rate_plan(ctx.db, plan.id, cm_plan)
     return ok(rate_plan_view(plan), 201)

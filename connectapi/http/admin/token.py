@@ -17,9 +17,9 @@ async def check_admin_token() -> None:
     key is; an address over that budget is refused (429) before the token is compared."""
     ctx = context()
     address = client_address()
-    refusal = await ctx.budgets_kept.may_authenticate(address)
+    refusal = await ctx.budgets.keeper.may_authenticate(address)
     if refusal is not None:
         raise refusal
     token = keyfmt.bearer_token(request.headers.get("Authorization"))
-    if token is None or not hmac.compare_digest(token.encode(), ctx.admin_token.encode()):
+    if token is None or not hmac.compare_digest(token.encode(), ctx.operation.admin_token.encode()):
         await refuse_auth(Arrival(address), "ADMIN_TOKEN_INVALID", "the operator token is missing or wrong")

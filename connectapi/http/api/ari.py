@@ -119,11 +119,11 @@ async def _write(resource: Resource) -> Response:
     payload = parse_json(await raw_body())
     plan = plan_write(resource, payload, ctx.clock.today(ZoneInfo(who.property.timezone)))
     # Cells are charged before anything is read or written: the idempotency record too.
-    await ctx.budgets_kept.charge_cells(pid, plan.requested_cells)
+    await ctx.budgets.keeper.charge_cells(pid, plan.requested_cells)
 
     async def run(claim: IdempotencyClaim | None) -> WriteOutcome:
         # The writer wakes the pushers once the cells are committed.
-        return await ctx.writers.ask(pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.ask_timeout)
+        return await ctx.properties.writers.ask(pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.properties.ask_timeout)
 
     return await idempotent_write(pid, f"PUT /{resource.value}", key, payload, run, _answer)
 

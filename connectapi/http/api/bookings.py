@@ -53,12 +53,12 @@ async def create_booking() -> Response:
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
         try:
-            await ctx.budgets_kept.charge_booking(who.key.id, pid, who.property.bookings_per_day)
+            await ctx.budgets.keeper.charge_booking(who.key.id, pid, who.property.bookings_per_day)
         except AskTimeout:
             # Nothing was written yet: not a fate unknown, so the claim is released.
             raise ActorUnavailable(f"property[{pid}] did not answer in time") from None
-        done = await ctx.writers.ask(
-            pid, CreateBooking(who.key.id, who.key.scopes, body, ctx.clock.now(), claim), ctx.ask_timeout)
+        done = await ctx.properties.writers.ask(
+            pid, CreateBooking(who.key.id, who.key.scopes, body, ctx.clock.now(), claim), ctx.properties.ask_timeout)
         return done
 
     return await idempotent_write(pid, CREATE_ROUTE, key, payload, run, _created)
@@ -162,12 +162,12 @@ async def modify_booking(booking_id: str) -> Response:
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
         try:
-            await ctx.budgets_kept.charge_booking_change(who.key.id, pid)
+            await ctx.budgets.keeper.charge_booking_change(who.key.id, pid)
         except AskTimeout:
             raise ActorUnavailable(f"property[{pid}] did not answer in time") from None
-        done = await ctx.writers.ask(
+        done = await ctx.properties.writers.ask(
             pid, ModifyBooking(who.key.id, wanted, patch, _if_match(condition), ctx.clock.now(), claim),
-            ctx.ask_timeout)
+            ctx.properties.ask_timeout)
         return done
 
     # The key's request is the body under its condition: another If-Match is another request.
@@ -188,8 +188,8 @@ async def cancel_booking(booking_id: str) -> Response:
     wanted = _booking_id(booking_id)
     raw = await raw_body()
     body = parse_payload(CancelIn, parse_json(raw)) if raw.strip() else CancelIn()
-    done = await ctx.writers.ask(
-        who.property.id, CancelBooking(who.key.id, wanted, body.reason, ctx.clock.now()), ctx.ask_timeout)
+    done = await ctx.properties.writers.ask(
+        who.property.id, CancelBooking(who.key.id, wanted, body.reason, ctx.clock.now()), ctx.properties.ask_timeout)
     if isinstance(done, Refused):
         raise done.error
     return _booking_answer(done.booking)

@@ -78,7 +78,7 @@ async def admit(needs_key: bool, address: str | None = None) -> Arrival:
     ctx = context()
     if address is None:
         address = client_address()
-    entry = await ctx.budgets_kept.admit(address, needs_key)
+    entry = await ctx.budgets.keeper.admit(address, needs_key)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:
         raise entry.refusal
@@ -95,9 +95,9 @@ async def refuse_auth(arrival: Arrival, code: str, message: str, details: dict[s
 
 async def _refuse_caller(arrival: Arrival, refusal: ApiError) -> NoReturn:
     ctx = context()
-    await ctx.budgets_kept.auth_failed(arrival.address)
+    await ctx.budgets.keeper.auth_failed(arrival.address)
     if arrival.global_deferred:
-        over = await ctx.budgets_kept.charge_global(key_good=False)
+        over = await ctx.budgets.keeper.charge_global(key_good=False)
         if over is not None:
             raise over
     raise refusal
@@ -107,7 +107,7 @@ async def authenticated(arrival: Arrival) -> None:
     """The caller proved who it is: a request that waited for it is charged to `global` now."""
     if arrival.global_deferred:
         ctx = context()
-        refusal = await ctx.budgets_kept.charge_global(key_good=True)
+        refusal = await ctx.budgets.keeper.charge_global(key_good=True)
         if refusal is not None:
             raise refusal
 
@@ -185,7 +185,7 @@ async def run_gates() -> None:
     if cached is not None:
         verdict = judge(route, length, presented, cached, address)
         if isinstance(verdict, Caller):
-            await _admitted(ctx, await ctx.budgets_kept.admit_known(address, verdict.key.id, verdict.property.id,
+            await _admitted(ctx, await ctx.budgets.keeper.admit_known(address, verdict.key.id, verdict.property.id,
                                                                    route.kind), verdict)
             return
     arrival = await admit(needs_key=True, address=address)
@@ -204,7 +204,7 @@ async def run_gates() -> None:
         await authenticated(arrival)
         raise verdict.error
     await authenticated(arrival)
-    await _admitted(ctx, await ctx.budgets_kept.admit_request(verdict.key.id, verdict.property.id, route.kind),
+    await _admitted(ctx, await ctx.budgets.keeper.admit_request(verdict.key.id, verdict.property.id, route.kind),
                     verdict)
 
 

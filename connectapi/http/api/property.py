@@ -25,7 +25,7 @@ async def read_property() -> Response:
         "scopes": list(who.key.scopes),
         "products": {"channelManager": prop.channel_manager, "pms": prop.pms},
         # What one key may POST to /bookings in a minute: the key's own bookings budget.
-        "bookingsPerMinute": context().budgets.get("bookings").limit,
+        "bookingsPerMinute": context().budgets.sizes.get("bookings").limit,
     })
 
 

@@ -81,7 +81,7 @@ async def login() -> Response:
     address = client_address()
     # Every attempt is counted on the address before any work, checked and counted at once:
     # attempts sent in parallel cannot all pass a check made before any of them counted.
-    refused = await ctx.budgets_kept.attempt_auth(address)
+    refused = await ctx.budgets.keeper.attempt_auth(address)
     if refused is not None:
         raise as_console_refusal(refused)
     now = ctx.clock.now()

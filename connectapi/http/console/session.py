@@ -146,7 +146,7 @@ def _expired() -> ConsoleRefusal:
 def _signed(cookie: str) -> str:
     """The form token of a form cookie: an HMAC with a key only the service has (derived
     from the operator token, which never leaves it)."""
-    key = hashlib.sha256(b"connectapi console form\0" + context().admin_token.encode()).digest()
+    key = hashlib.sha256(b"connectapi console form\0" + context().operation.admin_token.encode()).digest()
     return hmac.new(key, cookie.encode(), hashlib.sha256).hexdigest()
 
 
@@ -258,7 +258,7 @@ def is_console_path(path: str) -> bool:
 
 async def admit() -> None:
     """The address's `ip` budget and the open share of `global`, as for any request."""
-    entry = await context().budgets_kept.admit(client_address(), needs_key=False)
+    entry = await context().budgets.keeper.admit(client_address(), needs_key=False)
     if entry.refusal is not None:
         raise as_console_refusal(entry.refusal)
 

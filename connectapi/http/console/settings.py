@@ -26,14 +26,14 @@ BUDGET = "property-bookings-day"
 def floor_of(prop: Property) -> int:
     """Bookings a day the property may take now: its own figure, never below the default
     budget's (the budget counts the larger)."""
-    default = context().budgets.get(BUDGET).limit
+    default = context().budgets.sizes.get(BUDGET).limit
     return max(default, prop.bookings_per_day or 0)
 
 
 async def _form(prop: Property, status: int = 200, error: str | None = None, notice: str | None = None,
                 sent: dict[str, Any] | None = None) -> Response:
     return await property_page("settings.html", prop, "/settings", status, error=error, notice=notice,
-                               floor=floor_of(prop), default=context().budgets.get(BUDGET).limit,
+                               floor=floor_of(prop), default=context().budgets.sizes.get(BUDGET).limit,
                                sent=sent or {})
 
 

@@ -104,7 +104,7 @@ async def endpoint_page(prop: Property, endpoint: Endpoint, status: int = 200, *
     return await property_page(
         "webhook.html", prop, TAB, status, endpoint=fresh,
         deliveries=await webhooks.deliveries_of(ctx.db, endpoint.id),
-        kept_since=events_kept_since(ctx.retention, ctx.clock.now()), kept_days=ctx.retention.deliveries, **values)
+        kept_since=events_kept_since(ctx.operation.retention, ctx.clock.now()), kept_days=ctx.operation.retention.deliveries, **values)
 
 
 async def done(prop: Property, endpoint: Endpoint, what: str, to_endpoint: bool = False) -> Response:

@@ -41,7 +41,7 @@ async def postman_collection() -> Response:
     to fill in)."""
     await admit(needs_key=False)
     if request.args.get("environment") == "1":
-        base_url = context().public_url or request.host_url.rstrip("/")
+        base_url = context().operation.public_url or request.host_url.rstrip("/")
         return Response(json.dumps(postman.environment(base_url)),
                         content_type="application/json")
     return Response(json.dumps(postman.collection()), content_type="application/json")

@@ -37,7 +37,7 @@ async def readyz() -> Response:
         except (StorageError, OSError) as exc:
             log.warning("readiness check failed: %s", exc)
     down = [{"actor": d.name, "reason": d.reason, "crashes": d.crashes, "degraded": d.degraded}
-            for d in sorted(ctx.down(), key=lambda d: d.name)]
+            for d in sorted(ctx.operation.down(), key=lambda d: d.name)]
     if record != "ready" or down:
         reasons = ([] if record == "ready" else [f"the record is {record}"]) + [
             f"{d['actor']} is down" for d in down]

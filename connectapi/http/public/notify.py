@@ -25,9 +25,9 @@ async def channel_manager_notify() -> Response:
     arrival = await admit(needs_key=True)
     ctx = context()
     given = request.headers.get(NOTIFY_SECRET_HEADER, "")
-    if not ctx.cm_notify_secret or not hmac.compare_digest(given.encode(), ctx.cm_notify_secret.encode()):
+    if not ctx.channel.notify_secret or not hmac.compare_digest(given.encode(), ctx.channel.notify_secret.encode()):
         await refuse_auth(arrival, "NOTIFY_SECRET_INVALID",
                           f"the {NOTIFY_SECRET_HEADER} header does not hold the notification secret")
     await authenticated(arrival)
-    ctx.wakeups.revisions_waiting()
+    ctx.properties.wakeups.revisions_waiting()
     return ok({"received": True})

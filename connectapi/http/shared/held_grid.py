@@ -37,16 +37,16 @@ async def read_held_grid(property_id: int, first: date, last: date, wait: float 
     if ids.property_id is None:
         raise ApiError("VALIDATION", "the property is not mapped to the channel manager",
                        [{"path": "$", "message": "set its channel mapping first"}])
-    if ctx.sandbox is not None:
+    if ctx.channel.sandbox is not None:
         # Our own sandbox is looked at directly: a look must not spend the account's
         # ten reads a minute, which the reconciler needs.
-        held_availability: dict[str, dict[str, Any]] = ctx.sandbox.read_availability(ids.property_id, first, last)
-        held_restrictions: dict[str, dict[str, Any]] = ctx.sandbox.read_restrictions(ids.property_id, first, last)
+        held_availability: dict[str, dict[str, Any]] = ctx.channel.sandbox.read_availability(ids.property_id, first, last)
+        held_restrictions: dict[str, dict[str, Any]] = ctx.channel.sandbox.read_restrictions(ids.property_id, first, last)
     else:
         cm_property = ids.property_id
-        read_a = await when_allowed(lambda: ctx.channel.ask(ReadGrid("availability", cm_property, first, last),
+        read_a = await when_allowed(lambda: ctx.channel.mailbox.ask(ReadGrid("availability", cm_property, first, last),
                                                              CALL_ASK_TIMEOUT), wait)
-        read_r = await when_allowed(lambda: ctx.channel.ask(ReadGrid("restrictions", cm_property, first, last),
+        read_r = await when_allowed(lambda: ctx.channel.mailbox.ask(ReadGrid("restrictions", cm_property, first, last),
                                                              CALL_ASK_TIMEOUT), wait)
         if read_a.grid is None or read_r.grid is None:
             raise ApiError("SERVICE_UNAVAILABLE", f"the channel manager did not answer: "

@@ -36,7 +36,7 @@ async def apply_revision_again(property_id: int, revision_id: str) -> str:
     if before not in ota.KEPT_STATES:
         raise ApiError("REVISION_NOT_KEPT", f"the revision is {before}: only an unmapped or refused one is applied "
                                             "again", {"state": before})
-    ctx.wakeups.revisions_waiting()
+    ctx.properties.wakeups.revisions_waiting()
     return before
 
 

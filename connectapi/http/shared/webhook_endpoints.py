@@ -35,7 +35,7 @@ class Recovered:
 def checked_url(url: str) -> str:
     """The URL as it will be registered, or VALIDATION at `url` saying why not."""
     try:
-        return check_url(url, context().webhook_allow_private)
+        return check_url(url, context().operation.webhook_allow_private)
     except UnsafeUrl as exc:
         raise ApiError("VALIDATION", "request does not match the schema",
                        [{"path": "url", "message": str(exc)}]) from None
@@ -49,7 +49,7 @@ async def send_ping(endpoint: Endpoint, reason: str) -> str:
     assert prop is not None
     event = ping(PropertyFacts(prop.id, prop.name, prop.currency, prop.timezone), ctx.clock.now(), reason)
     await webhooks.record_event_now(ctx.db, prop.id, event, [endpoint.id], ctx.clock.now())
-    ctx.wakeups.events_queued()
+    ctx.properties.wakeups.events_queued()
     return event.id
 
 
@@ -71,7 +71,7 @@ async def pause(endpoint: Endpoint) -> None:
 async def resume(endpoint: Endpoint) -> None:
     """Active again; what waited goes now."""
     await webhooks.resume(context().db, endpoint.id, context().clock.now())
-    context().wakeups.events_queued()
+    context().properties.wakeups.events_queued()
 
 
 async def rotate_secret(endpoint: Endpoint) -> str:
@@ -89,7 +89,7 @@ async def redeliver(endpoint: Endpoint, event_id: str) -> bool:
     # console's form brings one, where the JSON body refuses it.
     if "\x00" in event_id or not await webhooks.queue_again(ctx.db, endpoint, event_id, None, ctx.clock.now()):
         return False
-    ctx.wakeups.events_queued()
+    ctx.properties.wakeups.events_queued()
     return True
 
 
@@ -100,7 +100,7 @@ async def recover(endpoint: Endpoint, since: datetime) -> Recovered:
     # Events are kept for the deliveries' retention: recover reaches back that far and no
     # further (an older event still in the record is not sent: the answer would depend on
     # when the janitor last ran), and says how far it reached.
-    kept_since = events_kept_since(ctx.retention, now)
+    kept_since = events_kept_since(ctx.operation.retention, now)
     queued = await webhooks.queue_again(ctx.db, endpoint, None, max(since, kept_since), now)
-    ctx.wakeups.events_queued()
+    ctx.properties.wakeups.events_queued()
     return Recovered(queued, kept_since)
