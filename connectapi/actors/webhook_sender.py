@@ -11,9 +11,11 @@ After a day of failures the endpoint is paused and its owner told; its deliverie
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import random
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -50,12 +52,19 @@ async def resolve(host: str, port: int) -> list[Address]:
     return [ipaddress.ip_address(info[4][0]) for info in infos]
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The certificates a receiver is checked against, read once per process (not from the
+    environment either: see below)."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 def open_webhook_client() -> httpx.AsyncClient:
     # No connection is kept: each send connects to the address just checked, and a pooled
     # connection (keyed by that address) could carry another host's request over a TLS
     # session verified for the first. No proxy from the environment (HTTPS_PROXY set on the
     # host for something else) ever sees a signed body or chooses where it goes.
-    return httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_SECONDS, trust_env=False,
+    return httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_SECONDS, trust_env=False, verify=_tls(),
                              # No pool limit: a wait for a free connection would make one
                              # endpoint's slowness another's (the sender bounds the attempts).
                              limits=httpx.Limits(max_keepalive_connections=0, max_connections=None),

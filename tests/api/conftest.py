@@ -2,19 +2,23 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio.testing
+from quart_trio import QuartTrio
+from argon2 import PasswordHasher
 
 from connectapi.actors.webhook_sender import Resolver, resolve
 from connectapi.config import Settings
 from connectapi.engine import FakeClock
 from connectapi.http.app import create_app
+from connectapi.http.context import FrontContext
+from connectapi.http.console import auth as console_auth
 from connectapi.service import open_front
 from connectapi.storage.database import Database
 
@@ -38,6 +42,15 @@ def settings_for(env: dict[str, str] | None = None) -> Settings:
                               "CONNECTAPI_RECONCILE": "off",
                               # Pushers call at once: a test that looks at gathering sets it.
                               "CONNECTAPI_CM_GATHER_MS": "0", **(env or {})}, shutdown_grace_seconds=0.0)
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2 at the service's cost (64 MiB and three passes a hash, on purpose) was the
+    console tests' largest cost; what they check is what is done with a hash, not what one
+    costs. One pass over 1 MiB here; tests/unit/test_password_cost.py holds the service's
+    own parameters, and the browser and e2e tests run the service as it is."""
+    monkeypatch.setattr(console_auth, "HASHER", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
 
 
 @pytest.fixture
@@ -73,9 +86,29 @@ async def open_harness(db: Database, env: dict[str, str] | None = None,
     assert isinstance(mock_clock, trio.testing.MockClock), "API tests run on the mock clock"
     clock = FakeClock(START)
     async with open_front(settings_for(env), db, clock, ADMIN_TOKEN, resolver) as ctx:
+        with _app_for(ctx) as app:
+            yield Harness(app.test_client(), ctx, mock_clock)
+
+
+_spare_app: list[QuartTrio] = []
+
+
+@contextmanager
+def _app_for(ctx: FrontContext) -> Iterator[QuartTrio]:
+    """The app over `ctx`. Built once per test process and handed each harness's context
+    in turn: what it holds besides the context (routes, handlers) is the same for every
+    test, and building it (werkzeug compiles every route) was a fifth of an API test's
+    cost. A second harness open at the same time gets an app of its own."""
+    if _spare_app:
+        app = _spare_app.pop()
+        app.config["CONNECTAPI"] = ctx
+    else:
         app = create_app(ctx)
         app.register_blueprint(probe, url_prefix=CONNECT_PREFIX)
-        yield Harness(app.test_client(), ctx, mock_clock)
+    try:
+        yield app
+    finally:
+        _spare_app.append(app)
 
 
 @pytest.fixture
