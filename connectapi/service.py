@@ -39,7 +39,7 @@ from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemClock, Wake, open_supervisor
 from .http.app import create_app
 from .http.budget_keeper import BudgetKeeper
-from .storage.budget_batcher import BudgetCounter, RecordCounter
+from .storage.budget_batcher import BudgetCounter, open_record_counter
 from .http.context import Budgeting, ChannelAccess, FrontContext, Operation, PropertyWork
 from .http.serving.connections import connection_cap
 from .http.serving.server import bound_socket, hypercorn_config, serve_http
@@ -85,7 +85,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
     async with open_watchers(settings, db, clock, embedded) as watchers, \
             open_channel_level(settings, db, clock, wakeups, stop_by) as channel, \
             open_property_actors(settings, db, clock, channel, wakeups, stop_by) as properties, \
-            open_services(settings, db, clock, channel, properties, wakeups, resolver, stop_by) as services:
+            open_services(settings, db, clock, channel, properties, wakeups, resolver, stop_by) as services, \
+            _budget_counter(db, settings, budget_counter) as counter:
         stopping = trio.Event()
         yield FrontContext(
             db=db,
@@ -94,8 +95,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             proxies=TrustedProxies(settings.trusted_proxies),
             stopping=stopping,
             budgets=Budgeting(settings.budgets,
-                              BudgetKeeper(settings.budgets,
-                                           budget_counter or RecordCounter(db, settings.ask_timeout_seconds), clock)),
+                              BudgetKeeper(settings.budgets, counter, clock)),
             properties=PropertyWork(properties.writers, wakeups, settings.ask_timeout_seconds, properties.pushes),
             channel=ChannelAccess(channel.channel, channel.counters, channel.sandbox, channel.sandbox_url,
                                   settings.cm_notify_secret, services.reconciler),
@@ -104,6 +104,17 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                                  services.supervisor)),
         )
         stopping.set()  # in case the block ended otherwise than by a signal
+
+
+@asynccontextmanager
+async def _budget_counter(db: Database, settings: Settings,
+                          given: BudgetCounter | None) -> AsyncIterator[BudgetCounter]:
+    """The record's budget counter (or the one `bench.scale` gives) for the life of the front."""
+    if given is not None:
+        yield given
+        return
+    async with open_record_counter(db, settings.ask_timeout_seconds) as counter:
+        yield counter
 
 
 class _StopBy:

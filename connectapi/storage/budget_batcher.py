@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import trio
 
 from ..domain.budget_charges import Charge, Counted
@@ -92,6 +95,10 @@ class RecordCounter:
         assert ask.answer is not None
         return ask.answer
 
+    async def give_back(self) -> None:
+        """Its connection back to the pool; the next statement would take one again."""
+        await self._connection.give_back()
+
     def _withdraw(self, ask: _Ask) -> None:
         ask.queued = False
         self._pending.remove(ask)
@@ -128,6 +135,23 @@ class RecordCounter:
             return
         for ask, answer in zip(batch, answers, strict=True):
             ask.answer = answer
+
+
+# A counter's connection is given back within this when its front closes.
+GIVE_BACK_SECONDS = 3.0
+
+
+@asynccontextmanager
+async def open_record_counter(db: Database, wait_limit: float = 10.0) -> AsyncIterator[RecordCounter]:
+    """The record's counter for the life of the block; its connection goes back to the pool
+    at the end (a process that opens its front again, as tests do, does not leak one)."""
+    counter = RecordCounter(db, wait_limit)
+    try:
+        yield counter
+    finally:
+        with trio.move_on_after(GIVE_BACK_SECONDS) as giving_back:
+            giving_back.shield = True
+            await counter.give_back()
 
 
 def _copy(exc: StorageError) -> StorageError:

@@ -166,6 +166,10 @@ async def test_a_held_connection_is_kept_between_statements_and_taken_anew_after
         assert renewed != again and await backend() == renewed
         # While it is held the other statements share what is left of the pool.
         assert await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", renewed) == 1
+        idle = db._pool.get_idle_size()
+        await held.give_back()  # its owner is done: back to the pool
+        assert db._pool.get_idle_size() == idle + 1
+        assert await backend() != 0  # and taken again if asked
     with trio.fail_after(2):  # the pool's close did not wait out its timeout for the held one
         async with open_database(fresh_dsn, min_size=1, max_size=1) as db:
             held = db.held()
