@@ -8,6 +8,7 @@ held by another process), and nothing else waits behind it but the property's ne
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import outcome
@@ -22,6 +23,8 @@ from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, BookingDone
                                        ModifyBooking, RefuseOtaRevision, RevisionSettled, WriteAccepted, WriterMessage)
 from .ota_writer import apply_revision, refuse_revision
 from .wakeups import Wakeups
+
+log = logging.getLogger("connectapi.writer")
 
 
 class PropertyWriter(Actor[WriterMessage]):
@@ -72,7 +75,16 @@ class PropertyWriter(Actor[WriterMessage]):
         raise TypeError(f"not a writer message: {message!r}")
 
     async def _committed(self, done: object, message: WriterMessage | None) -> None:
-        """The work a commit left for others, told to whoever does it."""
+        """The work a commit left for others, told to whoever does it. A wake-up is a hint
+        (each listener also sweeps the record): one that fails is logged, and the committed
+        change is still answered as committed."""
+        try:
+            await self._wake_for(done, message)
+        except Exception:  # noqa: BLE001 - a bug in waking must not turn a commit into a failure
+            log.exception("property %d: the wake-up after a commit failed; the sweeps find the work",
+                          self.property_id)
+
+    async def _wake_for(self, done: object, message: WriterMessage | None) -> None:
         wakeups = self._wakeups
         match done:
             case WriteAccepted() if done.accepted_cells and isinstance(message, ApplyWrite):

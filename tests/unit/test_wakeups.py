@@ -89,3 +89,17 @@ async def test_the_writer_wakes_the_pushers_of_what_it_committed_and_nothing_for
     await writer._committed(RevisionSettled("stale"), None)
     assert pushes.woken[3:] == [(7, True, False)]
     assert (webhooks.told, outbox.told) == (1, 2)
+
+
+async def test_a_failing_wake_up_never_fails_the_commit_it_follows(caplog: Any) -> None:
+    class Broken(Pushes):
+        async def wake(self, property_id: int, availability: bool, rates_or_restrictions: bool) -> None:
+            raise RuntimeError("a bug in waking")
+
+    wakeups, broken = Wakeups(), Broken()
+    fake: Any = broken
+    wakeups.attach(pushes=fake)
+    no_record: Any = None
+    writer = PropertyWriter(7, no_record, wakeups)
+    await writer._committed(WriteAccepted({"acceptedCells": 3}), write(Resource.RATES))  # no exception
+    assert "the wake-up after a commit failed" in caplog.text
