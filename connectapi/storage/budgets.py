@@ -14,6 +14,7 @@ _CHARGE = "SELECT * FROM connectapi_charge_budgets($1, $2, $3, $4, $5, $6, $7, $
 
 async def charge(db: Database, now: float | None, charges: Sequence[Charge]) -> list[Counted]:
     """Check and charge one request's `charges` in one statement."""
+    check_stages(charges)
     return (await charge_many(db, now, [charges]))[0]
 
 
@@ -24,9 +25,10 @@ async def charge_many(db: Database | HeldConnection, now: float | None,
 
     `now`: seconds since the epoch; None takes the database server's clock, the one clock
     every process and machine shares. Tests give their fake clock's time.
+
+    Each request's charges are checked (`check_stages`) by the caller, once, before they are
+    batched with others (RecordCounter.charge, `charge`).
     """
-    for charges in requests:
-        check_stages(charges)
     items = [(n, c) for n, charges in enumerate(requests) for c in charges]
     args = (
         now,

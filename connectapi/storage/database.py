@@ -119,6 +119,13 @@ def _to_drop(exc: BaseException) -> bool:
     return _abandoned(exc) or (isinstance(exc, Exception) and isinstance(translated(exc), StorageUnavailable))
 
 
+def _drop_if_gone(conn: asyncpg.Connection, exc: BaseException) -> None:
+    """After `exc`: drop the connection instead of waiting on the server when the work was
+    abandoned or the server went away (it rolls back what was open; the pool makes a new one)."""
+    if _to_drop(exc) and not _closed(conn):
+        conn.terminate()
+
+
 def _closed(conn: asyncpg.Connection) -> bool:
     """Whether the connection is gone: a pooled one whose server closed it has already been
     detached by the pool, and then answers only with an InterfaceError."""
@@ -182,10 +189,7 @@ class Database:
             await transaction.commit()
             return result
         except BaseException as exc:
-            if _to_drop(exc) and not _closed(conn):
-                # Drop the connection instead of waiting on the server: it rolls back what was
-                # open, and the pool makes a new one.
-                conn.terminate()
+            _drop_if_gone(conn, exc)
             if isinstance(exc, Exception) and translated(exc) is not None:
                 raise _ours(exc) from exc
             raise
@@ -261,8 +265,7 @@ class HeldConnection:
             return await work(conn)
         except BaseException as exc:
             self._conn = None
-            if _to_drop(exc) and not _closed(conn):
-                conn.terminate()
+            _drop_if_gone(conn, exc)
             await self._db._give_back(conn)
             if isinstance(exc, Exception) and translated(exc) is not None:
                 raise _ours(exc) from exc
