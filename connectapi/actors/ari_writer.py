@@ -13,10 +13,9 @@ from ..domain import ari_write
 from ..domain.ari_write import Resource, WritePlan
 from ..domain.errors import ApiError
 from ..domain.money import currency_exponent
-from ..domain.paths import CONNECT_PREFIX
 from ..storage import ari, idempotency
 from ..storage.database import Database, Tx
-from .messages.property_writer import IdempotencyClaim, Refused, WriteAccepted, WriteOutcome
+from .messages.property_writer import IdempotencyClaim, Refused, RejectedEntry, WriteAccepted, WriteOutcome
 
 
 async def apply_write(db: Database, property_id: int, key_id: int | None, plan: WritePlan, now: datetime,
@@ -78,13 +77,5 @@ async def _apply(tx: Tx, property_id: int, key_id: int | None, plan: WritePlan, 
     rejected_views = [r.view() for r in rejected]
     await ari.insert_batch(tx, batch, property_id, key_id, resource.value, now, plan.requested_cells,
                            accepted, noop, rejected_views)
-    return WriteAccepted({
-        "batchId": str(batch),
-        "resource": resource.value,
-        "requestedCells": plan.requested_cells,
-        "acceptedCells": accepted,
-        "noopCells": noop,
-        "rejected": rejected_views,
-        "pushedBy": resource.pushed_by,
-        "poll": f"{CONNECT_PREFIX}/batches/{batch}",
-    })
+    return WriteAccepted(batch, resource, plan.requested_cells, accepted, noop,
+                         tuple(RejectedEntry(r.cells, r.error) for r in rejected))

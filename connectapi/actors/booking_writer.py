@@ -27,7 +27,6 @@ from ..storage import bookings as store
 from ..storage.database import Database, StorageError, Tx
 from ..storage.properties import catalog_in
 from ..storage.records import Booking, BookingRoom
-from .booking_views import booking_view
 from .messages.property_writer import BookingDone, BookingOutcome, CreateBooking, ModifyBooking, Refused
 
 
@@ -105,12 +104,12 @@ async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int,
     body, prop = request.body, run.prop
     if body.externalReference in run.made:
         # A repeat of a booking made earlier in this run.
-        return BookingDone(booking_view(run.made[body.externalReference], replay=True), made=False)
+        return BookingDone(run.made[body.externalReference], made=False, replay=True)
     if body.externalReference in prop.earlier:
         # Under the lock: a request that raced past the route's repeat check finds the first here.
         earlier = await store.booking_in(tx, prop.earlier[body.externalReference])
         assert earlier is not None
-        return BookingDone(booking_view(earlier, replay=True), made=False)
+        return BookingDone(earlier, made=False, replay=True)
 
     room_types = {r.id: r for r in prop.catalog.room_types}
     rate_plans = {p.id: p for p in prop.catalog.rate_plans}
@@ -156,7 +155,7 @@ async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int,
         modified_at=request.now, rooms=tuple(BookingRoom(room_ids[r.index], r.room_type_id, r.rate_plan_id, r.meal_plan, r.adults,
                                 r.children, r.nightly_minor, "UPCOMING") for r in planned.rooms))
     run.made[body.externalReference] = booking
-    return BookingDone(booking_view(booking, replay=False), made=True, inventory_moved=True, mails_queued=bool(mails))
+    return BookingDone(booking, made=True, inventory_moved=True, mails_queued=bool(mails))
 
 
 async def modify_booking(db: Database, property_id: int, request: ModifyBooking) -> BookingOutcome:
@@ -204,7 +203,7 @@ async def _modify(tx: Tx, property_id: int, request: ModifyBooking) -> BookingOu
     after = rules.booking_summary(asked, kept, exponent)
     changed = [name for name in before if before[name] != after[name]]
     if not changed:
-        return BookingDone(booking_view(old, replay=False), made=False)
+        return BookingDone(old, made=False)
 
     room_types = {r.id: r for r in prop.catalog.room_types}
     rate_plans = {p.id: p for p in prop.catalog.rate_plans}
@@ -248,7 +247,7 @@ async def _modify(tx: Tx, property_id: int, request: ModifyBooking) -> BookingOu
     if prop.owner_email:
         await _enqueue(tx, property_id, old.id, prop.owner_email, emails.owner_booking_modified(
             _facts(prop.name, old), _facts(prop.name, booking), changed), request.now)
-    return BookingDone(booking_view(booking, replay=False), made=True, inventory_moved=bool(deltas),
+    return BookingDone(booking, made=True, inventory_moved=bool(deltas),
                        mails_queued=bool(prop.owner_email))
 
 
@@ -294,7 +293,7 @@ async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id
         if row.status == "CANCELLED":
             booking = await store.booking_in(tx, booking_id)
             assert booking is not None
-            return BookingDone(booking_view(booking, replay=True), made=False)
+            return BookingDone(booking, made=False, replay=True)
         if row.status != "UPCOMING":
             return Refused(ApiError("BOOKING_NOT_CANCELLABLE", "the booking is checked in or has moved on",
                                     {"status": row.status}))
@@ -316,7 +315,7 @@ async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id
         if prop.owner_email:
             await _enqueue(tx, property_id, booking_id, prop.owner_email,
                            emails.owner_booking_cancelled(_facts(prop.name, booking), reason), now)
-        return BookingDone(booking_view(booking, replay=False), made=True, inventory_moved=True,
+        return BookingDone(booking, made=True, inventory_moved=True,
                            mails_queued=bool(prop.owner_email))
 
     return await db.transaction(work)
@@ -324,7 +323,7 @@ async def cancel_booking(db: Database, property_id: int, key_id: int, booking_id
 
 def _facts(property_name: str, b: Booking) -> emails.BookingFacts:
     return emails.BookingFacts(property_name, b.reference, b.external_reference, b.check_in, b.check_out,
-                               len(b.rooms), b.guest_name, booking_view(b, False)["totalAmount"], b.currency)
+                               len(b.rooms), b.guest_name, rules.money(b.total_minor, currency_exponent(b.currency)), b.currency)
 
 
 async def _enqueue(tx: Tx, property_id: int, booking_id: int, to: str, email: emails.Email,

@@ -21,7 +21,7 @@ _BOOKING = """
     SELECT b.id, b.property_id, b.source, b.reference, b.external_reference, b.status, b.check_in, b.check_out,
            b.currency, b.guest_name, b.guest_phone, b.guest_email, b.total_minor, b.created_at, b.cancelled_at,
            b.revision, COALESCE(b.modified_at, b.created_at) AS modified_at, p.channel_manager,
-           COALESCE((SELECT sum(f.amount_minor) FROM folio_lines f
+           COALESCE((SELECT sum(f.amount_minor)::bigint FROM folio_lines f
                      WHERE f.booking_id = b.id AND f.kind = 'PAYMENT'), 0) AS paid_minor,
            EXISTS (SELECT 1 FROM inventory_events e WHERE e.booking_id = b.id) AS event_recorded
     FROM bookings b JOIN properties p ON p.id = b.property_id

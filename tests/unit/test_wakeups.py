@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import uuid
+from datetime import date, datetime, timezone
 from typing import Any
 
 from connectapi.actors.messages.property_writer import (ApplyWrite, BookingDone, RevisionSettled, WriteAccepted,
@@ -12,8 +13,11 @@ from connectapi.actors.wakeups import Wakeups
 from connectapi.domain.ari_write import Resource, WritePlan
 from connectapi.domain.errors import ApiError
 from connectapi.engine import Wake
+from connectapi.storage.records import Booking
 
 AT = datetime(2026, 11, 26, tzinfo=timezone.utc)
+A_BOOKING = Booking(1, 7, "api", "R1", "E1", "UPCOMING", date(2026, 12, 1), date(2026, 12, 2), "EUR", "Ann", "+1",
+                    None, 100, 0, AT, None, True, True, (), 1, AT)
 
 
 class Pushes:
@@ -68,6 +72,10 @@ async def test_a_notice_before_its_listener_is_attached_is_dropped_and_later_one
     assert (outbox.told, intake.told, later.told) == (2, 1, 1)
 
 
+def write_accepted(cells: int) -> WriteAccepted:
+    return WriteAccepted(uuid.uuid4(), Resource.RATES, cells, cells, 0, ())
+
+
 def write(resource: Resource) -> ApplyWrite:
     return ApplyWrite(1, WritePlan(resource, ()), AT, None)
 
@@ -76,14 +84,14 @@ async def test_the_writer_wakes_the_pushers_of_what_it_committed_and_nothing_for
     wakeups, pushes, outbox, webhooks, _ = attached()
     no_record: Any = None  # `_committed` reads nothing
     writer = PropertyWriter(7, no_record, wakeups)
-    accepted = WriteAccepted({"acceptedCells": 3})
+    accepted = write_accepted(3)
     await writer._committed(accepted, write(Resource.AVAILABILITY))
     await writer._committed(accepted, write(Resource.RATES))
-    await writer._committed(WriteAccepted({"acceptedCells": 0}), write(Resource.RESTRICTIONS))  # nothing new
+    await writer._committed(write_accepted(0), write(Resource.RESTRICTIONS))  # nothing new
     await writer._committed(Refused(ApiError("VALIDATION", "no")), write(Resource.RATES))
     assert pushes.woken == [(7, True, False), (7, False, True)]
-    await writer._committed(BookingDone({}, made=True, inventory_moved=True, mails_queued=True), None)
-    await writer._committed(BookingDone({}, made=False), None)  # a repeat: nothing moved, nothing queued
+    await writer._committed(BookingDone(A_BOOKING, made=True, inventory_moved=True, mails_queued=True), None)
+    await writer._committed(BookingDone(A_BOOKING, made=False), None)  # a repeat: nothing moved, nothing queued
     assert pushes.woken[2:] == [(7, True, False)] and outbox.told == 1
     await writer._committed(RevisionSettled("applied", inventory_moved=True, events=1, mails=1), None)
     await writer._committed(RevisionSettled("stale"), None)
@@ -101,5 +109,5 @@ async def test_a_failing_wake_up_never_fails_the_commit_it_follows(caplog: Any) 
     wakeups.attach(pushes=fake)
     no_record: Any = None
     writer = PropertyWriter(7, no_record, wakeups)
-    await writer._committed(WriteAccepted({"acceptedCells": 3}), write(Resource.RATES))  # no exception
+    await writer._committed(write_accepted(3), write(Resource.RATES))  # no exception
     assert "the wake-up after a commit failed" in caplog.text

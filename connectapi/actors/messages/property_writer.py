@@ -8,15 +8,20 @@ the front then answers exactly as it answered the first time.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...domain.ari_write import WritePlan
+from pydantic import TypeAdapter
+
+from ...domain.ari_write import Resource, WritePlan
 from ...domain.booking_models import BookingIn, BookingPatchIn
 from ...domain.errors import ApiError
 from ...engine import Ask
 from ...storage.ota import Received
+from ...storage.records import Booking
+from .kept_booking_bodies import booking_from_body
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,32 +45,60 @@ class Refused:
 
 
 @dataclass(frozen=True, slots=True)
+class RejectedEntry:
+    """An entry of a write refused whole (outside its plan's rate policy): its cells and why."""
+
+    cells: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class WriteAccepted:
-    """An ARI write in the record: the contract's write result (batch, counts, rejected)."""
+    """An ARI write in the record: its batch, its counts and the entries refused whole.
+    The contract's write result is made of it by the front (http/api/ari.py)."""
 
-    result: dict[str, Any]
-
-    @property
-    def accepted_cells(self) -> int:
-        return int(self.result["acceptedCells"])
+    batch_id: uuid.UUID
+    resource: Resource
+    requested_cells: int
+    accepted_cells: int
+    noop_cells: int
+    rejected: tuple[RejectedEntry, ...]
 
     def stored(self) -> dict[str, Any]:
-        return {"outcome": "write-accepted", "result": self.result}
+        # The names the contract's write result gives them: records kept before the outcome
+        # was typed (the whole result, with `pushedBy` and `poll`) read back the same way.
+        return {"outcome": "write-accepted", "result": {
+            "batchId": str(self.batch_id), "resource": self.resource.value,
+            "requestedCells": self.requested_cells, "acceptedCells": self.accepted_cells,
+            "noopCells": self.noop_cells, "rejected": [{"cells": r.cells, "error": r.error} for r in self.rejected]}}
+
+    @staticmethod
+    def from_stored(result: dict[str, Any]) -> WriteAccepted:
+        return WriteAccepted(uuid.UUID(result["batchId"]), Resource(result["resource"]), int(result["requestedCells"]),
+                             int(result["acceptedCells"]), int(result["noopCells"]),
+                             tuple(RejectedEntry(int(r["cells"]), str(r["error"])) for r in result["rejected"]))
+
+
+_BOOKING_RECORD = TypeAdapter(Booking)
 
 
 @dataclass(frozen=True, slots=True)
 class BookingDone:
     """A booking as it stands after the request: `made` when this request created, changed
-    or cancelled it (False for a repeat, or a change that changed nothing); whether its inventory moved and e-mails were queued
-    (work for the inventory drain and the outbox)."""
+    or cancelled it (False for a repeat, or a change that changed nothing); `replay` when it
+    is the answer to a repeat of an earlier request; whether its inventory moved and e-mails
+    were queued (work for the inventory drain and the outbox). The contract's Booking is made
+    of it by the front (http/api/booking_body.py)."""
 
-    booking: dict[str, Any]  # the contract's Booking resource
+    booking: Booking
     made: bool
+    replay: bool = False
     inventory_moved: bool = False
     mails_queued: bool = False
 
     def stored(self) -> dict[str, Any]:
-        return {"outcome": "booking", "made": self.made, "booking": self.booking}
+        return {"outcome": "booking", "made": self.made, "replay": self.replay,
+                "record": _BOOKING_RECORD.dump_python(self.booking, mode="json")}
 
 
 WriteOutcome = WriteAccepted | Refused
@@ -73,16 +106,21 @@ BookingOutcome = BookingDone | Refused
 StoredOutcome = WriteAccepted | BookingDone | Refused
 
 
-def outcome_from_stored(stored: dict[str, Any]) -> StoredOutcome | None:
-    """An outcome kept under an idempotency key; None for a record of an older version,
-    which kept the answer itself."""
+def outcome_from_stored(stored: dict[str, Any], property_id: int) -> StoredOutcome | None:
+    """An outcome kept under an idempotency key of `property_id`; None for a record of an
+    older version, which kept the answer itself."""
     match stored.get("outcome"):
         case "refused":
             return Refused(ApiError(stored["code"], stored["message"], stored.get("details")))
         case "write-accepted":
-            return WriteAccepted(stored["result"])
+            return WriteAccepted.from_stored(stored["result"])
+        case "booking" if "record" in stored:
+            return BookingDone(_BOOKING_RECORD.validate_python(stored["record"]), bool(stored["made"]),
+                               replay=bool(stored["replay"]))
         case "booking":
-            return BookingDone(stored["booking"], bool(stored["made"]))
+            # Kept before the outcome was typed: the contract's Booking as it was answered.
+            return BookingDone(booking_from_body(stored["booking"], property_id), bool(stored["made"]),
+                               replay=bool(stored["booking"].get("replay", False)))
     return None
 
 

@@ -15,6 +15,7 @@ from ...domain.ari_models import RESTRICTION_FIELDS
 from ...domain.ari_write import Resource, plan_write
 from ...domain.budgets import RequestKind
 from ...domain.errors import ApiError
+from ...domain.paths import CONNECT_PREFIX
 from ...domain.validation import parse_json
 from ...storage import ari
 from ...storage.properties import get_catalog
@@ -131,7 +132,16 @@ async def _write(resource: Resource) -> Response:
 def _answer(done: WriteOutcome) -> Response:
     if isinstance(done, Refused):
         raise done.error
-    return ok(done.result, 202, "Accepted")
+    return ok({
+        "batchId": str(done.batch_id),
+        "resource": done.resource.value,
+        "requestedCells": done.requested_cells,
+        "acceptedCells": done.accepted_cells,
+        "noopCells": done.noop_cells,
+        "rejected": [{"cells": r.cells, "error": r.error} for r in done.rejected],
+        "pushedBy": done.resource.pushed_by,
+        "poll": f"{CONNECT_PREFIX}/batches/{done.batch_id}",
+    }, 202, "Accepted")
 
 
 @blueprint.put("/availability")

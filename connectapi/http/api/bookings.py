@@ -8,7 +8,6 @@ from typing import Any
 
 from quart import Blueprint, Response, request
 
-from ...actors.booking_views import booking_view
 from ...actors.messages.property_writer import (BookingDone, BookingOutcome, CancelBooking, CreateBooking,
                                                 IdempotencyClaim, ModifyBooking, Refused)
 from ...domain import idempotency as idem
@@ -22,6 +21,7 @@ from ...storage import bookings
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
+from .booking_body import booking_body
 from .gates import caller, rule
 from .idempotent import idempotent_write
 
@@ -49,7 +49,7 @@ async def create_booking() -> Response:
         earlier = await bookings.api_booking_by_reference(ctx.db, pid, body.externalReference)
         if earlier is not None:
             # A repeat: the booking as it stands, nothing charged, nothing written.
-            return BookingDone(booking_view(earlier, replay=True), made=False)
+            return BookingDone(earlier, made=False, replay=True)
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
         try:
@@ -68,15 +68,18 @@ def _created(done: BookingOutcome) -> Response:
     if isinstance(done, Refused):
         raise done.error
     if done.made:
-        return _booking_answer(done.booking, 201, "Created")
-    return _booking_answer(done.booking)
+        return _booking_answer(_body(done), 201, "Created")
+    return _booking_answer(_body(done))
+
+
+def _body(done: BookingDone) -> dict[str, Any]:
+    return booking_body(done.booking, replay=done.replay)
 
 
 def _booking_answer(view: dict[str, Any], status: int = 200, message: str | None = None) -> Response:
     """One booking, with its entity tag: what a later PATCH names in If-Match."""
     response = ok(view, status, message)
-    if "revision" in view:  # an answer kept under an idempotency key by an older version has none
-        response.headers["ETag"] = f'"{view["revision"]}"'
+    response.headers["ETag"] = f'"{view["revision"]}"'
     return response
 
 
@@ -125,7 +128,7 @@ async def list_bookings() -> Response:
         raise ApiError("VALIDATION", "query does not match the schema", issues)
     found = await bookings.list_api_bookings(ctx.db, caller().property.id, since, reference, limit)
     return ok({"since": since.isoformat(), "limit": limit, "count": len(found),
-               "bookings": [booking_view(b, replay=False) for b in found]})
+               "bookings": [booking_body(b, replay=False) for b in found]})
 
 
 def _booking_id(text: str) -> int:
@@ -142,7 +145,7 @@ async def read_booking(booking_id: str) -> Response:
     found = await bookings.api_booking(context().db, caller().property.id, wanted)
     if found is None:
         raise ApiError("BOOKING_NOT_FOUND", f"no booking {wanted} on this property")
-    return _booking_answer(booking_view(found, replay=False))
+    return _booking_answer(booking_body(found, replay=False))
 
 
 @blueprint.patch("/bookings/<booking_id>")
@@ -178,7 +181,7 @@ async def modify_booking(booking_id: str) -> Response:
 def _changed(done: BookingOutcome) -> Response:
     if isinstance(done, Refused):
         raise done.error
-    return _booking_answer(done.booking)
+    return _booking_answer(_body(done))
 
 
 @blueprint.post("/bookings/<booking_id>/cancel")
@@ -192,4 +195,4 @@ async def cancel_booking(booking_id: str) -> Response:
         who.property.id, CancelBooking(who.key.id, wanted, body.reason, ctx.clock.now()), ctx.properties.ask_timeout)
     if isinstance(done, Refused):
         raise done.error
-    return _booking_answer(done.booking)
+    return _booking_answer(_body(done))

@@ -62,7 +62,7 @@ async def _claim(property_id: int, route: str, key: str, payload: Any,
         raise ApiError("IDEMPOTENCY_KEY_REUSED", "this idempotency key was used with another body")
     if stored.in_flight or stored.response is None:
         raise ApiError("IDEMPOTENCY_IN_FLIGHT", "a request with this idempotency key is still running")
-    outcome = outcome_from_stored(stored.response)
+    outcome = outcome_from_stored(stored.response, property_id)
     if outcome is None:
         assert stored.status is not None, "an answer kept by an older version keeps its status"
         return replay(stored.status, stored.response)

@@ -1,12 +1,12 @@
-"""The contract's Booking body, from a booking in the record."""
+"""The contract's Booking body, from a booking in the record (or one a writer answered)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..domain.bookings import money
-from ..domain.money import currency_exponent
-from ..storage.records import Booking
+from ...domain.bookings import money
+from ...domain.money import currency_exponent
+from ...storage.records import Booking
 
 PUSHED_BY = "inventory-drain"
 
@@ -16,7 +16,7 @@ def _timestamp(value: Any) -> str | None:
     return None if value is None else str(value.isoformat())
 
 
-def booking_view(b: Booking, replay: bool) -> dict[str, Any]:
+def booking_body(b: Booking, replay: bool) -> dict[str, Any]:
     exponent = currency_exponent(b.currency)
     return {
         "bookingId": b.id,
