@@ -6,6 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-installed
+# What make check runs: the tests that need neither processes nor a browser nor a build.
+QUICK_TESTS := not processes and not browser and not dist and not slow
 BENCH_STAMP := $(VENV)/.bench-installed
 
 .PHONY: install dist run chromium check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
@@ -58,14 +60,17 @@ check: $(TEST_STAMP)
 	$(BIN)/ruff check connectapi tests bench docs
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py
-	$(BIN)/python -m pytest -q -n 4 -m "not processes and not browser and not dist and not slow"
+	$(BIN)/python -m pytest -q -n 4 -m "$(QUICK_TESTS)"
 
 # Everything, as CI runs it; the 15 slowest tests are named at the end.
+# The whole suite: make check's tests in parallel, as it runs them; then, one at a time, the
+# tests whose processes, browser and build would only fight each other for two cores.
 test: $(DIST_STAMP) chromium
 	$(BIN)/ruff check connectapi tests bench docs
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n 4 --durations=15 -m "$(QUICK_TESTS)"
+	$(BIN)/python -m pytest -q --durations=15 -m "not ($(QUICK_TESTS))"
 
 # docs/console/*.png, shown in docs/console.md: the browser journey's screens, saved there
 # only when asked (a test run writes them to a scratch directory).
