@@ -68,7 +68,7 @@ async def _apply(tx: Tx, property_id: int, key_id: int | None, plan: WritePlan, 
         accepted = await ari.upsert_rates(tx, property_id, batch, values)
     else:
         # Restrictions merge sent fields into the record's, so the record is read first.
-        current = await ari.current_restrictions(tx, list(values))
+        current = await ari.current_restrictions(tx, property_id, list(values))
         changed, _ = ari_write.changed_cells(resource, values, current)
         if changed:
             await ari.write_restrictions(tx, property_id, batch, changed)

@@ -280,11 +280,11 @@ class _CellPusher(_Pusher):
         for resource, found in cells.items():
             taken = [c for c in found if (c.entity_id, c.night) not in refused]
             if resource == "availability":
-                await pushes.mark_availability_pushed(self._db, taken)
+                await pushes.mark_availability_pushed(self._db, self.property_id, taken)
             elif resource == "rates":
-                await pushes.mark_rates_pushed(self._db, taken)
+                await pushes.mark_rates_pushed(self._db, self.property_id, taken)
             else:
-                await pushes.mark_restrictions_pushed(self._db, taken)
+                await pushes.mark_restrictions_pushed(self._db, self.property_id, taken)
         return Round(sum(len(sent) for sent in send.values()), dropped, outcome,
                      complete=read_all and outcome is not None)
 
@@ -301,7 +301,7 @@ class _CellPusher(_Pusher):
                                 {(c.entity_id, c.night) for c in sent}) if refusals else {}
         for resource, cells in send.items():
             await channel_refusals.mark_refused(
-                self._db, resource, [(c, refused[(c.entity_id, c.night)]) for c in cells
+                self._db, self.property_id, resource, [(c, refused[(c.entity_id, c.night)]) for c in cells
                                      if (c.entity_id, c.night) in refused])
         if answer is not None:
             batches: set[uuid.UUID] = {c.batch for c in sent if c.batch is not None}

@@ -111,9 +111,9 @@ class Reconciler(RoundsActor[ReconcilerMessage]):
             if any(fields.get(name, NEUTRAL[name]) != value for name, value in restriction_fields(cell.value).items()):
                 wrong_restrictions.append(cell)
         marked = {
-            "availability": await pushes.mark_dirty_again(self._db, "availability", wrong_availability),
-            "rates": await pushes.mark_dirty_again(self._db, "rates", wrong_rates),
-            "restrictions": await pushes.mark_dirty_again(self._db, "restrictions", wrong_restrictions),
+            "availability": await pushes.mark_dirty_again(self._db, property_id, "availability", wrong_availability),
+            "rates": await pushes.mark_dirty_again(self._db, property_id, "rates", wrong_rates),
+            "restrictions": await pushes.mark_dirty_again(self._db, property_id, "restrictions", wrong_restrictions),
         }
         await pushes.record_check(self._db, property_id, self._clock.now())
         if any(marked.values()):

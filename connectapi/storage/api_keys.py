@@ -122,7 +122,7 @@ async def find_by_digest(db: Database, digest: bytes) -> KeyWithProperty | None:
     row = await db.fetchrow(
         f"""SELECT {_KEY_COLUMNS}, k.digest, p.id AS p_id, p.name, p.timezone, p.currency, p.channel_manager,
                    p.pms, p.pms_entitled, p.status, p.owner_email, p.bookings_per_day, p.guest_confirmation,
-                   p.created_at AS p_created_at
+                   p.created_at AS p_created_at, p.mode, p.twin_of
             FROM api_keys k JOIN properties p ON p.id = k.property_id
             WHERE k.digest = $1""",
         digest,

@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 
 from .database import Database
+from .twins import catalog_owner
 from .records import AvailabilityNight, PropertyLock, RateNight, RestrictionNight
 
 Cell = tuple[int, date]
@@ -45,11 +46,13 @@ async def lock_property(conn: asyncpg.Connection, property_id: int) -> PropertyL
 
 
 async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:
-    return {r["id"] for r in await conn.fetch("SELECT id FROM room_types WHERE property_id = $1", property_id)}
+    rows = await conn.fetch(f"SELECT id FROM room_types WHERE property_id = {catalog_owner('$1')}", property_id)
+    return {r["id"] for r in rows}
 
 
 async def rate_plan_policies(conn: asyncpg.Connection, property_id: int) -> dict[int, tuple[int | None, int | None]]:
-    rows = await conn.fetch("SELECT id, min_rate, max_rate FROM rate_plans WHERE property_id = $1", property_id)
+    rows = await conn.fetch(f"SELECT id, min_rate, max_rate FROM rate_plans WHERE property_id = {catalog_owner('$1')}",
+                            property_id)
     return {r["id"]: (r["min_rate"], r["max_rate"]) for r in rows}
 
 
@@ -57,13 +60,14 @@ def _columns(cells: list[Cell]) -> tuple[list[int], list[date]]:
     return [c[0] for c in cells], [c[1] for c in cells]
 
 
-async def current_restrictions(conn: asyncpg.Connection, cells: list[Cell]) -> dict[Cell, dict[str, Any]]:
+async def current_restrictions(conn: asyncpg.Connection, property_id: int,
+                               cells: list[Cell]) -> dict[Cell, dict[str, Any]]:
     ids, nights = _columns(cells)
     rows = await conn.fetch(
         f"""SELECT c.rate_plan_id, c.night, {', '.join('c.' + col for col in RESTRICTION_COLUMNS.values())}
             FROM unnest($1::bigint[], $2::date[]) AS w (id, night)
-            JOIN restriction_cells c ON c.rate_plan_id = w.id AND c.night = w.night""",
-        ids, nights,
+            JOIN restriction_cells c ON c.property_id = $3 AND c.rate_plan_id = w.id AND c.night = w.night""",
+        ids, nights, property_id,
     )
     return {
         (r["rate_plan_id"], r["night"]): {name: r[col] for name, col in RESTRICTION_COLUMNS.items()} for r in rows
@@ -84,7 +88,7 @@ async def upsert_availability(conn: asyncpg.Connection, property_id: int, batch:
                                                     pushed_version, last_batch_id)
                SELECT $1, w.id, w.night, w.available, nextval('ari_versions'), 0, $2
                FROM unnest($3::bigint[], $4::date[], $5::integer[]) AS w (id, night, available)
-               ON CONFLICT (room_type_id, night) DO UPDATE
+               ON CONFLICT (property_id, room_type_id, night) DO UPDATE
                SET available = EXCLUDED.available, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id
                WHERE c.available IS DISTINCT FROM EXCLUDED.available
                RETURNING 1)
@@ -102,7 +106,7 @@ async def upsert_rates(conn: asyncpg.Connection, property_id: int, batch: uuid.U
                INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, rate_minor, version, last_batch_id)
                SELECT $1, w.id, w.night, w.rate_minor, nextval('ari_versions'), $2
                FROM unnest($3::bigint[], $4::date[], $5::bigint[]) AS w (id, night, rate_minor)
-               ON CONFLICT (rate_plan_id, night) DO UPDATE
+               ON CONFLICT (property_id, rate_plan_id, night) DO UPDATE
                SET rate_minor = EXCLUDED.rate_minor, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id
                WHERE c.rate_minor IS DISTINCT FROM EXCLUDED.rate_minor
                RETURNING 1)
@@ -124,7 +128,7 @@ async def write_restrictions(conn: asyncpg.Connection, property_id: int, batch: 
         f"""INSERT INTO restriction_cells AS c (property_id, rate_plan_id, night, {names}, version, last_batch_id)
             SELECT $1, w.id, w.night, {', '.join('w.' + col for _, col in columns)}, nextval('ari_versions'), $2
             FROM unnest($3::bigint[], $4::date[], {unnest_args}) AS w (id, night, {names})
-            ON CONFLICT (rate_plan_id, night) DO UPDATE
+            ON CONFLICT (property_id, rate_plan_id, night) DO UPDATE
             SET {', '.join(f'{col} = EXCLUDED.{col}' for _, col in columns)},
                 version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id""",
         property_id, batch, ids, nights, *arrays,

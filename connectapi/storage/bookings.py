@@ -16,6 +16,7 @@ import asyncpg
 from ..domain.bookings import FolioLine, PlannedBooking, PlannedRoom
 from .database import Database
 from .records import Booking, BookingLock, BookingRoom, Catalog, RatePlan, RoomType
+from .twins import catalog_owner
 
 _BOOKING = """
     SELECT b.id, b.property_id, b.source, b.reference, b.external_reference, b.status, b.check_in, b.check_out,
@@ -189,10 +190,10 @@ async def availability_of(conn: asyncpg.Connection, property_id: int,
     ids = [rt for rt, _ in cells]
     nights = [night for _, night in cells]
     rows = await conn.fetch(
-        """SELECT w.id, w.night, COALESCE(c.available, rt.rooms) AS available
+        f"""SELECT w.id, w.night, COALESCE(c.available, rt.rooms) AS available
            FROM unnest($2::bigint[], $3::date[]) AS w (id, night)
-           JOIN room_types rt ON rt.id = w.id AND rt.property_id = $1
-           LEFT JOIN availability_cells c ON c.room_type_id = w.id AND c.night = w.night""",
+           JOIN room_types rt ON rt.id = w.id AND rt.property_id = {catalog_owner("$1")}
+           LEFT JOIN availability_cells c ON c.property_id = $1 AND c.room_type_id = w.id AND c.night = w.night""",
         property_id, ids, nights)
     return {(r["id"], r["night"]): int(r["available"]) for r in rows}
 

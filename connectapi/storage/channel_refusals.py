@@ -21,7 +21,7 @@ from . import notifications
 from .database import Database
 from .pushes import CELL_TABLES, DirtyCell
 
-async def mark_refused(db: Database, resource: str, cells: list[tuple[DirtyCell, str]]) -> int:
+async def mark_refused(db: Database, property_id: int, resource: str, cells: list[tuple[DirtyCell, str]]) -> int:
     """Mark these versions refused, with what was said of each; a cell written since (a
     newer version) is left alone. What the channel manager holds there is forgotten: a
     call that refused a value may have applied another over those nights (a range's
@@ -33,10 +33,10 @@ async def mark_refused(db: Database, resource: str, cells: list[tuple[DirtyCell,
     status: str = await db.execute(
         f"""UPDATE {table} AS c SET refused_version = w.version, refusal = w.refusal, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::text[]) AS w (id, night, version, refusal)
-            WHERE c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
+            WHERE c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
               AND c.pushed_version < w.version""",
         [c.entity_id for c, _ in cells], [c.night for c, _ in cells], [c.version for c, _ in cells],
-        [said for _, said in cells],
+        [said for _, said in cells], property_id,
     )
     return int(status.split()[-1])
 

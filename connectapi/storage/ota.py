@@ -20,6 +20,7 @@ from ..domain.ota_bookings import CellMove, Mapping, OtaBooking, without_card
 from . import bookings
 from .bookings import availability_of as availability_of  # the OTA intake's, as the PMS's
 from .database import Database
+from .twins import catalog_owner
 
 
 async def property_ids_by_cm(db: Database) -> dict[str, int]:
@@ -112,10 +113,11 @@ async def acknowledged(db: Database, revision_id: str, at: datetime) -> None:
 
 
 async def mapping_in(conn: asyncpg.Connection, property_id: int) -> Mapping:
-    rooms = await conn.fetch("SELECT id, cm_id FROM room_types WHERE property_id = $1 AND cm_id IS NOT NULL",
+    owner = catalog_owner("$1")
+    rooms = await conn.fetch(f"SELECT id, cm_id FROM room_types WHERE property_id = {owner} AND cm_id IS NOT NULL",
                              property_id)
     plans = await conn.fetch(
-        "SELECT id, cm_id, meal_plan FROM rate_plans WHERE property_id = $1 AND cm_id IS NOT NULL", property_id)
+        f"SELECT id, cm_id, meal_plan FROM rate_plans WHERE property_id = {owner} AND cm_id IS NOT NULL", property_id)
     return Mapping({r["cm_id"]: r["id"] for r in rooms}, {p["cm_id"]: p["id"] for p in plans},
                    {p["id"]: p["meal_plan"] for p in plans})
 

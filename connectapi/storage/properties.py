@@ -10,13 +10,14 @@ import asyncpg
 
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.admin_models import PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
+from . import twins
 from .database import Database
 from .pushes import pushable
 from .records import Catalog, Property, RatePlan, RoomType
 
 
 _PROPERTY_COLUMNS = """id, name, timezone, currency, channel_manager, pms, pms_entitled, status,
-    owner_email, bookings_per_day, guest_confirmation, created_at"""
+    owner_email, bookings_per_day, guest_confirmation, created_at, mode, twin_of"""
 
 
 def property_of(row: asyncpg.Record) -> Property:
@@ -24,7 +25,8 @@ def property_of(row: asyncpg.Record) -> Property:
         id=row["id"], name=row["name"], timezone=row["timezone"], currency=row["currency"],
         channel_manager=row["channel_manager"], pms=row["pms"], pms_entitled=row["pms_entitled"],
         status=row["status"], owner_email=row["owner_email"], bookings_per_day=row["bookings_per_day"],
-        guest_confirmation=row["guest_confirmation"], created_at=row["created_at"],
+        guest_confirmation=row["guest_confirmation"], created_at=row["created_at"], mode=row["mode"],
+        twin_of=row["twin_of"],
     )
 
 
@@ -42,12 +44,14 @@ async def _insert_room_type(conn: asyncpg.Connection, property_id: int, room: Ro
            VALUES ($1, $2, $3, $4, $5) RETURNING id, name, max_adults, max_occupancy, rooms""",
         property_id, room.name, room.maxAdults, room.maxOccupancy or room.maxAdults, room.rooms,
     )
-    # Every night of the writable horizon starts at the room count, already in sync.
+    # Every night of the writable horizon starts at the room count, already in sync, for
+    # the property and for its test twin if it has one.
     await conn.execute(
         """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version,
                                           pushed_available)
-           SELECT $1, $2, d::date, $3, 1, 1, $3
-           FROM generate_series($4::date, $5::date, interval '1 day') AS d""",
+           SELECT p.id, $2, d::date, $3, 1, 1, $3
+           FROM properties p, generate_series($4::date, $5::date, interval '1 day') AS d
+           WHERE p.id = $1 OR p.twin_of = $1""",
         property_id, row["id"], room.rooms, today, today + timedelta(days=HORIZON_DAYS),
     )
     return _room_type_of(row)
@@ -103,12 +107,13 @@ async def get_catalog(db: Database, property_id: int) -> Catalog:
 async def catalog_in(conn: asyncpg.Connection, property_id: int) -> Catalog:
     """The property's room types and rate plans, read on a connection (inside a transaction)."""
     rooms = await conn.fetch(
-        "SELECT id, name, max_adults, max_occupancy, rooms FROM room_types WHERE property_id = $1 ORDER BY id",
+        f"""SELECT id, name, max_adults, max_occupancy, rooms FROM room_types
+            WHERE property_id = {twins.catalog_owner("$1")} ORDER BY id""",
         property_id,
     )
     plans = await conn.fetch(
-        """SELECT id, room_type_id, name, meal_plan, min_rate, max_rate FROM rate_plans
-           WHERE property_id = $1 ORDER BY id""",
+        f"""SELECT id, room_type_id, name, meal_plan, min_rate, max_rate FROM rate_plans
+            WHERE property_id = {twins.catalog_owner("$1")} ORDER BY id""",
         property_id,
     )
     return Catalog(tuple(map(_room_type_of, rooms)), tuple(map(_rate_plan_of, plans)))
@@ -137,10 +142,16 @@ async def patch_property(db: Database, property_id: int, patch: PropertyPatch) -
             values.append(value)
             assignments.append(f"{_PATCH_COLUMNS[field]} = ${len(values)}")
     assignments.append("updated_at = now()")
-    row = await db.fetchrow(
-        f"UPDATE properties SET {', '.join(assignments)} WHERE id = $1 RETURNING {_PROPERTY_COLUMNS}", *values
-    )
-    return None if row is None else property_of(row)
+
+    async def work(conn: asyncpg.Connection) -> Property | None:
+        row = await conn.fetchrow(f"""UPDATE properties SET {', '.join(assignments)}
+                                      WHERE id = $1 AND mode = 'live' RETURNING {_PROPERTY_COLUMNS}""", *values)
+        if row is None:
+            return None
+        await twins.follow_live(conn, property_id)
+        return property_of(row)
+
+    return await db.transaction(work)
 
 
 async def add_room_type(db: Database, property_id: int, body: RoomTypeIn, today: date) -> RoomType:

@@ -107,32 +107,34 @@ async def drop_past(db: Database, property_id: int, kind: str, today: date) -> i
 
 
 async def _mark(conn: asyncpg.Connection, table: str, id_column: str, pushed_column: str, cast: str,
-                cells: list[DirtyCell]) -> int:
+                property_id: int, cells: list[DirtyCell]) -> int:
     if not cells:
         return 0
     status: str = await conn.execute(
         f"""UPDATE {table} AS c SET pushed_version = w.version, {pushed_column} = w.value
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::{cast}[]) AS w (id, night, version, value)
-            WHERE c.{id_column} = w.id AND c.night = w.night AND c.pushed_version < w.version""",
+            WHERE c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night AND c.pushed_version < w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
-        [c.value for c in cells],
+        [c.value for c in cells], property_id,
     )
     return int(status.split()[-1])
 
 
-async def mark_availability_pushed(db: Database, cells: list[DirtyCell]) -> int:
-    """Record that the channel manager holds these versions; returns how many were marked."""
+async def mark_availability_pushed(db: Database, property_id: int, cells: list[DirtyCell]) -> int:
+    """Record that the channel manager holds these versions of the property's cells;
+    returns how many were marked."""
     return await db.run(lambda conn: _mark(conn, "availability_cells", "room_type_id", "pushed_available",
-                                           "integer", cells))
+                                           "integer", property_id, cells))
 
 
-async def mark_rates_pushed(db: Database, cells: list[DirtyCell]) -> int:
-    return await db.run(lambda conn: _mark(conn, "rate_cells", "rate_plan_id", "pushed_rate_minor", "bigint", cells))
+async def mark_rates_pushed(db: Database, property_id: int, cells: list[DirtyCell]) -> int:
+    return await db.run(lambda conn: _mark(conn, "rate_cells", "rate_plan_id", "pushed_rate_minor", "bigint",
+                                           property_id, cells))
 
 
-async def mark_restrictions_pushed(db: Database, cells: list[DirtyCell]) -> int:
+async def mark_restrictions_pushed(db: Database, property_id: int, cells: list[DirtyCell]) -> int:
     return await db.run(lambda conn: _mark(conn, "restriction_cells", "rate_plan_id", "pushed_fields", "jsonb",
-                                           cells))
+                                           property_id, cells))
 
 
 async def dirty_counts(db: Database, property_id: int) -> dict[str, int]:
@@ -279,7 +281,7 @@ CELL_TABLES = {"availability": ("availability_cells", "room_type_id", "pushed_av
            "restrictions": ("restriction_cells", "rate_plan_id", "pushed_fields")}
 
 
-async def mark_dirty_again(db: Database, resource: str, cells: list[DirtyCell]) -> int:
+async def mark_dirty_again(db: Database, property_id: int, resource: str, cells: list[DirtyCell]) -> int:
     """The channel manager holds something else: push these cells again (if still in sync).
 
     What it holds is forgotten (NULL), so the pusher sends the record's value.
@@ -290,9 +292,9 @@ async def mark_dirty_again(db: Database, resource: str, cells: list[DirtyCell]) 
     status: str = await db.execute(
         f"""UPDATE {table} AS c SET pushed_version = 0, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[]) AS w (id, night, version)
-            WHERE c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
+            WHERE c.property_id = $4 AND c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
               AND c.pushed_version = w.version""",
-        [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
+        [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells], property_id,
     )
     return int(status.split()[-1])
 

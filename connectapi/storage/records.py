@@ -39,6 +39,13 @@ class Property:
     bookings_per_day: int | None
     guest_confirmation: bool
     created_at: datetime
+    mode: str = "live"  # `test`: the test twin of `twin_of` (docs/decisions/0115-test-mode-twins.md)
+    twin_of: int | None = None
+
+    @property
+    def live_id(self) -> int:
+        """The live property: where the catalog is, and what the owner and operator name."""
+        return self.twin_of if self.twin_of is not None else self.id
 
 
 @dataclass(frozen=True, slots=True)

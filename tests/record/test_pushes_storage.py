@@ -51,11 +51,11 @@ async def test_marking_pushed_keeps_a_newer_write_dirty(db: Database) -> None:
     # a write lands between the read and the mark
     await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-24",
                                                  "dateTo": "2026-11-24", "available": 1})
-    assert await pushes.mark_availability_pushed(db, dirty) == 2
+    assert await pushes.mark_availability_pushed(db, pid, dirty) == 2
     still = await pushes.dirty_availability(db, pid, 100, NOW)
     assert [(c.night, c.value, c.pushed) for c in still] == [(date(2026, 11, 24), 1, 2)]
     # marking the same versions again changes nothing
-    assert await pushes.mark_availability_pushed(db, dirty) == 0
+    assert await pushes.mark_availability_pushed(db, pid, dirty) == 0
 
 
 async def test_rates_and_restrictions(db: Database) -> None:
@@ -70,8 +70,8 @@ async def test_rates_and_restrictions(db: Database) -> None:
     restrictions = await pushes.dirty_restrictions(db, pid, 10, NOW)
     assert restrictions[0].value == {"stopSell": True, "closedToArrival": None, "closedToDeparture": None,
                                      "minStayArrival": None, "minStayThrough": None, "maxStay": 4}
-    assert await pushes.mark_rates_pushed(db, rates) == 1
-    assert await pushes.mark_restrictions_pushed(db, restrictions) == 1
+    assert await pushes.mark_rates_pushed(db, pid, rates) == 1
+    assert await pushes.mark_restrictions_pushed(db, pid, restrictions) == 1
     assert await pushes.dirty_counts(db, pid) == {"availability": 0, "rates": 0, "restrictions": 0}
     # what the channel manager holds is remembered
     await write(db, pid, Resource.RESTRICTIONS, {"ratePlanId": plan, "dateFrom": "2026-11-23",
@@ -106,8 +106,8 @@ async def test_a_refused_cell_is_read_again_only_once_its_retry_is_due(db: Datab
     await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
                                                  "dateTo": "2026-11-24", "available": 2})
     dirty = await pushes.dirty_availability(db, pid, 100, NOW)
-    assert await channel_refusals.mark_refused(db, "availability", [(dirty[0], '{"availability": ["no"]}')]) == 1
-    await pushes.mark_availability_pushed(db, dirty[1:])
+    assert await channel_refusals.mark_refused(db, pid, "availability", [(dirty[0], '{"availability": ["no"]}')]) == 1
+    await pushes.mark_availability_pushed(db, pid, dirty[1:])
     retry = await channel_refusals.refused_again(db, pid, "availability", NOW, False, lambda n: timedelta(minutes=n))
     assert retry == NOW + timedelta(minutes=1)
     # Held: still dirty (GET /sync counts it), but no pusher reads it and nobody is woken.

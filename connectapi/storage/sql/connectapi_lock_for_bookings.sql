@@ -12,6 +12,8 @@
 -- An external reference is the API's: the repeat check covers API bookings only (as the
 -- unique index bookings_external_reference does, migration 0013), so a desk or OTA
 -- booking can never be replayed to an integrator.
+--
+-- A test twin (migration 0026) has its live property's catalog: coalesce(twin_of, id).
 CREATE OR REPLACE FUNCTION connectapi_lock_for_bookings(
     p_property bigint, p_references text[], p_room_types bigint[], p_first date, p_last date, p_count integer,
     OUT o_name text, OUT o_currency text, OUT o_timezone text, OUT o_owner_email text,
@@ -26,10 +28,10 @@ BEGIN
                               AND b.external_reference = ANY(p_references)),
            (SELECT coalesce(jsonb_agg(jsonb_build_array(r.id, r.name, r.max_adults, r.max_occupancy, r.rooms)
                                       ORDER BY r.id), '[]')
-            FROM room_types r WHERE r.property_id = p.id),
+            FROM room_types r WHERE r.property_id = coalesce(p.twin_of, p.id)),
            (SELECT coalesce(jsonb_agg(jsonb_build_array(rp.id, rp.room_type_id, rp.name, rp.meal_plan, rp.min_rate,
                                                         rp.max_rate) ORDER BY rp.id), '[]')
-            FROM rate_plans rp WHERE rp.property_id = p.id),
+            FROM rate_plans rp WHERE rp.property_id = coalesce(p.twin_of, p.id)),
            (SELECT coalesce(jsonb_agg(jsonb_build_array(c.room_type_id, c.night, c.available)), '[]')
             FROM availability_cells c
             WHERE c.property_id = p.id AND c.room_type_id = ANY(p_room_types) AND c.night BETWEEN p_first AND p_last),

@@ -22,7 +22,7 @@ BEGIN
         INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version)
         SELECT p_property, w.id, w.night, w.base + w.delta, nextval('ari_versions'), 0
         FROM unnest(ids, nights, deltas, bases) AS w (id, night, delta, base)
-        ON CONFLICT (room_type_id, night) DO NOTHING;
+        ON CONFLICT (property_id, room_type_id, night) DO NOTHING;
     END IF;
     RETURN cardinality(ids);
 END $$;
