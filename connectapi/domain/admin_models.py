@@ -170,6 +170,7 @@ class KeyIn(Strict):
     scopes: list[str] | None = None
     allowlist: Annotated[list[str], Field(max_length=addresses.MAX_ALLOWLIST_ENTRIES)] = []
     legacy: StrictBool = False
+    mode: Literal["live", "test"] = "live"  # a test key works on the property's test twin
 
     _scopes = field_validator("scopes")(classmethod(lambda cls, v: None if v is None else _check_scopes(v)))
     _allowlist = field_validator("allowlist")(classmethod(lambda cls, v: _check_allowlist(v)))

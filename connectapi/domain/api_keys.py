@@ -1,4 +1,5 @@
-"""API key format: `cak_live_` + 43 base64url characters (32 random bytes).
+"""API key format: `cak_live_` (or `cak_test_` for test mode) + 43 base64url characters
+(32 random bytes).
 
 Only the SHA-256 digest of a key is ever stored; the key itself is shown once.
 """
@@ -11,13 +12,21 @@ import re
 import secrets
 
 LIVE_PREFIX = "cak_live_"
-_KEY_RE = re.compile(r"cak_live_[A-Za-z0-9_-]{43}")
+TEST_PREFIX = "cak_test_"  # a key of a property's test twin (docs/decisions/0115-test-mode-twins.md)
+PREFIXES = {"live": LIVE_PREFIX, "test": TEST_PREFIX}
+_KEY_RE = re.compile(r"cak_(live|test)_[A-Za-z0-9_-]{43}")
 # How much of a key the owner sees in listings: enough to tell keys apart, useless to an attacker.
 DISPLAY_CHARS = len(LIVE_PREFIX) + 4
 
 
-def new_key() -> str:
-    return LIVE_PREFIX + secrets.token_urlsafe(32)
+def new_key(mode: str = "live") -> str:
+    return PREFIXES[mode] + secrets.token_urlsafe(32)
+
+
+def mode_of(key: str) -> str:
+    """`test` for a key with the test prefix, otherwise `live` (whether well formed or not:
+    a request's budgets are counted by the mode its key claims, before it is looked up)."""
+    return "test" if key.startswith(TEST_PREFIX) else "live"
 
 
 def is_well_formed(key: str) -> bool:

@@ -94,6 +94,17 @@ class BudgetKeeper:
         # the same few on every request.
         self._known: dict[tuple[str, int, int, RequestKind], tuple[Charge, ...]] = {}
 
+    @staticmethod
+    def _subject(address: str, mode: str) -> str:
+        """An address's subject in `ip` and `ip-auth`: test traffic (a request presenting a
+        test key) is counted apart and never spends a live budget."""
+        subject = budget_subject(address)
+        return subject if mode == "live" else f"{mode}:{subject}"
+
+    @staticmethod
+    def _global(mode: str) -> str | None:
+        return None if mode == "live" else mode
+
     def _held_ip(self, subject: str, now: float) -> Entry | None:
         held = self._held.held(subject, now)
         if held is None:
@@ -120,18 +131,20 @@ class BudgetKeeper:
     def _kept(self) -> int:
         return int(self._budgets.get("global").limit * GLOBAL_KEPT_FOR_KEYS)
 
-    async def admit(self, address: str, needs_key: bool) -> Entry:
+    async def admit(self, address: str, needs_key: bool, mode: str = "live") -> Entry:
         """`ip` and `global`; then, for a request that will present a key, whether its
         address may still try one (`ip-auth`). A request past the open share of `global`
-        that will present a key goes on, deferred: it is charged once its key is good."""
-        subject = budget_subject(address)
+        that will present a key goes on, deferred: it is charged once its key is good.
+        `mode`: the mode of the key presented (each mode has its own `ip`, `global` and
+        `ip-auth`)."""
+        subject = self._subject(address, mode)
         asked_at = self._clock.monotonic()
         if (held := self._held_ip(subject, asked_at)) is not None:
             return held
         kept = self._kept()
         charges = [
             self._charge("ip", subject, 1, 1, 1),
-            self._charge("global", None, 1, 1 + kept, 1, fallback=1 if needs_key else None),
+            self._charge("global", self._global(mode), 1, 1 + kept, 1, fallback=1 if needs_key else None),
         ]
         if needs_key:
             charges.append(self._charge("ip-auth", subject, 2, 1, 0))
@@ -151,26 +164,27 @@ class BudgetKeeper:
         charges = [self._charge("ip-auth", budget_subject(address), 1, 1, 1)]
         return refusal(charges, await self._count(charges))
 
-    async def auth_failed(self, address: str) -> None:
+    async def auth_failed(self, address: str, mode: str = "live") -> None:
         """An answer of 401 (or an allowlist refusal) was given: counted whatever the count."""
-        await self._count([self._charge("ip-auth", budget_subject(address), 1, None, 1)])
+        await self._count([self._charge("ip-auth", self._subject(address, mode), 1, None, 1)])
 
-    async def charge_global(self, key_good: bool) -> ApiError | None:
+    async def charge_global(self, key_good: bool, mode: str = "live") -> ApiError | None:
         """A deferred request's key was looked up: a good one may take the whole of `global`,
         any other only the open share (usually spent: the refusal is the answer)."""
-        charges = [self._charge("global", None, 1, 1 if key_good else 1 + self._kept(), 1)]
+        charges = [self._charge("global", self._global(mode), 1, 1 if key_good else 1 + self._kept(), 1)]
         return refusal(charges, await self._count(charges))
 
-    async def admit_known(self, address: str, key_id: int, property_id: int, kind: RequestKind) -> Admitted:
+    async def admit_known(self, address: str, key_id: int, property_id: int, kind: RequestKind,
+                          mode: str = "live") -> Admitted:
         """Every request budget of a request whose key is already known good (from the
         process's key cache, with no lookup), in one statement: `ip` and `global`, then
         `ip-auth`, then the key's and the property's, in the gates' order. A good key may
         take the whole of `global`."""
-        subject = budget_subject(address)
+        subject = self._subject(address, mode)
         asked_at = self._clock.monotonic()
         if (held := self._held_ip(subject, asked_at)) is not None:
             return Admitted((("ip", held.ip),), held.refusal)
-        charges = self._known_charges(subject, key_id, property_id, kind)
+        charges = self._known_charges(subject, key_id, property_id, kind, mode)
         counted = await self._count(charges)
         self._note_ip(subject, asked_at, charges, counted)
         found = refusal(charges, counted)
@@ -179,13 +193,14 @@ class BudgetKeeper:
             return Admitted((("ip", counted[0].state),), found)
         return Admitted(self._policies(kind, charges, counted), found)
 
-    def _known_charges(self, subject: str, key_id: int, property_id: int, kind: RequestKind) -> tuple[Charge, ...]:
-        wanted = (subject, key_id, property_id, kind)
+    def _known_charges(self, subject: str, key_id: int, property_id: int, kind: RequestKind,
+                       mode: str) -> tuple[Charge, ...]:
+        wanted = (subject, key_id, property_id, kind)  # the subject carries the mode
         found = self._known.get(wanted)
         if found is None:
             if len(self._known) >= _HeldRefusals.MOST:  # a bound on memory: past it, built anew
                 self._known.clear()
-            found = (self._charge("ip", subject, 1, 1, 1), self._charge("global", None, 1, 1, 1),
+            found = (self._charge("ip", subject, 1, 1, 1), self._charge("global", self._global(mode), 1, 1, 1),
                      self._charge("ip-auth", subject, 2, 1, 0),
                      *self._request_charges(key_id, property_id, kind, stage=3))
             self._known[wanted] = found

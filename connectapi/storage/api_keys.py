@@ -12,6 +12,11 @@ from .records import ApiKey, KeyWithProperty
 
 MAX_LIVE_KEYS = 5
 _KEY_COLUMNS = "k.id, k.property_id, k.label, k.prefix, k.scopes, k.allowlist, k.created_at, k.last_used_at, k.revoked_at"
+# A key's mode and live property are its property's (a test key's property is a test twin).
+_MODE_COLUMNS = "(SELECT p.mode FROM properties p WHERE p.id = k.property_id) AS mode, " \
+                "(SELECT p.twin_of FROM properties p WHERE p.id = k.property_id) AS live_property_id"
+# `$n` names the live property: a key of it or of its test twin.
+_OF_PROPERTY = "k.property_id IN (SELECT o.id FROM properties o WHERE o.id = {0} OR o.twin_of = {0})"
 
 
 class KeyLimitReached(Exception):
@@ -26,7 +31,8 @@ def _key_of(row: asyncpg.Record) -> ApiKey:
     return ApiKey(
         id=row["id"], property_id=row["property_id"], label=row["label"], prefix=row["prefix"],
         scopes=tuple(row["scopes"]), allowlist=tuple(row["allowlist"]), created_at=row["created_at"],
-        last_used_at=row["last_used_at"], revoked_at=row["revoked_at"],
+        last_used_at=row["last_used_at"], revoked_at=row["revoked_at"], mode=row["mode"],
+        live_property_id=row["live_property_id"],
     )
 
 
@@ -36,7 +42,7 @@ async def _insert(
 ) -> ApiKey:
     row = await conn.fetchrow(
         f"""INSERT INTO api_keys AS k (property_id, label, digest, prefix, scopes, allowlist)
-            VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_KEY_COLUMNS}""",
+            VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_KEY_COLUMNS}, {_MODE_COLUMNS}""",
         property_id, label, digest, prefix, scopes, allowlist,
     )
     return _key_of(row)
@@ -60,12 +66,14 @@ async def create_key(
 
 
 async def list_keys(db: Database, property_id: int) -> list[ApiKey]:
-    rows = await db.fetch(f"SELECT {_KEY_COLUMNS} FROM api_keys k WHERE k.property_id = $1 ORDER BY k.id", property_id)
+    """The keys of a live property, of both modes."""
+    rows = await db.fetch(f"""SELECT {_KEY_COLUMNS}, {_MODE_COLUMNS} FROM api_keys k
+                              WHERE {_OF_PROPERTY.format("$1")} ORDER BY k.id""", property_id)
     return [_key_of(r) for r in rows]
 
 
 async def get_key(db: Database, key_id: int) -> ApiKey | None:
-    row = await db.fetchrow(f"SELECT {_KEY_COLUMNS} FROM api_keys k WHERE k.id = $1", key_id)
+    row = await db.fetchrow(f"SELECT {_KEY_COLUMNS}, {_MODE_COLUMNS} FROM api_keys k WHERE k.id = $1", key_id)
     return None if row is None else _key_of(row)
 
 
@@ -77,8 +85,8 @@ async def patch_key(
     row = await db.fetchrow(
         f"""UPDATE api_keys AS k SET label = coalesce($2, label), scopes = coalesce($3, scopes),
                 allowlist = coalesce($4, allowlist)
-            WHERE k.id = $1 AND k.revoked_at IS NULL AND ($5::bigint IS NULL OR k.property_id = $5)
-            RETURNING {_KEY_COLUMNS}""",
+            WHERE k.id = $1 AND k.revoked_at IS NULL AND ($5::bigint IS NULL OR {_OF_PROPERTY.format("$5")})
+            RETURNING {_KEY_COLUMNS}, {_MODE_COLUMNS}""",
         key_id, label, scopes, allowlist, property_id,
     )
     return None if row is None else _key_of(row)
@@ -89,7 +97,7 @@ async def revoke_key(db: Database, key_id: int, at: datetime, property_id: int |
     there is no such key (of `property_id`, when given)."""
     row = await db.fetchrow(
         f"""UPDATE api_keys AS k SET revoked_at = coalesce(revoked_at, $2)
-            WHERE k.id = $1 AND ($3::bigint IS NULL OR k.property_id = $3) RETURNING {_KEY_COLUMNS}""",
+            WHERE k.id = $1 AND ($3::bigint IS NULL OR {_OF_PROPERTY.format("$3")}) RETURNING {_KEY_COLUMNS}, {_MODE_COLUMNS}""",
         key_id, at, property_id,
     )
     return None if row is None else _key_of(row)
@@ -104,7 +112,7 @@ async def rotate_key(
     async def work(conn: asyncpg.Connection) -> ApiKey:
         old = await conn.fetchrow(
             f"""SELECT {_KEY_COLUMNS} FROM api_keys k
-                WHERE k.id = $1 AND k.revoked_at IS NULL AND ($2::bigint IS NULL OR k.property_id = $2)
+                WHERE k.id = $1 AND k.revoked_at IS NULL AND ($2::bigint IS NULL OR {_OF_PROPERTY.format("$2")})
                 FOR UPDATE""",
             key_id, property_id,
         )
@@ -122,7 +130,7 @@ async def find_by_digest(db: Database, digest: bytes) -> KeyWithProperty | None:
     row = await db.fetchrow(
         f"""SELECT {_KEY_COLUMNS}, k.digest, p.id AS p_id, p.name, p.timezone, p.currency, p.channel_manager,
                    p.pms, p.pms_entitled, p.status, p.owner_email, p.bookings_per_day, p.guest_confirmation,
-                   p.created_at AS p_created_at, p.mode, p.twin_of
+                   p.created_at AS p_created_at, p.mode, p.twin_of, p.twin_of AS live_property_id
             FROM api_keys k JOIN properties p ON p.id = k.property_id
             WHERE k.digest = $1""",
         digest,

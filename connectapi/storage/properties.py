@@ -97,6 +97,14 @@ async def get_property(db: Database, property_id: int) -> Property | None:
     return None if row is None else property_of(row)
 
 
+async def get_live_property(db: Database, property_id: int) -> Property | None:
+    """A property as the operator and its owner know it: a test twin is reached only through
+    its live property, never by its own id."""
+    row = await db.fetchrow(f"SELECT {_PROPERTY_COLUMNS} FROM properties WHERE id = $1 AND mode = 'live'",
+                            property_id)
+    return None if row is None else property_of(row)
+
+
 async def get_catalog(db: Database, property_id: int) -> Catalog:
     async def work(conn: asyncpg.Connection) -> Catalog:
         return await catalog_in(conn, property_id)

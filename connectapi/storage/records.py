@@ -57,7 +57,7 @@ class Catalog:
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     id: int
-    property_id: int
+    property_id: int  # the key's own: a test key's is its property's test twin
     label: str
     prefix: str
     scopes: tuple[str, ...]
@@ -65,6 +65,13 @@ class ApiKey:
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+    mode: str = "live"
+    live_property_id: int | None = None  # the live property, for a test key; None: `property_id`
+
+    @property
+    def of_property(self) -> int:
+        """The (live) property the owner and operator know the key by."""
+        return self.live_property_id if self.live_property_id is not None else self.property_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,14 @@ def test_new_keys_have_the_live_shape_and_differ() -> None:
         assert len(api_keys.digest(key)) == 32
 
 
-@pytest.mark.parametrize("bad", ["", "cak_live_", "cak_test_" + "a" * 43, "cak_live_" + "a" * 42,
+def test_test_keys_have_the_test_prefix_and_the_same_shape() -> None:
+    key = api_keys.new_key("test")
+    assert key.startswith("cak_test_") and len(key) == len(api_keys.new_key())
+    assert api_keys.is_well_formed(key) and api_keys.mode_of(key) == "test"
+    assert api_keys.mode_of(api_keys.new_key()) == "live" and api_keys.mode_of("nonsense") == "live"
+
+
+@pytest.mark.parametrize("bad", ["", "cak_live_", "cak_demo_" + "a" * 43, "cak_test_" + "a" * 42, "cak_live_" + "a" * 42,
                                  "cak_live_" + "a" * 44, "cak_live_" + "a" * 42 + "=", " cak_live_" + "a" * 43])
 def test_malformed_keys(bad: str) -> None:
     assert not api_keys.is_well_formed(bad)

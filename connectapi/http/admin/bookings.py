@@ -19,7 +19,7 @@ blueprint = Blueprint("admin_bookings", __name__, url_prefix=ADMIN_PREFIX)
 @blueprint.get("/properties/<int:property_id>/notifications")
 async def list_notifications(property_id: int) -> Response:
     ctx = context()
-    if await properties.get_property(ctx.db, property_id) is None:
+    if await properties.get_live_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     found = await notifications.for_property(ctx.db, property_id)
     return ok([{"id": n.id, "kind": n.kind, "to": n.to_address, "subject": n.subject, "createdAt": n.created_at,
@@ -29,7 +29,7 @@ async def list_notifications(property_id: int) -> Response:
 @blueprint.get("/properties/<int:property_id>/ota-revisions")
 async def list_ota_revisions(property_id: int) -> Response:
     ctx = context()
-    if await properties.get_property(ctx.db, property_id) is None:
+    if await properties.get_live_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     return ok(await ota.revisions_of(ctx.db, property_id))
 
@@ -38,7 +38,7 @@ async def list_ota_revisions(property_id: int) -> Response:
 async def apply_ota_revision_again(property_id: int, revision_id: str) -> Response:
     """Its outcome shows in the list."""
     ctx = context()
-    if await properties.get_property(ctx.db, property_id) is None:
+    if await properties.get_live_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     before = await property_actions.apply_revision_again(property_id, revision_id)
     return ok({"revisionId": revision_id, "state": "received", "before": before}, 202)

@@ -69,7 +69,7 @@ def _day(name: str, default: date) -> date:
 @blueprint.get("/properties/<int:property_id>/channel-grid")
 async def channel_grid(property_id: int) -> Response:
     ctx = context()
-    if await properties.get_property(ctx.db, property_id) is None:
+    if await properties.get_live_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     first = _day("from", ctx.clock.now().date())
     last = _day("to", dates.plus_days(first, GRID_DEFAULT_DAYS) or date.max)

@@ -30,7 +30,7 @@ blueprint = Blueprint("admin", __name__, url_prefix=ADMIN_PREFIX)
 
 
 async def _property_or_404(property_id: int) -> Property:
-    prop = await properties.get_property(context().db, property_id)
+    prop = await properties.get_live_property(context().db, property_id)
     if prop is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     return prop

@@ -39,7 +39,8 @@ def property_view(prop: Property, catalog: Catalog) -> dict[str, Any]:
 def key_view(key: ApiKey) -> dict[str, Any]:
     return {
         "id": key.id,
-        "propertyId": key.property_id,
+        "propertyId": key.of_property,
+        "mode": key.mode,
         "label": key.label,
         "prefix": key.prefix,
         "scopes": list(key.scopes),

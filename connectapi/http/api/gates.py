@@ -70,19 +70,21 @@ class Arrival:
     address: str
     # `global` waits for the key (its open share is spent): see BudgetKeeper.admit.
     global_deferred: bool = False
+    mode: str = "live"  # the mode of the key presented: its budgets are counted apart
 
 
-async def admit(needs_key: bool, address: str | None = None) -> Arrival:
+async def admit(needs_key: bool, address: str | None = None, mode: str = "live") -> Arrival:
     """The address's `ip` budget and `global` (and, when a key will be looked up, its
-    `ip-auth` one); answers the client's address (`address`, when the caller has it)."""
+    `ip-auth` one), of the mode of the key presented; answers the client's address
+    (`address`, when the caller has it)."""
     ctx = context()
     if address is None:
         address = client_address()
-    entry = await ctx.budgets.keeper.admit(address, needs_key)
+    entry = await ctx.budgets.keeper.admit(address, needs_key, mode)
     g.ratelimit = (("ip", entry.ip),)
     if entry.refusal is not None:
         raise entry.refusal
-    return Arrival(address, entry.global_deferred)
+    return Arrival(address, entry.global_deferred, mode)
 
 
 async def refuse_auth(arrival: Arrival, code: str, message: str, details: dict[str, Any] | None = None) -> NoReturn:
@@ -95,9 +97,9 @@ async def refuse_auth(arrival: Arrival, code: str, message: str, details: dict[s
 
 async def _refuse_caller(arrival: Arrival, refusal: ApiError) -> NoReturn:
     ctx = context()
-    await ctx.budgets.keeper.auth_failed(arrival.address)
+    await ctx.budgets.keeper.auth_failed(arrival.address, arrival.mode)
     if arrival.global_deferred:
-        over = await ctx.budgets.keeper.charge_global(key_good=False)
+        over = await ctx.budgets.keeper.charge_global(key_good=False, mode=arrival.mode)
         if over is not None:
             raise over
     raise refusal
@@ -107,7 +109,7 @@ async def authenticated(arrival: Arrival) -> None:
     """The caller proved who it is: a request that waited for it is charged to `global` now."""
     if arrival.global_deferred:
         ctx = context()
-        refusal = await ctx.budgets.keeper.charge_global(key_good=True)
+        refusal = await ctx.budgets.keeper.charge_global(key_good=True, mode=arrival.mode)
         if refusal is not None:
             raise refusal
 
@@ -155,12 +157,16 @@ def judge(route: RouteRule, length: int | None, presented: bytes | None, found: 
     return Caller(key, prop, address)
 
 
-def _presented_key() -> bytes | None:
-    """The digest of the well-formed key the request presents, or None."""
+def _presented_key() -> tuple[bytes | None, str]:
+    """The digest of the well-formed key the request presents (or None), and the mode that
+    key claims (`live` when none is presented)."""
     token = keyfmt.bearer_token(request.headers.get("Authorization"))
-    if token is None or not keyfmt.is_well_formed(token):
-        return None
-    return keyfmt.digest(token)
+    if token is None:
+        return None, "live"
+    mode = keyfmt.mode_of(token)
+    if not keyfmt.is_well_formed(token):
+        return None, mode
+    return keyfmt.digest(token), mode
 
 
 async def run_gates() -> None:
@@ -174,21 +180,21 @@ async def run_gates() -> None:
     ctx = context()
     route = _route_rule()
     length = request.content_length
+    presented, mode = _presented_key()
     if route is None:  # nothing under the prefix matched: the router's 404 or 405 follows
-        await admit(needs_key=False)
+        await admit(needs_key=False, mode=mode)
         if (too_large := body_refusal(length)) is not None:
             raise too_large
         return
     address = client_address()
-    presented = _presented_key()
     cached = ctx.keys.cached(presented) if presented is not None else None
     if cached is not None:
         verdict = judge(route, length, presented, cached, address)
         if isinstance(verdict, Caller):
             await _admitted(ctx, await ctx.budgets.keeper.admit_known(address, verdict.key.id, verdict.property.id,
-                                                                   route.kind), verdict)
+                                                                   route.kind, mode), verdict)
             return
-    arrival = await admit(needs_key=True, address=address)
+    arrival = await admit(needs_key=True, address=address, mode=mode)
     if (too_large := body_refusal(length)) is not None:
         raise too_large
     found = cached or (await ctx.keys.find(presented) if presented is not None else None)

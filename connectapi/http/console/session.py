@@ -192,7 +192,7 @@ async def owned_property(property_id: int) -> Property:
     """One of the owner's properties, or 404: another property's pages do not exist for it."""
     if property_id not in owner().property_ids:
         raise not_found()
-    prop = await properties.get_property(context().db, property_id)
+    prop = await properties.get_live_property(context().db, property_id)
     if prop is None:
         raise not_found()
     return prop

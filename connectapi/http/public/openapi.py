@@ -163,8 +163,12 @@ _MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"}
 _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 
 DATA_SCHEMAS: dict[str, dict[str, Any]] = {
-    "Property": {"type": "object", "required": ["id", "name", "timezone", "currency", "scopes", "products"],
-                 "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+    "Property": {"type": "object", "required": ["id", "mode", "name", "timezone", "currency", "scopes", "products"],
+                 "properties": {"id": {"type": "integer"},
+                                "mode": {"type": "string", "enum": ["live", "test"],
+                                         "description": "the key's mode: `test` keys see the property's test "
+                                                        "record, never its live one, and reach no real channel"},
+                                "name": {"type": "string"},
                                 "timezone": {"type": "string"}, "currency": {"type": "string"},
                                 "scopes": {"type": "array", "items": {"type": "string"}},
                                 "products": {"type": "object", "properties": {

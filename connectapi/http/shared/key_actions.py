@@ -14,7 +14,7 @@ from typing import Any
 from ...domain import api_keys as keyfmt
 from ...domain.admin_models import KeyIn, KeyPatch
 from ...domain.errors import ApiError
-from ...storage import api_keys
+from ...storage import api_keys, twins
 from ...storage.records import ApiKey
 from ..context import context
 
@@ -24,16 +24,24 @@ def _not_found(key_id: int, live: bool = True) -> ApiError:
 
 
 async def create_key(property_id: int, body: KeyIn) -> tuple[ApiKey, str]:
-    """A new key of the property and its secret, or KEY_LIMIT_REACHED."""
-    secret = keyfmt.new_key()
+    """A new key of the (live) property and its secret, or KEY_LIMIT_REACHED. A test key is
+    a key of the property's test twin, made now if it has none."""
+    ctx = context()
+    owner: int | None = property_id
+    if body.mode == "test":
+        owner = await twins.ensure_twin(ctx.db, property_id, ctx.clock.now().date())
+        if owner is None:
+            raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    assert owner is not None
+    secret = keyfmt.new_key(body.mode)
     try:
         key = await api_keys.create_key(
-            context().db, property_id, body.label, keyfmt.digest(secret), keyfmt.display_prefix(secret),
+            ctx.db, owner, body.label, keyfmt.digest(secret), keyfmt.display_prefix(secret),
             body.granted_scopes(), body.allowlist,
         )
     except api_keys.KeyLimitReached:
         raise ApiError(
-            "KEY_LIMIT_REACHED", f"a property has at most {api_keys.MAX_LIVE_KEYS} live keys"
+            "KEY_LIMIT_REACHED", f"a property has at most {api_keys.MAX_LIVE_KEYS} live keys of each mode"
         ) from None
     return key, secret
 
@@ -57,9 +65,11 @@ async def patch_key(key_id: int, patch: KeyPatch, property_id: int | None = None
 
 
 async def rotate_key(key_id: int, property_id: int | None = None) -> tuple[ApiKey, str]:
-    """The new key (the old one's label, scopes and allowlist) and its secret; the old one is revoked."""
-    secret = keyfmt.new_key()
+    """The new key (the old one's label, scopes, allowlist and mode) and its secret; the old
+    one is revoked."""
     ctx = context()
+    old = await api_keys.get_key(ctx.db, key_id)
+    secret = keyfmt.new_key(old.mode if old is not None else "live")  # none: NoSuchKey below
     try:
         key = await api_keys.rotate_key(
             ctx.db, key_id, keyfmt.digest(secret), keyfmt.display_prefix(secret), ctx.clock.now(), property_id
@@ -83,6 +93,6 @@ async def get_key(key_id: int, property_id: int) -> ApiKey:
     """A key of the property, live or revoked; KEY_NOT_FOUND for a key of another property
     exactly as for one that does not exist."""
     key = await api_keys.get_key(context().db, key_id)
-    if key is None or key.property_id != property_id:
+    if key is None or key.of_property != property_id:
         raise _not_found(key_id, live=False)
     return key

@@ -1,0 +1,103 @@
+"""Test mode (issue 29): a test key works on the property's test twin, with the live
+property's catalog and ids and a record, budgets and keys of its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectapi.domain import api_keys as keyfmt
+
+from .harness import API, Harness
+
+NIGHT = "2026-12-01"
+SMALL = "requests=3,writes=2,property=5,property-writes=3,cells=100,ip=6,global=80"
+
+
+async def both_keys(api: Harness, scopes: list[str] | None = None) -> tuple[dict[str, object], str, str]:
+    prop = await api.create_property()
+    live = await api.create_key(prop["id"], scopes)
+    test = await api.create_key(prop["id"], scopes, mode="test")
+    return prop, str(live["key"]), str(test["key"])
+
+
+async def test_a_test_key_is_minted_with_the_test_prefix_and_listed_with_its_mode(api: Harness) -> None:
+    prop = await api.create_property()
+    live = await api.create_key(prop["id"])
+    test = await api.create_key(prop["id"], mode="test")
+    assert str(live["key"]).startswith("cak_live_") and live["mode"] == "live"
+    assert str(test["key"]).startswith("cak_test_") and test["mode"] == "test"
+    assert keyfmt.is_well_formed(str(test["key"])) and len(str(test["key"])) == len(str(live["key"]))
+    assert test["propertyId"] == prop["id"] and str(test["prefix"]).startswith("cak_test_")
+    listed = await api.admin("GET", f"/properties/{prop['id']}/keys")
+    assert [(k["id"], k["mode"], k["propertyId"]) for k in listed.data] == [
+        (live["id"], "live", prop["id"]), (test["id"], "test", prop["id"])]
+    # A rotated test key is a test key.
+    rotated = await api.admin("POST", f"/keys/{test['id']}/rotate")
+    assert rotated.status == 201 and str(rotated.data["key"]).startswith("cak_test_") and rotated.data["mode"] == "test"
+    assert (await api.call("GET", f"{API}/property", key=str(test["key"]))).code == "API_KEY_REVOKED"
+    assert (await api.call("GET", f"{API}/property", key=str(rotated.data["key"]))).status == 200
+
+
+async def test_an_unknown_mode_is_refused_and_nothing_is_made(api: Harness) -> None:
+    prop = await api.create_property()
+    answer = await api.admin("POST", f"/properties/{prop['id']}/keys", {"label": "x", "scopes": ["ari:read"],
+                                                                        "mode": "sandbox"})
+    assert (answer.status, answer.code) == (400, "VALIDATION")
+    assert (await api.admin("GET", f"/properties/{prop['id']}/keys")).data == []
+
+
+async def test_get_property_says_the_mode_and_the_live_id(api: Harness) -> None:
+    prop, live, test = await both_keys(api)
+    for key, mode in ((live, "live"), (test, "test")):
+        answer = await api.call("GET", f"{API}/property", key=key)
+        assert answer.status == 200
+        assert (answer.data["id"], answer.data["mode"], answer.data["name"]) == (prop["id"], mode, prop["name"])
+    live_catalog = await api.call("GET", f"{API}/catalog", key=live)
+    test_catalog = await api.call("GET", f"{API}/catalog", key=test)
+    assert test_catalog.data == live_catalog.data and test_catalog.data["roomTypes"]
+
+
+async def test_test_writes_are_seen_only_through_test_keys_and_live_ones_only_through_live_keys(api: Harness) -> None:
+    _, live, test = await both_keys(api)
+    catalog = (await api.call("GET", f"{API}/catalog", key=live)).data
+    room, plan = catalog["roomTypes"][0]["id"], catalog["ratePlans"][0]["id"]
+    cells = {"dateFrom": NIGHT, "dateTo": NIGHT}
+    written = await api.call("PUT", f"{API}/availability", key=test,
+                             body={"updates": [{"roomTypeId": room, "available": 1, **cells}]})
+    assert written.status == 202, written.body
+    assert (await api.call("PUT", f"{API}/rates", key=test, body={"updates": [
+        {"ratePlanId": plan, "rate": 123, "currency": "EUR", **cells}]})).status == 202
+    assert (await api.call("PUT", f"{API}/rates", key=live, body={"updates": [
+        {"ratePlanId": plan, "rate": 456, "currency": "EUR", **cells}]})).status == 202
+    query = f"dateFrom={NIGHT}&dateTo={NIGHT}"
+    test_avail = await api.call("GET", f"{API}/availability?{query}", key=test)
+    live_avail = await api.call("GET", f"{API}/availability?{query}", key=live)
+    assert test_avail.data != live_avail.data
+    assert "1" in str(test_avail.data) and room in [r["roomTypeId"] for r in test_avail.data["roomTypes"]]
+    test_rates = str((await api.call("GET", f"{API}/rates?{query}", key=test)).data)
+    live_rates = str((await api.call("GET", f"{API}/rates?{query}", key=live)).data)
+    assert "123" in test_rates and "456" not in test_rates
+    assert "456" in live_rates and "123" not in live_rates
+    # A test batch is not a live one.
+    batch = written.data["batchId"]
+    assert (await api.call("GET", f"{API}/batches/{batch}", key=test)).status == 200
+    assert (await api.call("GET", f"{API}/batches/{batch}", key=live)).status == 404
+
+
+@pytest.mark.parametrize("env", [{"CONNECTAPI_BUDGETS": SMALL}])
+async def test_test_traffic_never_spends_a_live_budget(api: Harness) -> None:
+    _, live, test = await both_keys(api)
+    # `requests` is 3 a minute for each key, `ip` 6 for an address: the test key spends its own.
+    for _ in range(3):
+        assert (await api.call("GET", f"{API}/property", key=test)).status == 200
+    spent = await api.call("GET", f"{API}/property", key=test)
+    assert (spent.status, spent.data["scope"]) == (429, "requests")
+    for _ in range(2):
+        assert (await api.call("GET", f"{API}/property", key=test)).status == 429
+    # The address has made 6 test requests: its live `ip` budget is untouched.
+    for _ in range(3):
+        assert (await api.call("GET", f"{API}/property", key=live)).status == 200
+    # And test requests with a wrong test key count on the test address budget only.
+    wrong = "cak_test_" + "A" * 43
+    assert (await api.call("GET", f"{API}/property", key=wrong)).data["scope"] == "ip"
+    assert (await api.call("GET", f"{API}/property", key=live)).data["scope"] == "requests"
