@@ -33,6 +33,7 @@ from .actors.webhook_sender import Resolver, WebhookSender, open_webhook_client,
 from .channel.client import open_channel_manager
 from .channel.sandbox.serve import serve_sandbox
 from .channel.sandbox.state import SandboxState
+from .actors.channel_routes import ChannelRoutes
 from .config import Settings, resolve_admin_token
 from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
@@ -98,7 +99,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
                               BudgetKeeper(settings.budgets, counter, clock)),
             properties=PropertyWork(properties.writers, wakeups, settings.ask_timeout_seconds, properties.pushes),
             channel=ChannelAccess(channel.channel, channel.counters, channel.sandbox, channel.sandbox_url,
-                                  settings.cm_notify_secret, services.reconciler),
+                                  settings.cm_notify_secret, services.reconciler, channel.routes.test_sandbox,
+                                  channel.routes.test),
             operation=Operation(admin_token, settings.public_url, settings.retention, settings.webhook_allow_private,
                                 (watchers.supervisor, channel.supervisor, properties.supervisor,
                                  services.supervisor)),
@@ -172,6 +174,8 @@ class ChannelLevel:
     leases: PushLeases
     sandbox: SandboxState | None  # the in-process sandbox, when no channel manager is configured
     sandbox_url: str | None
+    # Where each property's pushes go: the test twins' to this process's test sandbox.
+    routes: ChannelRoutes
 
 
 @asynccontextmanager
@@ -187,18 +191,28 @@ async def open_channel_level(settings: Settings, db: Database, clock: Clock, wak
         else:
             sandbox, cm_key = SandboxState(), secrets.token_urlsafe(24)
             cm_url = await background.start(serve_sandbox, sandbox, cm_key, clock, "127.0.0.1", 0, stop_sandbox)
+        # The test twins' channel manager: always a sandbox of this process's own, whatever
+        # channel manager is configured (docs/decisions/0115-test-mode-twins.md).
+        test_sandbox, test_key = SandboxState(), secrets.token_urlsafe(24)
+        test_url = await background.start(serve_sandbox, test_sandbox, test_key, clock, "127.0.0.1", 0, stop_sandbox)
         async with open_channel_manager(cm_url, cm_key) as client, \
+                open_channel_manager(test_url, test_key) as test_client, \
                 open_supervisor(SERVICE_POLICY, shutdown_deadline=stop_by) as root:
             counters = CallCounters()
             channel: Mailbox[ChannelMessage] = await root.spawn(
                 "channel-manager", lambda: ChannelManagerActor(client, db, clock, counters=counters),
                 mailbox_size=1024, degraded="nothing reaches the channel manager: pushes, the booking feed "
                                             "and grid reads wait")
+            test_channel: Mailbox[ChannelMessage] = await root.spawn(
+                "test-channel-manager", lambda: ChannelManagerActor(test_client, db, clock, mode="test"),
+                mailbox_size=1024, degraded="test keys' writes are not pushed to the test sandbox")
+            routes = ChannelRoutes(channel, test_channel, test_sandbox)
             leases = PushLeases(db, clock, wakeups.cells_dirty)
             await root.spawn("push-lease-keeper", lambda: PushLeaseKeeper(leases), mailbox_size=1,
                              degraded="push leases are renewed only before each call: a property waiting out "
                                       "a pause or its budget may pass to another process")
-            yield ChannelLevel(root, channel, counters, leases, sandbox, cm_url if sandbox is not None else None)
+            yield ChannelLevel(root, channel, counters, leases, sandbox, cm_url if sandbox is not None else None,
+                               routes)
         stop_sandbox.set()
         background.cancel_scope.cancel()
 
@@ -228,11 +242,11 @@ async def open_property_actors(settings: Settings, db: Database, clock: Clock, c
             "the property's writes and bookings answer 503; its OTA revisions wait")
         # One queued wake is as good as many: a mailbox of one.
         drains: Registry[int, Wake] = registry(
-            "inventory-drain", lambda pid: InventoryDrain(pid, db, channel.channel, clock, channel.leases,
+            "inventory-drain", lambda pid: InventoryDrain(pid, db, channel.routes, clock, channel.leases,
                                                    settings.cm_gather_seconds),
             "the property's availability stays dirty in the record, not pushed", 1)
         projectors: Registry[int, Wake] = registry(
-            "ari-projector", lambda pid: AriProjector(pid, db, channel.channel, clock, channel.leases,
+            "ari-projector", lambda pid: AriProjector(pid, db, channel.routes, clock, channel.leases,
                                                  settings.cm_gather_seconds),
             "the property's rates and restrictions stay dirty in the record, not pushed", 1)
         scheduler = PushScheduler(drains, projectors, settings.push_paused)

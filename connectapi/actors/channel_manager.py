@@ -46,7 +46,7 @@ from ..metrics import CM_CALLS
 from ..storage import budgets
 from ..storage.database import Database, StorageUnavailable
 from .messages.channel_manager import (AckRevision, Acked, ChannelMessage, Created, CreateProperty, CreateRatePlan,
-                                       CreateRoomType, FeedRead, GridRead, Push, PushOutcome,
+                                       CreateRoomType, FeedRead, GridRead, Mode, Push, PushOutcome,
                                        ReadFeed, ReadGrid)
 
 log = logging.getLogger("connectapi.channel")
@@ -86,7 +86,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
 
     def __init__(self, client: ChannelManagerClient, db: Database, clock: Clock,
                  budgets: ChannelBudgets | None = None, jitter: Callable[[], float] = random.random,
-                 counters: CallCounters | None = None) -> None:
+                 counters: CallCounters | None = None, mode: Mode = "live") -> None:
+        # `test`: the test sandbox's actor, pushing the test twins' values (docs/decisions/0115).
+        self.mode: Mode = mode
         self._client = client
         self._db = db
         self._clock = clock
@@ -135,6 +137,8 @@ class ChannelManagerActor(Actor[ChannelMessage]):
     async def _charge(self, name: str, whose: str, limit: int) -> float | None:
         """Count one call against the budget every process shares; None when it fits, else
         the seconds until it would."""
+        if self.mode != "live":  # the test sandbox's budgets are its own, never the account's
+            name = f"{self.mode}-{name}"
         counted = await budgets.charge(self._db, self._clock.shared_time(),
                                        [Charge(name, whose, 0, limit, PACING_WINDOW, 1, 1)])
         if counted[0].verdict is Verdict.REFUSED:
@@ -142,6 +146,13 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         return None
 
     async def _push(self, message: Push) -> PushOutcome:
+        if message.mode != self.mode:
+            # A bug of ours, and the worst one: a test value on a real channel (or a live one
+            # lost in the sandbox). Refused, never sent; the cells stay dirty.
+            log.error("a push of a %s property (%d) reached the %s channel manager: refused, nothing sent",
+                      message.mode, message.property_id, self.mode)
+            return PushOutcome(False, error=f"a {message.mode} property's push reached the {self.mode} channel "
+                                            "manager: refused", retry_at=self._clock.monotonic() + 60)
         state = self._state(message.property_id)
         kind = message.kind
         now = self._clock.monotonic()

@@ -33,14 +33,15 @@ from ..domain.channel_values import (AvailabilityValue, ChannelValues, Restricti
                                      restriction_fields)
 from ..domain.coalesce import RangeValue, coalesce
 from ..domain.refusals import refused_cells, said
-from ..engine import Actor, ActorError, Clock, Mailbox, RoundsActor, Wake
+from ..engine import Actor, ActorError, Clock, RoundsActor, Wake
 from ..metrics import CM_PAST_DROPPED, CM_REFUSED_CELLS
 from ..storage import channel_refusals, properties, pushes
 from ..storage.database import RECORD_AWAY, Database, RecordBusy
 from ..storage.properties import ChannelIds
 from ..storage.pushes import DirtyCell
 from .channel_manager import CALL_ASK_TIMEOUT
-from .messages.channel_manager import ChannelMessage, Kind, Push, PushOutcome
+from .channel_routes import ChannelRoutes
+from .messages.channel_manager import Kind, Push, PushOutcome
 from .push_leases import CALL_NEEDS, LOOK_AGAIN_AFTER, PushLeases
 
 log = logging.getLogger("connectapi.channel")
@@ -86,11 +87,11 @@ class _Pusher(Actor[Wake]):
 
     kind: Kind = "availability"
 
-    def __init__(self, property_id: int, db: Database, cm: Mailbox[ChannelMessage], clock: Clock,
+    def __init__(self, property_id: int, db: Database, routes: ChannelRoutes, clock: Clock,
                  leases: PushLeases, gather: float = GATHER_MAX) -> None:
         self.property_id = property_id
         self._db = db
-        self._cm = cm
+        self._routes = routes
         self._clock = clock
         self._leases = leases
         self._gather = max(0.0, gather)
@@ -179,9 +180,11 @@ class _Pusher(Actor[Wake]):
     async def push_round(self) -> Round | None:
         raise NotImplementedError
 
-    async def _send(self, kind: Kind, values: ChannelValues, paused_until: datetime | None) -> PushOutcome | None:
-        """The call, under the lease; None when the lease went to another process (nothing
-        sent). `paused_until`: the property's pause after a failure, as the record has it."""
+    async def _send(self, kind: Kind, values: ChannelValues, ids: ChannelIds) -> PushOutcome | None:
+        """The call, under the lease, to the channel manager of the property's mode; None
+        when the lease went to another process (nothing sent). `ids.next_attempt_at`: the
+        property's pause after a failure, as the record has it."""
+        paused_until = ids.next_attempt_at
         if paused_until is not None and (wait := (paused_until - self._clock.now()).total_seconds()) > 0:
             # A failure recorded by this process or the one that pushed the property before.
             return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
@@ -189,8 +192,9 @@ class _Pusher(Actor[Wake]):
         if lease_until is None:
             return None
         try:
-            outcome = await self._cm.ask(Push(self.property_id, kind, values, lease_until - LEASE_MARGIN),
-                                         CALL_ASK_TIMEOUT)
+            channel, mode = self._routes.for_push(ids)
+            outcome = await channel.ask(Push(self.property_id, kind, values, lease_until - LEASE_MARGIN, mode=mode),
+                                        CALL_ASK_TIMEOUT)
         except ActorError as exc:
             outcome = PushOutcome(False, error=f"the channel-manager actor could not take the call ({exc})",
                                   retry_at=self._clock.monotonic() + RETRY_CHANNEL_ACTOR)
@@ -271,7 +275,7 @@ class _CellPusher(_Pusher):
             if ids is None or ids.property_id is None or missing:
                 what = "room types" if self.kind == "availability" else "rate plans"
                 return await self._unmapped(f"{what} {missing}" if ids and ids.property_id else "property")
-            outcome = await self._send(self.kind, self.values(ids, send), ids.next_attempt_at)
+            outcome = await self._send(self.kind, self.values(ids, send), ids)
             if outcome is None:
                 return LOST
             if not outcome.ok:

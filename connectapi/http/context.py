@@ -57,6 +57,9 @@ class ChannelAccess:
     sandbox_url: str | None
     notify_secret: str | None
     reconciler: Mailbox[ReconcilerMessage]
+    # The test twins' channel manager: this process's test sandbox, and its actor.
+    test_sandbox: SandboxState
+    test_mailbox: Mailbox[ChannelMessage]
 
 
 @dataclass(frozen=True, slots=True)

@@ -223,7 +223,7 @@ async def test_two_processes_share_a_property_budget_and_the_read_budget(db: Dat
         sent = deferred = reads = 0
         for second in range(180):
             for actor in actors:
-                pushed: PushOutcome = await actor.ask(Push(7, "availability", [AvailabilityValue(**{**value, "availability": second})]), 30)
+                pushed: PushOutcome = await actor.ask(Push(7, "availability", [AvailabilityValue(**{**value, "availability": second})], mode="live"), 30)
                 assert pushed.ok or pushed.deferred, pushed
                 sent += pushed.ok
                 deferred += pushed.deferred

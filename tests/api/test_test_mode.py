@@ -3,9 +3,16 @@ property's catalog and ids and a record, budgets and keys of its own."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import date
+from typing import Any
 
+import pytest
+import trio
+
+from connectapi.actors.messages.channel_manager import Push
 from connectapi.domain import api_keys as keyfmt
+from connectapi.domain.channel_values import AvailabilityValue
+from connectapi.storage import pushes, twins
 
 from .harness import API, Harness
 
@@ -13,7 +20,7 @@ NIGHT = "2026-12-01"
 SMALL = "requests=3,writes=2,property=5,property-writes=3,cells=100,ip=6,global=80"
 
 
-async def both_keys(api: Harness, scopes: list[str] | None = None) -> tuple[dict[str, object], str, str]:
+async def both_keys(api: Harness, scopes: list[str] | None = None) -> tuple[dict[str, Any], str, str]:
     prop = await api.create_property()
     live = await api.create_key(prop["id"], scopes)
     test = await api.create_key(prop["id"], scopes, mode="test")
@@ -101,3 +108,65 @@ async def test_test_traffic_never_spends_a_live_budget(api: Harness) -> None:
     wrong = "cak_test_" + "A" * 43
     assert (await api.call("GET", f"{API}/property", key=wrong)).data["scope"] == "ip"
     assert (await api.call("GET", f"{API}/property", key=live)).data["scope"] == "requests"
+
+
+async def settled(api: Harness, property_id: int, tries: int = 3_000) -> None:
+    for _ in range(tries):
+        if not any((await pushes.dirty_counts(api.ctx.db, property_id)).values()):
+            return
+        await trio.sleep(0)
+    raise AssertionError("still dirty")
+
+
+@pytest.mark.parametrize("env", [{"CONNECTAPI_PUSH_PAUSED": "0"}])
+async def test_test_writes_reach_the_test_sandbox_and_never_the_channel_manager(api: Harness) -> None:
+    prop, live, test = await both_keys(api)
+    live_sandbox, test_sandbox = api.ctx.channel.sandbox, api.ctx.channel.test_sandbox
+    assert live_sandbox is not None and live_sandbox is not test_sandbox
+    twin = await twins.twin_of(api.ctx.db, int(prop["id"]))
+    assert twin is not None
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    before = (live_sandbox.stats.availability_calls, live_sandbox.stats.restriction_calls, live_sandbox.stats.cells)
+    cells = {"dateFrom": NIGHT, "dateTo": NIGHT}
+    for path, entry in (("availability", {"roomTypeId": room, "available": 1}),
+                        ("rates", {"ratePlanId": plan, "rate": 123, "currency": "EUR"}),
+                        ("restrictions", {"ratePlanId": plan, "stopSell": True})):
+        answer = await api.call("PUT", f"{API}/{path}", key=test, body={"updates": [{**entry, **cells}]})
+        assert answer.status == 202, answer.body
+    await settled(api, twin)
+    # The test sandbox holds them under the live property's channel ids ...
+    cm_property = await api.ctx.db.fetchval("SELECT cm_property_id FROM properties WHERE id = $1", prop["id"])
+    cm_room = await api.ctx.db.fetchval("SELECT cm_id FROM room_types WHERE id = $1", room)
+    cm_plan = await api.ctx.db.fetchval("SELECT cm_id FROM rate_plans WHERE id = $1", plan)
+    held = test_sandbox.properties[cm_property]
+    night = date.fromisoformat(NIGHT)
+    assert held.availability[cm_room][night] == 1
+    assert held.restrictions[cm_plan][night]["rate"] == "123.00" and held.restrictions[cm_plan][night]["stop_sell"]
+    # ... and the channel manager heard nothing of them.
+    assert (live_sandbox.stats.availability_calls, live_sandbox.stats.restriction_calls,
+            live_sandbox.stats.cells) == before
+    assert night not in live_sandbox.properties[cm_property].restrictions.get(cm_plan, {})
+    # The test record says it is in sync, as a live one would.
+    sync = await api.call("GET", f"{API}/sync", key=test)
+    assert (sync.data["inventory"]["dirtyCells"], sync.data["rates"]["dirtyCells"],
+            sync.data["projector"]["lastOutcome"], sync.data["newestPendingBatch"]) == (0, 0, "ok", None)
+    # A live write goes to the channel manager, not to the test sandbox.
+    test_calls = test_sandbox.stats.restriction_calls
+    assert (await api.call("PUT", f"{API}/rates", key=live, body={"updates": [
+        {"ratePlanId": plan, "rate": 456, "currency": "EUR", **cells}]})).status == 202
+    await settled(api, int(prop["id"]))
+    assert live_sandbox.properties[cm_property].restrictions[cm_plan][night]["rate"] == "456.00"
+    assert test_sandbox.properties[cm_property].restrictions[cm_plan][night]["rate"] == "123.00"
+    assert test_sandbox.stats.restriction_calls == test_calls
+
+
+async def test_a_push_of_one_mode_is_refused_by_the_channel_manager_of_the_other(api: Harness) -> None:
+    value = AvailabilityValue(property_id="p", room_type_id="r", date_from=NIGHT, date_to=NIGHT, availability=1)
+    live_sandbox = api.ctx.channel.sandbox
+    assert live_sandbox is not None
+    calls = live_sandbox.stats.availability_calls
+    refused = await api.ctx.channel.mailbox.ask(Push(1, "availability", [value], mode="test"), 5)
+    assert not refused.ok and "refused" in str(refused.error)
+    assert live_sandbox.stats.availability_calls == calls
+    refused = await api.ctx.channel.test_mailbox.ask(Push(1, "availability", [value], mode="live"), 5)
+    assert not refused.ok and api.ctx.channel.test_sandbox.stats.availability_calls == 0

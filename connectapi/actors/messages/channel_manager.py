@@ -17,6 +17,7 @@ from ...domain.channel_values import ChannelValues
 from ...engine import Ask
 
 Kind = Literal["availability", "restrictions"]
+Mode = Literal["live", "test"]
 Failure = Literal["throttled", "unavailable", "rejected"]
 
 
@@ -48,6 +49,9 @@ class Push(Ask[PushOutcome]):
     kind: Kind
     values: ChannelValues  # AvailabilityValue for `availability`, RestrictionValue for `restrictions`
     deadline: float | None = None
+    # The property's mode, said by every sender: the channel manager of the other mode
+    # refuses the call (a test twin's values never reach a real channel).
+    mode: Mode = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal, get_args
@@ -189,6 +190,19 @@ class SandboxState:
         rid = str(uuid.uuid4())
         prop.rate_plans[rid] = {"title": title, "room_type_id": room_type_id}
         return rid
+
+    def adopt(self, property_id: str, currency: str, timezone: str, room_types: Iterable[str],
+              rate_plans: Iterable[str]) -> None:
+        """Take these ids as a property, room types and rate plans of its own, as they are
+        (the test sandbox: a test twin is pushed under its live property's channel ids, in
+        whichever process pushes it, and after any restart). What it holds already stays."""
+        prop = self.properties.get(property_id)
+        if prop is None:
+            prop = self.properties[property_id] = Property(property_id, "test twin", currency, timezone)
+        for room in room_types:
+            prop.room_types.setdefault(room, {"title": "room type", "count_of_rooms": 0})
+        for plan in rate_plans:
+            prop.rate_plans.setdefault(plan, {"title": "rate plan", "room_type_id": None})
 
     def _property(self, property_id: str) -> Property:
         return self.properties[property_id]

@@ -69,7 +69,7 @@ async def _seed_sandbox(property_id: int, cm_property: str, rooms: list[tuple[st
     last = today + timedelta(days=HORIZON_DAYS)
     values = [AvailabilityValue(property_id=cm_property, room_type_id=cm_room, date_from=today.isoformat(),
                                 date_to=last.isoformat(), availability=count) for cm_room, count in rooms]
-    outcome = await when_allowed(lambda: context().channel.mailbox.ask(Push(property_id, "availability", values),
+    outcome = await when_allowed(lambda: context().channel.mailbox.ask(Push(property_id, "availability", values, mode="live"),
                                                                CALL_ASK_TIMEOUT))
     if not outcome.ok:
         raise ApiError("SERVICE_UNAVAILABLE", f"the sandbox channel manager refused the property: {outcome.error}",
