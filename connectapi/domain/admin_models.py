@@ -201,6 +201,7 @@ class WebhookEndpointIn(BaseModel):
 
     url: Annotated[str, Field(min_length=1, max_length=2048)]
     description: Annotated[str, Field(max_length=200, pattern=LINE_PATTERN)] | None = None
+    mode: Literal["live", "test"] = "live"  # which mode's events it receives
 
 
 class RedeliverIn(BaseModel):

@@ -81,7 +81,8 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
         "type": {"enum": list(EVENT_TYPES)},
         "apiVersion": {"const": API_VERSION},
         "occurredAt": {"type": "string", "format": "date-time"},
-        "mode": {"const": MODE},
+        "mode": {"enum": [MODE, "test"],
+                 "description": "`test` for an event of the property's test record, sent to test endpoints only"},
         "property": {
             "type": "object", "required": ["id", "name", "currency", "timezone"], "additionalProperties": False,
             "properties": {"id": {"type": "integer"}, "name": {"type": "string"},

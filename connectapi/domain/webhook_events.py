@@ -16,10 +16,11 @@ EVENT_TYPES = ("channel.booking.created", "channel.booking.modified", "channel.b
 
 @dataclass(frozen=True, slots=True)
 class PropertyFacts:
-    id: int
+    id: int  # the live property's: a test twin's events name the property the integrator knows
     name: str
     currency: str
     timezone: str
+    mode: str = MODE  # `test`: an event of the property's test twin, for its test endpoints
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +48,7 @@ def event_body(event_id: str, event_type: str, prop: PropertyFacts, data: dict[s
         "type": event_type,
         "apiVersion": API_VERSION,
         "occurredAt": occurred_at.isoformat(),
-        "mode": MODE,
+        "mode": prop.mode,
         "property": {"id": prop.id, "name": prop.name, "currency": prop.currency, "timezone": prop.timezone},
         "data": data,
         # null but on `modified`: the changed fields' new values, and their old ones

@@ -37,12 +37,12 @@ async def lock_property(conn: asyncpg.Connection, property_id: int) -> PropertyL
     key) do not wait behind a write.
     """
     row = await conn.fetchrow(
-        """SELECT id, name, currency, timezone, owner_email, guest_confirmation, pms FROM properties
+        """SELECT id, name, currency, timezone, owner_email, guest_confirmation, pms, mode, twin_of FROM properties
            WHERE id = $1 FOR NO KEY UPDATE""", property_id)
     if row is None:
         raise LookupError(f"no property {property_id} to lock")
     return PropertyLock(row["id"], row["name"], row["currency"].strip(), row["timezone"], row["owner_email"],
-                        row["guest_confirmation"], row["pms"])
+                        row["guest_confirmation"], row["pms"], row["mode"], row["twin_of"])
 
 
 async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:

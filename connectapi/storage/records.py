@@ -145,6 +145,8 @@ class PropertyLock:
     owner_email: str | None
     guest_confirmation: bool
     pms: bool
+    mode: str = "live"
+    live_id: int | None = None  # the live property (a test twin's `twin_of`); None: `id`
 
 
 @dataclass(frozen=True, slots=True)

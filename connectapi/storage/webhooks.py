@@ -26,6 +26,14 @@ class Endpoint:
     failing_since: datetime | None
     paused_at: datetime | None
     created_at: datetime
+    # Read for the owner's and operator's views (not by the sender): an endpoint of a test
+    # twin receives its test events, and is listed under the live property.
+    mode: str = "live"
+    live_property_id: int | None = None
+
+    @property
+    def of_property(self) -> int:
+        return self.live_property_id if self.live_property_id is not None else self.property_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,28 +64,38 @@ _ENDPOINT = """id, property_id, url, description, status, secret, previous_secre
                paused_at, created_at"""
 
 
+# An endpoint's mode and live property are its property's.
+_MODE = """(SELECT p.mode FROM properties p WHERE p.id = webhook_endpoints.property_id) AS mode,
+           (SELECT p.twin_of FROM properties p WHERE p.id = webhook_endpoints.property_id) AS live_property_id"""
+
+
 def _endpoint(row: asyncpg.Record, prefix: str = "") -> Endpoint:
-    return Endpoint(*(row[prefix + name.strip()] for name in _ENDPOINT.split(",")))
+    columns = [row[prefix + name.strip()] for name in _ENDPOINT.split(",")]
+    if "mode" in row.keys():  # read with _MODE
+        columns += [row["mode"], row["live_property_id"]]
+    return Endpoint(*columns)
 
 
 async def create_endpoint(db: Database, property_id: int, url: str, description: str | None, secret: str,
                           at: datetime) -> Endpoint:
     row = await db.fetchrow(
         f"""INSERT INTO webhook_endpoints (property_id, url, description, status, secret, created_at)
-            VALUES ($1, $2, $3, 'active', $4, $5) RETURNING {_ENDPOINT}""",
+            VALUES ($1, $2, $3, 'active', $4, $5) RETURNING {_ENDPOINT}, {_MODE}""",
         property_id, url, description, secret, at)
     assert row is not None
     return _endpoint(row)
 
 
 async def endpoints_of(db: Database, property_id: int) -> list[Endpoint]:
-    rows = await db.fetch(f"SELECT {_ENDPOINT} FROM webhook_endpoints WHERE property_id = $1 ORDER BY id",
-                          property_id)
+    """The endpoints of a live property, of both modes."""
+    rows = await db.fetch(f"""SELECT {_ENDPOINT}, {_MODE} FROM webhook_endpoints
+                              WHERE property_id IN (SELECT o.id FROM properties o WHERE o.id = $1 OR o.twin_of = $1)
+                              ORDER BY id""", property_id)
     return [_endpoint(r) for r in rows]
 
 
 async def endpoint(db: Database, endpoint_id: int) -> Endpoint | None:
-    row = await db.fetchrow(f"SELECT {_ENDPOINT} FROM webhook_endpoints WHERE id = $1", endpoint_id)
+    row = await db.fetchrow(f"SELECT {_ENDPOINT}, {_MODE} FROM webhook_endpoints WHERE id = $1", endpoint_id)
     return None if row is None else _endpoint(row)
 
 

@@ -3,6 +3,7 @@ property's catalog and ids and a record, budgets and keys of its own."""
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from typing import Any
 
@@ -14,10 +15,18 @@ from connectapi.domain import api_keys as keyfmt
 from connectapi.domain.channel_values import AvailabilityValue
 from connectapi.storage import pushes, twins
 
-from .harness import API, Harness
+from .harness import API, Harness, eventually
+from .webhook_receiver import Receiver, serving, signed_by
 
 NIGHT = "2026-12-01"
 SMALL = "requests=3,writes=2,property=5,property-writes=3,cells=100,ip=6,global=80"
+
+
+async def available(api: Harness, key: str, room: int) -> int:
+    answer = await api.call("GET", f"{API}/availability?from={NIGHT}&to={NIGHT}", key=key)
+    assert answer.status == 200, answer.body
+    group = next(g for g in answer.data["roomTypes"] if g["roomTypeId"] == room)
+    return int(group["nights"][0]["available"])
 
 
 async def both_keys(api: Harness, scopes: list[str] | None = None) -> tuple[dict[str, Any], str, str]:
@@ -76,11 +85,9 @@ async def test_test_writes_are_seen_only_through_test_keys_and_live_ones_only_th
         {"ratePlanId": plan, "rate": 123, "currency": "EUR", **cells}]})).status == 202
     assert (await api.call("PUT", f"{API}/rates", key=live, body={"updates": [
         {"ratePlanId": plan, "rate": 456, "currency": "EUR", **cells}]})).status == 202
-    query = f"dateFrom={NIGHT}&dateTo={NIGHT}"
-    test_avail = await api.call("GET", f"{API}/availability?{query}", key=test)
-    live_avail = await api.call("GET", f"{API}/availability?{query}", key=live)
-    assert test_avail.data != live_avail.data
-    assert "1" in str(test_avail.data) and room in [r["roomTypeId"] for r in test_avail.data["roomTypes"]]
+    query = f"from={NIGHT}&to={NIGHT}"
+    assert await available(api, test, room) == 1
+    assert await available(api, live, room) == 8
     test_rates = str((await api.call("GET", f"{API}/rates?{query}", key=test)).data)
     live_rates = str((await api.call("GET", f"{API}/rates?{query}", key=live)).data)
     assert "123" in test_rates and "456" not in test_rates
@@ -170,3 +177,69 @@ async def test_a_push_of_one_mode_is_refused_by_the_channel_manager_of_the_other
     assert live_sandbox.stats.availability_calls == calls
     refused = await api.ctx.channel.test_mailbox.ask(Push(1, "availability", [value], mode="live"), 5)
     assert not refused.ok and api.ctx.channel.test_sandbox.stats.availability_calls == 0
+
+
+BOOKING_SCOPES = ["bookings:read", "bookings:write", "ari:read"]
+
+
+def a_stay(prop: dict[str, Any]) -> dict[str, Any]:
+    return {"externalReference": "WEB-1", "checkIn": NIGHT, "checkOut": "2026-12-03", "currency": "EUR",
+            "guest": {"name": "Ana Silva", "phone": "+351 912 345 678", "email": "ana@example.com"},
+            "rooms": [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
+                       "adults": 2, "nightlyRate": "120.50"}]}
+
+
+async def test_a_test_booking_takes_a_test_room_and_is_unknown_to_live_keys(api: Harness) -> None:
+    prop, live, test = await both_keys(api, BOOKING_SCOPES)
+    room = prop["roomTypes"][0]["id"]
+    mails = await api.ctx.db.fetchval("SELECT count(*) FROM notifications")
+    same = {"x-idempotency-key": "one-key-for-both"}
+    made = await api.call("POST", f"{API}/bookings", key=test, body=a_stay(prop), headers=same)
+    assert made.status == 201, made.body
+    booking = made.data["bookingId"]
+    assert (await available(api, test, room), await available(api, live, room)) == (7, 8)
+    assert (await api.call("GET", f"{API}/bookings/{booking}", key=test)).status == 200
+    unknown = await api.call("GET", f"{API}/bookings/{booking}", key=live)
+    assert (unknown.status, unknown.code) == (404, "BOOKING_NOT_FOUND")
+    assert (await api.call("POST", f"{API}/bookings/{booking}/cancel", key=live)).code == "BOOKING_NOT_FOUND"
+    assert (await api.call("GET", f"{API}/bookings", key=live)).data["count"] == 0
+    # The same reference and idempotency key in live mode are another request: a live booking.
+    live_made = await api.call("POST", f"{API}/bookings", key=live, body=a_stay(prop), headers=same)
+    assert live_made.status == 201 and "X-Idempotent-Replay" not in live_made.headers
+    assert live_made.data["bookingId"] != booking
+    assert (await available(api, test, room), await available(api, live, room)) == (7, 7)
+    # The live booking e-mails its owner; the test one e-mailed nobody.
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM notifications") == mails + 1
+    cancelled = await api.call("POST", f"{API}/bookings/{booking}/cancel", key=test)
+    assert cancelled.status == 200 and cancelled.data["status"] == "CANCELLED"
+    assert (await available(api, test, room), await available(api, live, room)) == (8, 7)
+
+
+@pytest.mark.parametrize("env", [{"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"}])
+async def test_endpoints_are_registered_per_mode_and_test_events_say_so(api: Harness, receiver: Receiver) -> None:
+    prop = await api.create_property()
+    async with serving(Receiver()) as live_receiver:
+        live = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": live_receiver.url})
+        test = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "mode": "test"})
+        assert (live.status, live.data["mode"], test.status, test.data["mode"]) == (201, "live", 201, "test")
+        assert test.data["propertyId"] == prop["id"]
+
+        async def both_pinged() -> bool:
+            return len(receiver.received) == 1 and len(live_receiver.received) == 1
+        await eventually(both_pinged)
+        headers, body = receiver.received[0]
+        assert signed_by(test.data["secret"], headers, body)
+        event = json.loads(body)
+        assert (event["type"], event["mode"], event["property"]["id"]) == ("connectapi.ping", "test", prop["id"])
+        assert json.loads(live_receiver.received[0][1])["mode"] == "live"
+        listed = await api.admin("GET", f"/properties/{prop['id']}/webhooks")
+        assert [(e["id"], e["mode"]) for e in listed.data] == [(live.data["id"], "live"), (test.data["id"], "test")]
+        # A test ping goes to the test endpoint alone.
+        assert (await api.admin("POST", f"/webhooks/{test.data['id']}/test")).status == 202
+
+        async def pinged_again() -> bool:
+            return len(receiver.received) == 2
+        await eventually(pinged_again)
+        assert len(live_receiver.received) == 1
+    bad = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "mode": "staging"})
+    assert (bad.status, bad.code) == (400, "VALIDATION")

@@ -22,7 +22,7 @@ blueprint = Blueprint("admin_webhooks", __name__, url_prefix=ADMIN_PREFIX)
 
 
 def endpoint_view(e: webhooks.Endpoint) -> dict[str, Any]:
-    return {"id": e.id, "propertyId": e.property_id, "url": e.url, "description": e.description,
+    return {"id": e.id, "propertyId": e.of_property, "mode": e.mode, "url": e.url, "description": e.description,
             "status": e.status, "failingSince": e.failing_since, "pausedAt": e.paused_at, "createdAt": e.created_at}
 
 
@@ -36,7 +36,7 @@ async def _endpoint_or_404(endpoint_id: int) -> webhooks.Endpoint:
 @blueprint.post("/properties/<int:property_id>/webhooks")
 async def register(property_id: int) -> Response:
     body = parse_model(WebhookEndpointIn, await raw_body())
-    made = await webhook_endpoints.register(property_id, body.url, body.description)
+    made = await webhook_endpoints.register(property_id, body.url, body.description, body.mode)
     return ok({**endpoint_view(made.endpoint), "secret": made.secret, "pingEventId": made.ping_event_id}, 201)
 
 

@@ -70,7 +70,7 @@ async def field(name: str) -> str:
 async def owned_endpoint(prop: Property, endpoint_id: int) -> Endpoint:
     """An endpoint of this (owned) property, or 404: another property's is not there."""
     found = await webhooks.endpoint(context().db, endpoint_id)
-    if found is None or found.property_id != prop.id:
+    if found is None or found.of_property != prop.id:
         raise not_found()
     return found
 

@@ -14,7 +14,7 @@ from ...domain.retention import events_kept_since
 from ...domain.webhook_events import PropertyFacts, ping
 from ...domain.webhook_signing import new_secret
 from ...domain.webhook_urls import UnsafeUrl, check_url
-from ...storage import properties, webhooks
+from ...storage import properties, twins, webhooks
 from ...storage.webhooks import Endpoint
 from ..context import context
 
@@ -47,18 +47,26 @@ async def send_ping(endpoint: Endpoint, reason: str) -> str:
     ctx = context()
     prop = await properties.get_property(ctx.db, endpoint.property_id)
     assert prop is not None
-    event = ping(PropertyFacts(prop.id, prop.name, prop.currency, prop.timezone), ctx.clock.now(), reason)
+    event = ping(PropertyFacts(prop.live_id, prop.name, prop.currency, prop.timezone, prop.mode), ctx.clock.now(),
+                 reason)
     await webhooks.record_event_now(ctx.db, prop.id, event, [endpoint.id], ctx.clock.now())
     ctx.properties.wakeups.events_queued()
     return event.id
 
 
-async def register(property_id: int, url: str, description: str | None) -> Registered:
-    """A new endpoint of an existing property with a fresh secret, pinged at once."""
+async def register(property_id: int, url: str, description: str | None, mode: str = "live") -> Registered:
+    """A new endpoint of an existing (live) property with a fresh secret, pinged at once. A
+    test endpoint is an endpoint of the property's test twin (made now if it has none): it
+    receives the test record's events."""
     ctx = context()
     url = checked_url(url)
-    if await properties.get_property(ctx.db, property_id) is None:
+    if await properties.get_live_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    if mode == "test":
+        twin = await twins.ensure_twin(ctx.db, property_id, ctx.clock.now().date())
+        if twin is None:
+            raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+        property_id = twin
     secret = new_secret()
     made = await webhooks.create_endpoint(ctx.db, property_id, url, description, secret, ctx.clock.now())
     return Registered(made, secret, await send_ping(made, "registered"))
