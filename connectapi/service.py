@@ -15,7 +15,7 @@ from typing import Any
 import trio
 import trio_asyncio
 
-from .actors.booking_intake import BookingIntake
+from .actors.booking_intake import BookingIntake, TwinsIntake
 from .actors.channel_manager import CallCounters, ChannelManagerActor
 from .actors.janitors import BudgetJanitor, IdempotencyJanitor, KeyListener, RetentionJanitor
 from .actors.messages.channel_manager import ChannelMessage
@@ -280,6 +280,16 @@ async def open_services(settings: Settings, db: Database, clock: Clock, channel:
                                                     settings.intake_sweep_seconds),
             mailbox_size=1, degraded="OTA bookings wait in the channel manager's feed, unread")
         wakeups.attach(outbox=outbox, webhooks=webhooks, intake=intake)
+        test_intake: Mailbox[Wake] = await services.spawn(
+            "test-booking-intake", lambda: TwinsIntake(db, clock, channel.routes.test, properties.writers,
+                                                       settings.intake_sweep_seconds),
+            mailbox_size=1, degraded="test OTA bookings wait in the test sandbox's feed, unread")
+
+        def test_revisions(_: dict[str, str]) -> None:
+            test_intake.try_tell(Wake())
+
+        channel.routes.test_sandbox.bookings.listeners.append(test_revisions)
+        channel.routes.test_sandbox.bookings.reminder_listeners.append(test_revisions)
         if channel.sandbox is not None:
             # The in-process sandbox's notification: a trigger, as the real one is. Its
             # non_acked_booking reminder (a revision unacknowledged for 30 minutes) is one too.

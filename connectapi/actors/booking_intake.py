@@ -74,7 +74,9 @@ class BookingIntake(RoundsActor[Wake]):
 
     def __init__(self, db: Database, clock: Clock, channel: Mailbox[ChannelMessage],
                  writers: Registry[int, WriterMessage], sweep_seconds: float = 60.0,
-                 feed_pages: int = FEED_MAX_PAGES, batch: int = ROUND_BATCH, holder: str | None = None) -> None:
+                 feed_pages: int = FEED_MAX_PAGES, batch: int = ROUND_BATCH, holder: str | None = None,
+                 mode: str = "live") -> None:
+        self._mode = mode  # `test`: TwinsIntake's
         self._db = db
         self._clock = clock
         self._channel = channel
@@ -133,7 +135,7 @@ class BookingIntake(RoundsActor[Wake]):
         if feed.error is not None:
             log.warning("intake: could not read the booking feed: %s", feed.error)
         await self._store(feed.revisions, done)
-        waiting = await ota.received(self._db, self._batch)
+        waiting = await ota.received(self._db, self._batch, self._mode)
         taken = 0
         for item in waiting:
             applied = await self._apply(item)
@@ -142,7 +144,7 @@ class BookingIntake(RoundsActor[Wake]):
             taken += 1
             done.settled[applied.state] += 1
         acked = 0
-        for revision_id in await ota.unacknowledged(self._db, self._batch):
+        for revision_id in await ota.unacknowledged(self._db, self._batch, self._mode):
             if not await self._ack(revision_id):
                 break  # the rest wait for a later round
             acked += 1
@@ -183,7 +185,7 @@ class BookingIntake(RoundsActor[Wake]):
             return None
 
     async def _store(self, feed: list[dict[str, object]], done: Round) -> None:
-        properties = await ota.property_ids_by_cm(self._db)
+        properties = await ota.property_ids_by_cm(self._db, self._mode)
         for as_came in feed:
             # PCI: the card goes first, before anything here can store, log or tell it.
             raw = ota_rules.without_card(as_came)
@@ -219,3 +221,16 @@ class BookingIntake(RoundsActor[Wake]):
             return False
         await ota.acknowledged(self._db, revision_id, self._clock.now())
         return True
+
+
+class TwinsIntake(BookingIntake):
+    """The intake of this process's test sandbox: the test twins' OTA revisions
+    (docs/decisions/0115-test-mode-twins.md). Each process reads its own test sandbox, so a
+    round takes no lease: no other process reads that feed."""
+
+    def __init__(self, db: Database, clock: Clock, channel: Mailbox[ChannelMessage],
+                 writers: Registry[int, WriterMessage], sweep_seconds: float = 60.0) -> None:
+        super().__init__(db, clock, channel, writers, sweep_seconds, mode="test")
+
+    async def round(self) -> NextRound:
+        return NextRound(more=(await self.pull()).more)

@@ -30,6 +30,7 @@ from .api import batches as batch_routes
 from .api import bookings as booking_routes
 from .api import property as property_routes
 from .api import sync as sync_routes
+from .api import test_helpers as test_helper_routes
 from .api.gates import MAX_BODY_BYTES, run_gates
 from .console.session import error_page, is_console_path
 from .context import FrontContext, context
@@ -76,7 +77,7 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     app.register_blueprint(notify.blueprint)
     app.register_blueprint(documents.blueprint)
     app.register_blueprint(admin_metrics.blueprint)
-    for routes in (property_routes, ari_routes, batch_routes, sync_routes, booking_routes):
+    for routes in (property_routes, ari_routes, batch_routes, sync_routes, booking_routes, test_helper_routes):
         app.register_blueprint(routes.blueprint, url_prefix=CONNECT_PREFIX)
 
     @app.before_request

@@ -23,9 +23,17 @@ from .database import Database
 from .twins import catalog_owner
 
 
-async def property_ids_by_cm(db: Database) -> dict[str, int]:
-    """Our property id for each channel-manager property id we map."""
-    rows = await db.fetch("SELECT id, cm_property_id FROM properties WHERE cm_property_id IS NOT NULL")
+# The revisions of one mode's properties: a live intake's, or the test sandbox's (twins').
+_OF_MODE = "property_id IN (SELECT m.id FROM properties m WHERE m.mode = $2)"
+
+
+async def property_ids_by_cm(db: Database, mode: str = "live") -> dict[str, int]:
+    """Our property id for each channel-manager property id we map; in `test` mode, the test
+    twin of each (the test sandbox knows a twin by its live property's ids)."""
+    rows = await db.fetch(
+        """SELECT coalesce(t.id, l.id) AS id, l.cm_property_id
+           FROM properties l LEFT JOIN properties t ON t.twin_of = l.id AND $1 = 'test'
+           WHERE l.cm_property_id IS NOT NULL AND l.mode = 'live' AND ($1 = 'live' OR t.id IS NOT NULL)""", mode)
     return {r["cm_property_id"]: r["id"] for r in rows}
 
 
@@ -63,11 +71,11 @@ class Received:
     payload: dict[str, Any]
 
 
-async def received(db: Database, limit: int = 500) -> list[Received]:
-    """Revisions stored but not yet applied, in the order they came."""
+async def received(db: Database, limit: int = 500, mode: str = "live") -> list[Received]:
+    """Revisions of `mode`'s properties stored but not yet applied, in the order they came."""
     rows = await db.fetch(
-        """SELECT seq, id, property_id, cm_booking_id, revised_at, payload FROM ota_revisions
-           WHERE state = 'received' ORDER BY seq LIMIT $1""", limit)
+        f"""SELECT seq, id, property_id, cm_booking_id, revised_at, payload FROM ota_revisions
+            WHERE state = 'received' AND {_OF_MODE} ORDER BY seq LIMIT $1""", limit, mode)
     return [Received(r["seq"], r["id"], r["property_id"], r["cm_booking_id"], r["revised_at"],
                      json.loads(r["payload"])) for r in rows]
 
@@ -101,10 +109,11 @@ async def apply_again(db: Database, property_id: int, revision_id: str) -> str |
     return None if before is None else str(before)
 
 
-async def unacknowledged(db: Database, limit: int = 500) -> list[str]:
+async def unacknowledged(db: Database, limit: int = 500, mode: str = "live") -> list[str]:
+    """Settled revisions of `mode`'s properties still to acknowledge at their channel manager."""
     rows = await db.fetch(
-        """SELECT id FROM ota_revisions WHERE state <> 'received' AND acked_at IS NULL ORDER BY seq LIMIT $1""",
-        limit)
+        f"""SELECT id FROM ota_revisions WHERE state <> 'received' AND acked_at IS NULL AND {_OF_MODE}
+            ORDER BY seq LIMIT $1""", limit, mode)
     return [r["id"] for r in rows]
 
 

@@ -14,7 +14,6 @@ import asyncpg
 
 from ..domain.ari_write import HORIZON_DAYS
 from .database import Database
-from .records import Property
 
 # What a twin takes from its live property when it is made, and again on every change of
 # the live property's settings. Not the owner's address nor guest confirmations: a test
@@ -50,16 +49,63 @@ async def ensure_twin(db: Database, live_id: int, today: date) -> int | None:
         twin: int = await conn.fetchval(
             f"""INSERT INTO properties ({columns}, owner_email, guest_confirmation, mode, twin_of)
                 SELECT {columns}, NULL, false, 'test', id FROM properties WHERE id = $1 RETURNING id""", live_id)
-        await conn.execute(
-            """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version,
-                                              pushed_available)
-               SELECT $1, r.id, d::date, r.rooms, 1, 1, r.rooms
-               FROM room_types r, generate_series($3::date, $4::date, interval '1 day') AS d
-               WHERE r.property_id = $2""",
-            twin, live_id, today, today + timedelta(days=HORIZON_DAYS))
+        await _seed_availability(conn, twin, today)
         return twin
 
     return await db.transaction(work)
+
+
+# What a reset empties, children before parents; keys and endpoints stay.
+_RESET = (
+    "DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM webhook_events WHERE property_id = $1)",
+    "DELETE FROM webhook_events WHERE property_id = $1",
+    "DELETE FROM ota_revisions WHERE property_id = $1",
+    "DELETE FROM ota_bookings WHERE booking_id IN (SELECT id FROM bookings WHERE property_id = $1)",
+    "DELETE FROM folio_lines WHERE booking_id IN (SELECT id FROM bookings WHERE property_id = $1)",
+    "DELETE FROM booking_rooms WHERE booking_id IN (SELECT id FROM bookings WHERE property_id = $1)",
+    "DELETE FROM activity_log WHERE property_id = $1",
+    "DELETE FROM inventory_events WHERE property_id = $1",
+    "DELETE FROM domain_events WHERE property_id = $1",
+    "DELETE FROM notifications WHERE property_id = $1",
+    "DELETE FROM bookings WHERE property_id = $1",
+    "DELETE FROM guests WHERE property_id = $1",
+    "DELETE FROM availability_cells WHERE property_id = $1",
+    "DELETE FROM rate_cells WHERE property_id = $1",
+    "DELETE FROM restriction_cells WHERE property_id = $1",
+    "DELETE FROM write_batches WHERE property_id = $1",  # their channel tasks go with them
+    "DELETE FROM channel_refusals WHERE property_id = $1",
+    "DELETE FROM idempotency_keys WHERE property_id = $1",
+)
+
+
+async def reset(db: Database, twin_id: int, today: date) -> None:
+    """A test twin's record emptied (ARI, batches, bookings, OTA revisions, events,
+    idempotency records) and its availability as a new property's again; its keys and
+    endpoints stay. Under the twin's row lock, as every write of it is."""
+    async def work(conn: asyncpg.Connection) -> None:
+        mode = await conn.fetchval("SELECT mode FROM properties WHERE id = $1 FOR NO KEY UPDATE", twin_id)
+        if mode != "test":
+            raise ValueError(f"property {twin_id} is not a test twin: only a twin's record is ever reset")
+        for statement in _RESET:
+            await conn.execute(statement, twin_id)
+        await conn.execute(
+            """UPDATE properties SET cm_last_outcome = NULL, cm_last_error = NULL, cm_last_push_at = NULL,
+                                     cm_failures = 0, cm_next_attempt_at = NULL, cm_past_dropped = 0
+               WHERE id = $1""", twin_id)
+        await _seed_availability(conn, twin_id, today)
+
+    await db.transaction(work)
+
+
+async def _seed_availability(conn: asyncpg.Connection, twin_id: int, today: date) -> None:
+    await conn.execute(
+        """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version,
+                                          pushed_available)
+           SELECT t.id, r.id, d::date, r.rooms, 1, 1, r.rooms
+           FROM properties t JOIN room_types r ON r.property_id = t.twin_of,
+                generate_series($2::date, $3::date, interval '1 day') AS d
+           WHERE t.id = $1""",
+        twin_id, today, today + timedelta(days=HORIZON_DAYS))
 
 
 async def follow_live(conn: asyncpg.Connection, live_id: int) -> None:
@@ -69,6 +115,3 @@ async def follow_live(conn: asyncpg.Connection, live_id: int) -> None:
                 (SELECT {', '.join('l.' + c for c in FOLLOWED)}, now() FROM properties l WHERE l.id = $1)
             WHERE t.twin_of = $1""", live_id)
 
-
-def is_test(prop: Property) -> bool:
-    return prop.mode == "test"

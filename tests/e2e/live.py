@@ -20,9 +20,9 @@ LIFTED = ",".join(f"{name}=1000000" for name in (
 
 
 @contextmanager
-def service_with_key(data_dir: Path, label: str) -> Iterator[tuple[Served, str]]:
+def service_with_key(data_dir: Path, label: str, mode: str = "live") -> Iterator[tuple[Served, str]]:
     """The service on the embedded defaults with budgets lifted (fuzzers and collections run
-    fast), the example property, and a key with every scope."""
+    fast), the example property, and a key of `mode` with every scope."""
     served = Served(data_dir, free_port(), {"CONNECTAPI_BUDGETS": LIFTED})
     try:
         served.wait_for("listening on")
@@ -31,7 +31,7 @@ def service_with_key(data_dir: Path, label: str) -> Iterator[tuple[Served, str]]
                              timeout=30)
         example = json.loads((Path(__file__).parents[2] / "docs" / "examples" / "property.json").read_text())
         prop = admin.post("/properties", json=example).json()["data"]
-        key = admin.post(f"/properties/{prop['id']}/keys", json={"label": label, "scopes": EVERY_SCOPE}
+        key = admin.post(f"/properties/{prop['id']}/keys", json={"label": label, "scopes": EVERY_SCOPE, "mode": mode}
                          ).json()["data"]["key"]
         yield served, key
     finally:

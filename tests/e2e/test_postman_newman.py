@@ -31,7 +31,8 @@ def newman() -> Path:
 
 
 def test_the_collection_runs_green_against_a_live_service(tmp_path: Path, newman: Path) -> None:
-    with service_with_key(tmp_path / "var", "postman") as (served, key):
+    # A test key: the collection ends with the test helpers, which answer test keys only.
+    with service_with_key(tmp_path / "var", "postman", mode="test") as (served, key):
         public = httpx.Client(base_url=served.url, timeout=30)
         collection = public.get("/api/v1/connect-api/postman")
         environment = public.get("/api/v1/connect-api/postman", params={"environment": "1"})
@@ -47,6 +48,6 @@ def test_the_collection_runs_green_against_a_live_service(tmp_path: Path, newman
             capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     report = json.loads((tmp_path / "report.json").read_text())["run"]
-    assert report["stats"]["requests"] == {"total": 15, "pending": 0, "failed": 0}
+    assert report["stats"]["requests"] == {"total": 21, "pending": 0, "failed": 0}
     # two per request (status, envelope), and the change's own check of its new revision
-    assert report["stats"]["assertions"]["failed"] == 0 and report["stats"]["assertions"]["total"] == 31
+    assert report["stats"]["assertions"]["failed"] == 0 and report["stats"]["assertions"]["total"] == 43

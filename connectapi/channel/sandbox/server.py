@@ -60,6 +60,10 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         if not authorised():
             raise Refused(answers.unauthorized())
         mode, retry_after = state.faults.take(kind)
+        await answer_fault(mode, retry_after)
+
+    async def answer_fault(mode: str, retry_after: int | None) -> None:
+        """Raises Refused with the answer of an armed fault; nothing for `ok`."""
         if mode == "429":
             state.stats.throttled += 1
             raise Refused(answers.too_many(retry_after))
@@ -172,6 +176,9 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         properties = sorted({v["property_id"] for v in values
                              if isinstance(v, dict) and isinstance(v.get("property_id"), str)})
         budget([(kind, pid) for pid in properties])
+        fault = state.take_property_fault(properties)
+        if fault in ("429", "500", "timeout"):
+            await answer_fault(fault, None)
         if any(state.open_pushes[pid] for pid in properties):
             state.stats.overlapping_calls += 1
         state.open_pushes.update(properties)
@@ -182,10 +189,10 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
             state.open_pushes.subtract(properties)
         if kind == "availability":
             state.stats.availability_calls += 1
-            applied = state.apply_availability(values, clock.now())
+            applied = state.apply_availability(values, clock.now(), refuse_all=fault == "refuse")
         else:
             state.stats.restriction_calls += 1
-            applied = state.apply_restrictions(values, clock.now())
+            applied = state.apply_restrictions(values, clock.now(), refuse_all=fault == "refuse")
         tasks = [{"id": applied.task_id, "type": "task"}] if applied.task_id else []
         return answers.json_answer({"data": tasks, "meta": {"message": "Success", "warnings": applied.warnings}})
 

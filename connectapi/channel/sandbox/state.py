@@ -97,6 +97,16 @@ class Faults:
         return self.mode, self.retry_after
 
 
+PropertyFaultMode = Literal["ok", "429", "500", "timeout", "refuse"]
+PROPERTY_FAULT_MODES: tuple[PropertyFaultMode, ...] = get_args(PropertyFaultMode)[1:]
+
+
+@dataclass
+class PropertyFault:
+    mode: PropertyFaultMode
+    remaining: int
+
+
 @dataclass(frozen=True, slots=True)
 class Throttle:
     retry_after: int
@@ -158,6 +168,10 @@ class SandboxState:
         self.properties: dict[str, Property] = {}
         self.bookings = BookingFeed()
         self.refusals: dict[tuple[str, str], Refusal] = {}  # (property id, entity id) -> refusal
+        # Faults armed for one property's ARI calls alone (the test helpers': one integrator's
+        # faults never reach another's twin). `refuse`: each value of the call is refused
+        # with a warning, in a 200.
+        self.property_faults: dict[str, PropertyFault] = {}
         self.calls: deque[Call] = deque(maxlen=CALLS_KEPT)
         self._windows: dict[tuple[str, str], SlidingWindow] = {}
 
@@ -204,6 +218,17 @@ class SandboxState:
         for plan in rate_plans:
             prop.rate_plans.setdefault(plan, {"title": "rate plan", "room_type_id": None})
 
+    def take_property_fault(self, property_ids: Iterable[str]) -> PropertyFaultMode:
+        """The fault armed for the next ARI call of any of these properties, if any."""
+        for pid in property_ids:
+            armed = self.property_faults.get(pid)
+            if armed is not None and armed.remaining > 0:
+                armed.remaining -= 1
+                if armed.remaining == 0:
+                    del self.property_faults[pid]
+                return armed.mode
+        return "ok"
+
     def _property(self, property_id: str) -> Property:
         return self.properties[property_id]
 
@@ -242,13 +267,13 @@ class SandboxState:
 
     # -- writes -----------------------------------------------------------------------
 
-    def apply_availability(self, values: list[Any], now: datetime) -> Applied:
-        return self._apply("availability", values, now)
+    def apply_availability(self, values: list[Any], now: datetime, refuse_all: bool = False) -> Applied:
+        return self._apply("availability", values, now, refuse_all)
 
-    def apply_restrictions(self, values: list[Any], now: datetime) -> Applied:
-        return self._apply("restrictions", values, now)
+    def apply_restrictions(self, values: list[Any], now: datetime, refuse_all: bool = False) -> Applied:
+        return self._apply("restrictions", values, now, refuse_all)
 
-    def _apply(self, kind: str, values: list[Any], now: datetime) -> Applied:
+    def _apply(self, kind: str, values: list[Any], now: datetime, refuse_all: bool = False) -> Applied:
         """Check each value, apply those that pass in order (last wins), echo the others."""
         def target_of(pid: str) -> Target | None:
             prop = self.properties.get(pid)
@@ -265,6 +290,8 @@ class SandboxState:
             outcome = check(value, target_of)
             if isinstance(outcome, Change):
                 refusal = self.refusals.get((outcome.property_id, outcome.entity_id))
+                if refusal is None and refuse_all:  # a `refuse` fault armed for the property
+                    refusal = Refusal(next(iter(outcome.fields)), "is refused by a fault armed in the test sandbox")
                 outcome = {refusal.field: [refusal.message]} if refusal else outcome
             if not isinstance(outcome, Change):
                 warnings.append(_echo(value, outcome))

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document of the Connect API, built from the models that validate the bodies
-and from one table of the fifteen routes: their scope, parameters, answers and error codes.
+and from one table of the routes: their scope, parameters, answers and error codes.
 
 A test holds the table to the app's routes both ways, so a route cannot be added or removed
 without the document following.
@@ -15,9 +15,11 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from ...domain.ari_models import AvailabilityBody, RatesBody, RestrictionsBody
+from ...domain.admin_models import OtaBookingChangeIn
 from ...domain.booking_models import BookingIn, BookingPatchIn, CancelIn
 from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
+from ...domain.test_helper_models import TestFaultsIn, TestOtaBookingIn
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -57,6 +59,7 @@ _RANGE = (
           "days after from"),
 )
 _BOOKING_ID = Param("bookingId", "path", {"type": "integer", "minimum": 1}, "the booking's id", True)
+_REFERENCE = Param("reference", "path", {"type": "string"}, "the reference a simulated OTA booking answered", True)
 _WRITE_ERRORS = {
     "VALIDATION": "the body does not match the schema", "RANGE_INVALID": "dateTo before dateFrom",
     "HORIZON": "a night beyond today + 365 days", "TOO_MANY_UPDATES": "more than 1000 entries",
@@ -144,6 +147,36 @@ OPERATIONS: tuple[Operation, ...] = (
                                         "BOOKING_NOT_CANCELLABLE": "checked in or moved on",
                                         "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
               CancelIn, params=(_BOOKING_ID,), etag=True),
+    # Test mode's helpers (test keys only: a live key gets 404 NOT_FOUND).
+    Operation("POST", "/test-helpers/ota-bookings", "testOtaBooking",
+              "Test keys only: an OTA booking arrives through the test sandbox and the real intake",
+              "ari:write", "channelManager", {201: "TestOtaRevision"}, {
+                  "VALIDATION": "the body does not match the schema, or the property is not mapped to the channel "
+                                "manager", "NOT_FOUND": "a live key: the helpers answer test keys only",
+                  "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"}, TestOtaBookingIn),
+    Operation("POST", "/test-helpers/ota-bookings/{reference}/modify", "testOtaModify",
+              "Test keys only: the OTA changes the booking (any field of its creation)", "ari:write",
+              "channelManager", {200: "TestOtaRevision"}, {
+                  "VALIDATION": "the body does not match the schema",
+                  "NOT_FOUND": "a live key, or no such simulated booking of this property",
+                  "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"}, OtaBookingChangeIn,
+              params=(_REFERENCE,)),
+    Operation("POST", "/test-helpers/ota-bookings/{reference}/cancel", "testOtaCancel",
+              "Test keys only: the OTA cancels the booking", "ari:write", "channelManager", {200: "TestOtaRevision"},
+              {"NOT_FOUND": "a live key, or no such simulated booking of this property"}, params=(_REFERENCE,)),
+    Operation("POST", "/test-helpers/bookings/{bookingId}/check-in", "testCheckIn",
+              "Test keys only: the front desk checks the booking in", "bookings:write", "pms", {200: "TestCheckIn"},
+              {"NOT_FOUND": "a live key", "BOOKING_NOT_FOUND": "not a booking of this test record",
+               "BOOKING_CANCELLED": "a cancelled booking cannot be checked in"}, params=(_BOOKING_ID,)),
+    Operation("POST", "/test-helpers/channel-manager/faults", "testFaults",
+              "Test keys only: the test sandbox answers this record's next ARI calls with a fault",
+              "ari:write", "channelManager", {200: "TestFaults"}, {
+                  "VALIDATION": "the body does not match the schema, or the property is not mapped",
+                  "NOT_FOUND": "a live key", "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
+              TestFaultsIn),
+    Operation("POST", "/test-helpers/reset", "testReset",
+              "Test keys only: the test record emptied (ARI, batches, bookings, events); keys and endpoints stay",
+              "ari:write", None, {200: "TestReset"}, {"NOT_FOUND": "a live key"}),
 )
 
 # What every route can answer, by the gates.
@@ -163,6 +196,15 @@ _MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"}
 _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 
 DATA_SCHEMAS: dict[str, dict[str, Any]] = {
+    "TestOtaRevision": {"type": "object", "required": ["reference", "revisionId", "status"], "properties": {
+        "reference": {"type": "string", "description": "the OTA's reservation code: what modify and cancel name"},
+        "revisionId": {"type": "string"}, "status": {"type": "string", "enum": ["new", "modified", "cancelled"]}}},
+    "TestCheckIn": {"type": "object", "required": ["bookingId", "status"], "properties": {
+        "bookingId": {"type": "integer"}, "status": {"const": "CHECKED_IN"}}},
+    "TestFaults": {"type": "object", "required": ["mode", "count"], "properties": {
+        "mode": {"type": "string"}, "count": {"type": "integer"}}},
+    "TestReset": {"type": "object", "required": ["propertyId", "mode", "reset"], "properties": {
+        "propertyId": {"type": "integer"}, "mode": {"const": "test"}, "reset": {"const": True}}},
     "Property": {"type": "object", "required": ["id", "mode", "name", "timezone", "currency", "scopes", "products"],
                  "properties": {"id": {"type": "integer"},
                                 "mode": {"type": "string", "enum": ["live", "test"],

@@ -32,6 +32,10 @@ _BODIES: dict[str, dict[str, Any]] = {
                                  "nightlyRate": "120.00"}]},
     "modifyBooking": {"checkOut": "{{checkOutLater}}", "guest": {"email": "ana.lima@example.com"}},
     "cancelBooking": {"reason": "guest changed plans"},
+    "testOtaBooking": {"roomTypeId": "{{roomTypeId}}", "ratePlanId": "{{ratePlanId}}", "checkIn": "{{night}}",
+                       "checkOut": "{{checkOut}}", "guest": {"name": "Ana Lima", "email": "ana@example.com"}},
+    "testOtaModify": {"checkOut": "{{checkOutLater}}"},
+    "testFaults": {"mode": "ok"},
 }
 # Ids are numbers in the bodies: a variable standing for one is written without quotes.
 _UNQUOTED = ('"{{roomTypeId}}"', '"{{ratePlanId}}"')
@@ -45,6 +49,7 @@ _KEEPS: dict[str, list[str]] = {
                    'p => p.roomTypeId === catalog.roomTypes[0].id).id);'],
     "putAvailability": ['pm.collectionVariables.set("batchId", pm.response.json().data.batchId);'],
     "createBooking": ['pm.collectionVariables.set("bookingId", pm.response.json().data.bookingId);'],
+    "testOtaBooking": ['pm.collectionVariables.set("otaReference", pm.response.json().data.reference);'],
     "getBooking": ['pm.collectionVariables.set("bookingETag", pm.response.headers.get("ETag"));'],
     "modifyBooking": ['pm.test("the stay is one night longer, as a new revision", function () {',
                       '    const booking = pm.response.json().data;',
@@ -55,7 +60,10 @@ _KEEPS: dict[str, list[str]] = {
 }
 # Headers beyond the body's type: a change names the revision it was meant for.
 _HEADERS: dict[str, list[dict[str, str]]] = {"modifyBooking": [{"key": "If-Match", "value": "{{bookingETag}}"}]}
-_PATH_VALUES = {"batchId": "{{batchId}}", "bookingId": "{{bookingId}}"}
+_PATH_VALUES = {"batchId": "{{batchId}}", "bookingId": "{{bookingId}}", "reference": "{{otaReference}}"}
+# An answer other than the route's success, where the run makes it so: the front desk's
+# check-in comes after the booking above was cancelled.
+_EXPECTED: dict[str, int] = {"testCheckIn": 409}
 
 # Dates a week ahead, and a reference of this run's own: computed before each request.
 _PRE_REQUEST = [
@@ -72,7 +80,9 @@ _PRE_REQUEST = [
 # The order a newcomer reads them in, and the order they can run in.
 _ORDER = ("getProperty", "getCatalog", "getAvailability", "putAvailability", "getRates", "putRates",
           "getRestrictions", "putRestrictions", "getSync", "getBatch", "createBooking", "listBookings",
-          "getBooking", "modifyBooking", "cancelBooking")
+          "getBooking", "modifyBooking", "cancelBooking",
+          # Test keys only (a live key gets 404): run the collection with a test key.
+          "testOtaBooking", "testOtaModify", "testOtaCancel", "testCheckIn", "testFaults", "testReset")
 
 
 def _item(op: Operation) -> dict[str, Any]:
@@ -91,7 +101,8 @@ def _item(op: Operation) -> dict[str, Any]:
         request["header"].append({"key": "Content-Type", "value": "application/json"})
         request["body"] = {"mode": "raw", "raw": raw, "options": {"raw": {"language": "json"}}}
     request["header"] += _HEADERS.get(op.operation_id, [])
-    expected = next(iter(op.success))  # the first listed: a new booking is 201, its replay 200
+    # The first listed: a new booking is 201, its replay 200.
+    expected = _EXPECTED.get(op.operation_id, next(iter(op.success)))
     tests = [f'pm.test("answers {expected}", function () {{ pm.response.to.have.status({expected}); }});',
              'pm.test("answers in the envelope", function () { pm.expect(pm.response.json()).to.have.property('
              f'"statuscode", {expected}); }});', *_KEEPS.get(op.operation_id, [])]
@@ -104,13 +115,14 @@ def collection() -> dict[str, Any]:
     assert set(by_id) == set(_ORDER), "every route, once"
     return {
         "info": {"name": "connectapi Connect API", "schema": SCHEMA,
-                 "description": "Every Connect API route, runnable top to bottom with a key holding every scope. "
-                                "Set baseUrl and apiKey in the environment."},
+                 "description": "Every Connect API route, runnable top to bottom with a test key holding every "
+                                "scope (the test helpers at the end answer test keys only). Set baseUrl and "
+                                "apiKey in the environment."},
         "auth": {"type": "bearer", "bearer": [{"key": "token", "value": "{{apiKey}}", "type": "string"}]},
         "event": [{"listen": "prerequest", "script": {"type": "text/javascript", "exec": _PRE_REQUEST}}],
         "variable": [{"key": name, "value": ""} for name in
                      ("currency", "roomTypeId", "ratePlanId", "batchId", "bookingId", "bookingETag", "night",
-                      "nightAfter", "checkOut", "checkOutLater", "externalReference")],
+                      "nightAfter", "checkOut", "checkOutLater", "externalReference", "otaReference")],
         "item": [_item(by_id[name]) for name in _ORDER],
     }
 

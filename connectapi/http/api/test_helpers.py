@@ -1,0 +1,98 @@
+"""The test helpers (issue 29): test keys only, on their property's test twin. A live key
+gets 404, as for a route that is not there. They make the test record meet what the field
+would bring: OTA bookings through the test sandbox's feed and the real intake, the front
+desk's check-in, the channel manager's faults, and a fresh start."""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response
+
+from ...channel.sandbox.state import PropertyFault
+from ...domain.admin_models import OtaBookingChangeIn
+from ...domain.budgets import RequestKind
+from ...domain.errors import ApiError
+from ...domain.test_helper_models import TestFaultsIn, TestOtaBookingIn
+from ...domain.validation import parse_json, parse_payload
+from ...storage import properties, twins
+from ..body import raw_body
+from ..context import context
+from ..envelope import ok
+from ..shared import property_actions, sandbox_bookings
+from .gates import Caller, caller, rule
+
+blueprint = Blueprint("connect_test_helpers", __name__)
+
+
+def _test_caller() -> Caller:
+    who = caller()
+    if who.property.mode != "test":
+        raise ApiError("NOT_FOUND", "the test helpers answer test keys only")
+    return who
+
+
+async def _body() -> object:
+    raw = await raw_body()
+    return parse_json(raw) if raw.strip() else {}
+
+
+@blueprint.post("/test-helpers/ota-bookings")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def ota_booking() -> Response:
+    who = _test_caller()
+    body = parse_payload(TestOtaBookingIn, parse_json(await raw_body()))
+    made = await sandbox_bookings.new_booking(context().channel.test_sandbox, who.property.id, body.as_ota_booking())
+    return ok(made, 201, "Created")
+
+
+@blueprint.post("/test-helpers/ota-bookings/<reference>/modify")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def ota_modify(reference: str) -> Response:
+    who = _test_caller()
+    body = parse_payload(OtaBookingChangeIn, parse_json(await raw_body()))
+    return ok(await sandbox_bookings.modify_booking(context().channel.test_sandbox, who.property.id, reference, body))
+
+
+@blueprint.post("/test-helpers/ota-bookings/<reference>/cancel")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def ota_cancel(reference: str) -> Response:
+    who = _test_caller()
+    return ok(await sandbox_bookings.cancel_booking(context().channel.test_sandbox, who.property.id, reference))
+
+
+@blueprint.post("/test-helpers/bookings/<int:booking_id>/check-in")
+@rule(scope="bookings:write", product="pms", kind=RequestKind.BOOKING_OTHER)
+async def check_in(booking_id: int) -> Response:
+    who = _test_caller()
+    await property_actions.check_in(booking_id, who.property.id)
+    return ok({"bookingId": booking_id, "status": "CHECKED_IN"})
+
+
+@blueprint.post("/test-helpers/channel-manager/faults")
+@rule(scope="ari:write", product="channelManager", kind=RequestKind.WRITE)
+async def faults() -> Response:
+    who = _test_caller()
+    body = parse_payload(TestFaultsIn, await _body())
+    ids = await properties.channel_ids(context().db, who.property.id)
+    if ids is None or ids.property_id is None:
+        raise ApiError("VALIDATION", "the property is not mapped to the channel manager",
+                       [{"path": "$", "message": "its operator maps it first"}])
+    armed = context().channel.test_sandbox.property_faults
+    if body.mode == "ok":
+        armed.pop(ids.property_id, None)
+    else:
+        armed[ids.property_id] = PropertyFault(body.mode, body.count)
+    return ok({"mode": body.mode, "count": 0 if body.mode == "ok" else body.count})
+
+
+@blueprint.post("/test-helpers/reset")
+@rule(scope="ari:write", kind=RequestKind.WRITE)
+async def reset() -> Response:
+    who = _test_caller()
+    ctx = context()
+    await twins.reset(ctx.db, who.property.id, ctx.clock.now().date())
+    ids = await properties.channel_ids(ctx.db, who.property.id)
+    if ids is not None and ids.property_id is not None:
+        # What this process's test sandbox holds of the twin goes too: it adopts it again.
+        ctx.channel.test_sandbox.properties.pop(ids.property_id, None)
+        ctx.channel.test_sandbox.property_faults.pop(ids.property_id, None)
+    return ok({"propertyId": who.property.live_id, "mode": "test", "reset": True})

@@ -1,0 +1,93 @@
+"""OTA bookings a sandbox channel manager emits for a property, in our ids: the operator's
+(the sandbox standing in for the channel manager) and the test helpers' (the test sandbox,
+for a property's test twin) alike. What the sandbox emits then comes back as every OTA
+booking does: through the booking feed and the intake."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from ...channel.sandbox.bookings import Stay
+from ...channel.sandbox.state import SandboxState
+from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaGuestIn
+from ...domain.errors import ApiError
+from ...storage import properties
+from ..context import context
+
+
+def _guest(g: OtaGuestIn) -> dict[str, Any]:
+    return {"name": g.name, "surname": g.surname, "mail": g.email, "phone": g.phone, "country": g.country}
+
+
+async def _cm_ids(property_id: int, room_type_id: int, rate_plan_id: int) -> tuple[str, str, str, str]:
+    """The channel manager's ids of the property, room type and rate plan, and the currency."""
+    ids = await properties.channel_ids(context().db, property_id)
+    if ids is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    if ids.property_id is None:
+        raise ApiError("VALIDATION", "the property is not mapped to the channel manager",
+                       [{"path": "$", "message": "set its channel mapping first"}])
+    issues = []
+    if room_type_id not in ids.room_types:
+        issues.append({"path": "roomTypeId", "message": "not a mapped room type of this property"})
+    if rate_plan_id not in ids.rate_plans:
+        issues.append({"path": "ratePlanId", "message": "not a mapped rate plan of this property"})
+    if issues:
+        raise ApiError("VALIDATION", "request does not match the schema", issues)
+    return ids.property_id, ids.room_types[room_type_id], ids.rate_plans[rate_plan_id], ids.currency
+
+
+def _view(revision: dict[str, Any]) -> dict[str, Any]:
+    return {"reference": revision["ota_reservation_code"], "revisionId": revision["id"], "status": revision["status"]}
+
+
+async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingIn) -> dict[str, Any]:
+    """A new OTA booking on the sandbox; answers its reference and first revision."""
+    cm_property, cm_room, cm_plan, currency = await _cm_ids(property_id, body.roomTypeId, body.ratePlanId)
+    stay = Stay(cm_property, cm_room, cm_plan, body.checkIn, body.checkOut, body.adults, body.children,
+                _guest(body.guest), Decimal(body.amount), currency, body.channel)
+    return _view(sandbox.bookings.new(stay, context().clock.now()))
+
+
+async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> Stay:
+    """The sandbox OTA booking with this reference, if it is this property's."""
+    ids = await properties.channel_ids(context().db, property_id)
+    booking_id = sandbox.bookings.codes.get(reference)
+    stay = sandbox.bookings.stays.get(booking_id) if booking_id else None
+    if ids is None or stay is None or stay.property_id != ids.property_id:
+        raise ApiError("NOT_FOUND", f"no sandbox OTA booking {reference[:40]!r} on this property")
+    return stay
+
+
+async def modify_booking(sandbox: SandboxState, property_id: int, reference: str,
+                         body: OtaBookingChangeIn) -> dict[str, Any]:
+    stay = await _booking(sandbox, property_id, reference)
+    changes: dict[str, Any] = {}
+    if body.roomTypeId is not None or body.ratePlanId is not None:
+        ids = await properties.channel_ids(context().db, property_id)
+        assert ids is not None
+        rooms = {cm: ours for ours, cm in ids.room_types.items()}
+        plans = {cm: ours for ours, cm in ids.rate_plans.items()}
+        _, cm_room, cm_plan, _ = await _cm_ids(property_id, body.roomTypeId or rooms[stay.room_type_id],
+                                               body.ratePlanId or plans[stay.rate_plan_id])
+        changes |= {"room_type_id": cm_room, "rate_plan_id": cm_plan}
+    for field, attr in (("checkIn", "arrival"), ("checkOut", "departure"), ("adults", "adults"),
+                        ("children", "children"), ("channel", "ota_name")):
+        value = getattr(body, field)
+        if value is not None:
+            changes[attr] = value
+    if body.guest is not None:
+        changes["guest"] = _guest(body.guest)
+    if body.amount is not None:
+        changes["amount"] = Decimal(body.amount)
+    arrival, departure = changes.get("arrival", stay.arrival), changes.get("departure", stay.departure)
+    if departure <= arrival:
+        raise ApiError("VALIDATION", "request does not match the schema",
+                       [{"path": "checkOut", "message": "checkOut must be after checkIn"}])
+    return _view(sandbox.bookings.modify(reference, changes, context().clock.now()))
+
+
+async def cancel_booking(sandbox: SandboxState, property_id: int, reference: str) -> dict[str, Any]:
+    await _booking(sandbox, property_id, reference)
+    return _view(sandbox.bookings.cancel(reference, context().clock.now()))

@@ -1,0 +1,148 @@
+"""The test helpers (issue 29): test keys only; a simulated OTA booking flows through the
+test sandbox's feed and the real intake to a signed event at a test endpoint; check-in,
+faults and reset act on the test record alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connectapi.storage import twins
+
+from .harness import API, Harness, eventually
+from .test_ota_bookings import events_of
+from .webhook_receiver import Receiver
+
+SCOPES = ["ari:read", "ari:write", "bookings:read", "bookings:write"]
+HELPERS = ("/test-helpers/ota-bookings", "/test-helpers/ota-bookings/X/modify", "/test-helpers/ota-bookings/X/cancel",
+           "/test-helpers/bookings/1/check-in", "/test-helpers/channel-manager/faults", "/test-helpers/reset")
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1", "CONNECTAPI_PUSH_PAUSED": "0",
+            "CONNECTAPI_BUDGETS": "writes=1000,property-writes=1000,requests=1000,property=1000"}
+
+
+async def keyed(api: Harness) -> tuple[dict[str, Any], str, str]:
+    prop = await api.create_property()
+    live = await api.create_key(prop["id"], SCOPES)
+    test = await api.create_key(prop["id"], SCOPES, mode="test")
+    return prop, str(live["key"]), str(test["key"])
+
+
+async def available(api: Harness, key: str, room: int, night: str) -> int:
+    answer = await api.call("GET", f"{API}/availability?from={night}&to={night}", key=key)
+    group = next(g for g in answer.data["roomTypes"] if g["roomTypeId"] == room)
+    return int(group["nights"][0]["available"])
+
+
+def stay(prop: dict[str, Any]) -> dict[str, Any]:
+    return {"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
+            "checkIn": "2026-12-10", "checkOut": "2026-12-12", "guest": {"name": "Ana Lima", "email": "ana@example.com"}}
+
+
+async def test_a_live_key_gets_404_from_every_helper(api: Harness) -> None:
+    prop, live, test = await keyed(api)
+    for path in HELPERS:
+        answer = await api.call("POST", f"{API}{path}", key=live, body={})
+        assert (answer.status, answer.code) == (404, "NOT_FOUND"), path
+    # Nothing was made of it: no OTA booking in either sandbox.
+    assert api.ctx.channel.test_sandbox.bookings.revisions == {}
+    assert api.ctx.channel.sandbox is not None and api.ctx.channel.sandbox.bookings.revisions == {}
+
+
+async def test_a_simulated_ota_booking_becomes_test_events_and_touches_nothing_live(api: Harness,
+                                                                                     receiver: Receiver) -> None:
+    prop, live, test = await keyed(api)
+    endpoint = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "mode": "test"})
+    secret = endpoint.data["secret"]
+    await events_of(receiver, secret, 1)  # the ping
+    room = prop["roomTypes"][0]["id"]
+    made = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body=stay(prop))
+    assert made.status == 201, made.body
+    code = made.data["reference"]
+    created = (await events_of(receiver, secret, 2))[1]
+    assert (created["type"], created["mode"], created["property"]["id"]) == ("channel.booking.created", "test",
+                                                                             prop["id"])
+    booking = created["data"]["booking"]
+    assert booking["channel"]["reservationCode"] == code and booking["amounts"]["total"] == "200.00"
+    assert await available(api, test, room, "2026-12-10") == 7
+    assert await available(api, live, room, "2026-12-10") == 8
+    changed = await api.call("POST", f"{API}/test-helpers/ota-bookings/{code}/modify", key=test,
+                             body={"checkOut": "2026-12-13"})
+    assert changed.status == 200, changed.body
+    assert (await events_of(receiver, secret, 3))[2]["type"] == "channel.booking.modified"
+    assert (await api.call("POST", f"{API}/test-helpers/ota-bookings/{code}/cancel", key=test)).status == 200
+    assert (await events_of(receiver, secret, 4))[3]["type"] == "channel.booking.cancelled"
+    assert await available(api, test, room, "2026-12-12") == 8
+    # The live record and the channel manager heard nothing; the test feed is acknowledged.
+    assert api.ctx.channel.sandbox is not None and api.ctx.channel.sandbox.bookings.revisions == {}
+    await eventually(lambda: api.ctx.channel.test_sandbox.bookings.feed(None) == [], "the test feed acknowledged")
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE property_id = $1", prop["id"]) == 0
+    # Another property's test key cannot reach this booking.
+    _, _, other = await keyed(api)
+    unknown = await api.call("POST", f"{API}/test-helpers/ota-bookings/{code}/cancel", key=other)
+    assert (unknown.status, unknown.code) == (404, "NOT_FOUND")
+
+
+async def test_a_checked_in_test_booking_can_be_neither_cancelled_nor_changed(api: Harness) -> None:
+    prop, live, test = await keyed(api)
+    body = {"externalReference": "WEB-9", "checkIn": "2026-12-01", "checkOut": "2026-12-02", "currency": "EUR",
+            "guest": {"name": "Ana Silva", "phone": "+351 912 345 678"},
+            "rooms": [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
+                       "adults": 2, "nightlyRate": "120.50"}]}
+    made = await api.call("POST", f"{API}/bookings", key=test, body=body)
+    assert made.status == 201, made.body
+    booking = made.data["bookingId"]
+    live_try = await api.call("POST", f"{API}/test-helpers/bookings/{booking}/check-in", key=live)
+    assert live_try.status == 404
+    checked = await api.call("POST", f"{API}/test-helpers/bookings/{booking}/check-in", key=test)
+    assert (checked.status, checked.data["status"]) == (200, "CHECKED_IN")
+    cancel = await api.call("POST", f"{API}/bookings/{booking}/cancel", key=test)
+    assert (cancel.status, cancel.code) == (409, "BOOKING_NOT_CANCELLABLE")
+    change = await api.call("PATCH", f"{API}/bookings/{booking}", key=test, body={"checkOut": "2026-12-03"})
+    assert (change.status, change.code) == (409, "BOOKING_NOT_MODIFIABLE")
+    unknown = await api.call("POST", f"{API}/test-helpers/bookings/999999/check-in", key=test)
+    assert (unknown.status, unknown.code) == (404, "BOOKING_NOT_FOUND")
+
+
+async def test_an_armed_fault_is_seen_in_sync_and_never_reaches_live_pushes(api: Harness) -> None:
+    prop, live, test = await keyed(api)
+    armed = await api.call("POST", f"{API}/test-helpers/channel-manager/faults", key=test,
+                           body={"mode": "500", "count": 1})
+    assert (armed.status, armed.data) == (200, {"mode": "500", "count": 1})
+    twin = await twins.twin_of(api.ctx.db, prop["id"])
+    assert twin is not None
+    entry = {"roomTypeId": prop["roomTypes"][0]["id"], "dateFrom": "2026-12-01", "dateTo": "2026-12-01",
+             "available": 3}
+    assert (await api.call("PUT", f"{API}/availability", key=test, body={"updates": [entry]})).status == 202
+
+    async def failed() -> bool:
+        sync = await api.call("GET", f"{API}/sync", key=test)
+        return bool(sync.data["projector"]["lastOutcome"] == "failed" and sync.data["inventory"]["dirtyCells"] == 1)
+    await eventually(failed, "the test record to say the push failed")
+    # The live property pushes as ever.
+    assert (await api.call("PUT", f"{API}/availability", key=live, body={"updates": [entry]})).status == 202
+
+    async def live_pushed() -> bool:
+        sync = await api.call("GET", f"{API}/sync", key=live)
+        return bool(sync.data["inventory"]["dirtyCells"] == 0 and sync.data["projector"]["lastOutcome"] == "ok")
+    await eventually(live_pushed, "the live push")
+    refuse = await api.call("POST", f"{API}/test-helpers/channel-manager/faults", key=test, body={"mode": "sandbox"})
+    assert (refuse.status, refuse.code) == (400, "VALIDATION")
+
+
+async def test_a_reset_empties_the_test_record_and_keeps_keys_and_the_live_record(api: Harness) -> None:
+    prop, live, test = await keyed(api)
+    room = prop["roomTypes"][0]["id"]
+    entry = {"roomTypeId": room, "dateFrom": "2026-12-01", "dateTo": "2026-12-01", "available": 3}
+    written = await api.call("PUT", f"{API}/availability", key=test, body={"updates": [entry]})
+    assert (await api.call("PUT", f"{API}/availability", key=live, body={"updates": [entry]})).status == 202
+    assert await available(api, test, room, "2026-12-01") == 3
+    done = await api.call("POST", f"{API}/test-helpers/reset", key=test)
+    assert (done.status, done.data) == (200, {"propertyId": prop["id"], "mode": "test", "reset": True})
+    assert await available(api, test, room, "2026-12-01") == 8
+    assert (await api.call("GET", f"{API}/batches/{written.data['batchId']}", key=test)).status == 404
+    assert await available(api, live, room, "2026-12-01") == 3
