@@ -32,7 +32,7 @@ def _file(args: argparse.Namespace) -> Any:
 
 
 def _key_create(args: argparse.Namespace) -> dict[str, Any]:
-    body: dict[str, Any] = {"label": args.label, "allowlist": args.allow or []}
+    body: dict[str, Any] = {"label": args.label, "allowlist": args.allow or [], "mode": args.mode}
     if args.legacy:
         body["legacy"] = True
     else:
@@ -74,6 +74,9 @@ class Command:
 
 
 _FILE = (("--file", {"required": True, "help": "JSON body, or - for standard input"}),)
+_MODE_OPTION: tuple[str, dict[str, Any]] = (
+    "--mode", {"choices": ("live", "test"), "default": "live",
+               "help": "test: of the property's test record, which never reaches a real channel"})
 _KEY_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--label", {}), ("--scope", {"action": "append", "help": "repeat for each scope"}),
     ("--allow", {"action": "append", "help": "allowlist address or CIDR; repeat"}))
@@ -87,16 +90,18 @@ COMMANDS: tuple[Command, ...] = (
     Command(("property", "map"), "PUT", "/properties/{id}/channel-mapping", "set the channel-manager mapping",
             "property_id", _file, _FILE),
     Command(("property", "grid"), "GET", "/properties/{id}/channel-grid", "what the channel manager holds",
-            "property_id", options=(("--from", {"dest": "from_"}), ("--to", {})), query=("from_", "to")),
+            "property_id", options=(("--from", {"dest": "from_"}), ("--to", {}), _MODE_OPTION),
+            query=("from_", "to", "mode")),
     Command(("room-type", "add"), "POST", "/properties/{id}/room-types", "add a room type (JSON body)",
             "property_id", _file, _FILE),
     Command(("rate-plan", "add"), "POST", "/properties/{id}/rate-plans", "add a rate plan (JSON body)",
             "property_id", _file, _FILE),
     Command(("key", "create"), "POST", "/properties/{id}/keys", "mint a key; it is shown once", "property_id",
             _key_create, ((_KEY_OPTIONS[0][0], {"required": True}), *_KEY_OPTIONS[1:],
-                          ("--legacy", {"action": "store_true", "help": "a pre-scopes key (the two ari scopes)"}))),
+                          ("--legacy", {"action": "store_true", "help": "a pre-scopes key (the two ari scopes)"}),
+                          _MODE_OPTION)),
     Command(("key", "list"), "GET", "/properties/{id}/keys", "a property's keys", "property_id",
-            columns=("id", "label", "prefix", "scopes", "createdAt", "lastUsedAt", "revokedAt")),
+            columns=("id", "mode", "label", "prefix", "scopes", "createdAt", "lastUsedAt", "revokedAt")),
     Command(("key", "update"), "PATCH", "/keys/{id}", "change a key's label, scopes or allowlist", "key_id",
             _key_update, _KEY_OPTIONS),
     Command(("key", "rotate"), "POST", "/keys/{id}/rotate", "a new secret for the key (shown once)", "key_id"),
@@ -112,10 +117,11 @@ COMMANDS: tuple[Command, ...] = (
             "apply an unmapped or refused revision again (once its mapping is fixed)", "property_id",
             options=(("--revision", {"required": True}),)),
     Command(("webhook", "add"), "POST", "/properties/{id}/webhooks", "register an endpoint (its secret is shown once)",
-            "property_id", lambda a: {k: v for k, v in (("url", a.url_), ("description", a.description)) if v},
-            (("--url", {"dest": "url_", "required": True}), ("--description", {}))),
+            "property_id", lambda a: {k: v for k, v in (("url", a.url_), ("description", a.description),
+                                                     ("mode", a.mode)) if v},
+            (("--url", {"dest": "url_", "required": True}), ("--description", {}), _MODE_OPTION)),
     Command(("webhook", "list"), "GET", "/properties/{id}/webhooks", "a property's endpoints", "property_id",
-            columns=("id", "url", "status", "description", "createdAt")),
+            columns=("id", "mode", "url", "status", "description", "createdAt")),
     Command(("webhook", "pause"), "POST", "/webhooks/{id}/pause", "hold deliveries", "endpoint_id"),
     Command(("webhook", "resume"), "POST", "/webhooks/{id}/resume", "send what waited", "endpoint_id"),
     Command(("webhook", "test"), "POST", "/webhooks/{id}/test", "send a ping", "endpoint_id"),
@@ -178,8 +184,8 @@ def add_admin_commands(commands: Any) -> None:
             parser.add_argument(command.id_name, type=int)
         for flag, options in command.options:
             parser.add_argument(flag, **options)
-    seed = commands.add_parser("seed", help="a sample property (two room types, three rate plans) and a key with "
-                                            "every scope, printed once")
+    seed = commands.add_parser("seed", help="a sample property (two room types, three rate plans) and two keys "
+                                            "with every scope, a live one and a test one, printed once")
     _connection_options(seed)
 
 
@@ -276,6 +282,8 @@ def run_seed(args: argparse.Namespace, settings: Settings) -> int:
         prop = _call(args.url, token, "POST", "/properties", SEED_PROPERTY)
         key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys",
                     {"label": "seed", "scopes": EVERY_SCOPE})
+        test_key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys",
+                         {"label": "seed (test)", "scopes": EVERY_SCOPE, "mode": "test"})
         setup_url = _seed_owner(args.url, token, prop["id"])
     except AdminError as exc:
         print(exc, file=sys.stderr)
@@ -284,9 +292,10 @@ def run_seed(args: argparse.Namespace, settings: Settings) -> int:
                       "roomTypes": [{"id": r["id"], "name": r["name"]} for r in prop["roomTypes"]],
                       "ratePlans": [{"id": p["id"], "roomTypeId": p["roomTypeId"], "name": p["name"]}
                                     for p in prop["ratePlans"]],
-                      "key": key["key"], "scopes": key["scopes"],
+                      "key": key["key"], "testKey": test_key["key"], "scopes": key["scopes"],
                       "owner": {"email": SEED_OWNER, "setupUrl": setup_url}}, indent=2))
-    print("The key is shown this once: keep it. Open owner.setupUrl to choose the owner's console password "
+    print("The keys are shown this once: keep them. testKey works on the property's test record, which never "
+          "reaches a real channel: start there. Open owner.setupUrl to choose the owner's console password "
           f"(it works once, for 24 hours), then log in at {args.url.rstrip('/')}/console/ as {SEED_OWNER}.",
           file=sys.stderr)
     return 0

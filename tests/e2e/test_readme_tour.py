@@ -1,8 +1,8 @@
 """The README's five-minute tour, run as written against a live service on embedded defaults:
 the shell blocks of that section, in order, with only the port and the checkout's path
 changed. It must reach a 202
-on the rates write, and the channel manager (the in-process sandbox) must then hold the
-rate, as the admin grid shows."""
+on the rates write with the seed's test key, and the test sandbox must then hold the rate,
+as the admin grid shows in test mode."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_the_readme_tour_works_as_written(tmp_path: Path) -> None:
         piped = re.findall(r"HTTP (\d{3})", (tmp_path / "piped.out").read_text())
         assert piped == ["202", "201"]  # the rates write, the booking
         seed = json.loads((tmp_path / "seed.json").read_text())
-        assert seed["key"].startswith("cak_live_")
+        assert seed["key"].startswith("cak_live_") and seed["testKey"].startswith("cak_test_")
         # The tour ends at the console: the owner's link, printed, opens the password page.
         assert seed["owner"]["setupUrl"] in run.stdout
         assert "Choose your password" in httpx.get(seed["owner"]["setupUrl"]).text
@@ -61,7 +61,7 @@ def test_the_readme_tour_works_as_written(tmp_path: Path) -> None:
         while time.monotonic() < deadline:
             shown = subprocess.run(
                 [str(ROOT / ".venv" / "bin" / "connectapi"), "admin", "property", "grid", str(seed["propertyId"]),
-                 "--from", night.isoformat(), "--to", after.isoformat()],
+                 "--mode", "test", "--from", night.isoformat(), "--to", after.isoformat()],
                 capture_output=True, text=True, timeout=60,
                 env={"PATH": "/usr/bin:/bin", "CONNECTAPI_DATA_DIR": str(tmp_path / "var"),
                      "CONNECTAPI_URL": served.url})
@@ -71,7 +71,15 @@ def test_the_readme_tour_works_as_written(tmp_path: Path) -> None:
                 break
             time.sleep(0.5)
         else:
-            raise AssertionError(f"the sandbox never held the rate: {found}")
+            raise AssertionError(f"the test sandbox never held the rate: {found}")
+        # The channel manager of the live record heard nothing of the tour's test writes.
+        live = subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "connectapi"), "admin", "property", "grid", str(seed["propertyId"]),
+             "--from", night.isoformat(), "--to", after.isoformat()],
+            capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "CONNECTAPI_DATA_DIR": str(tmp_path / "var"), "CONNECTAPI_URL": served.url})
+        assert live.returncode == 0, live.stderr
+        assert 13500 not in [r["rateMinor"] for r in json.loads(live.stdout)["rates"]]
     finally:
         served.proc.send_signal(signal.SIGTERM)
         served.proc.wait(30)

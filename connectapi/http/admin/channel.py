@@ -12,7 +12,7 @@ from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, SandboxFaul
 from ...domain.errors import ApiError
 from ...domain.paths import ADMIN_PREFIX
 from ...domain.validation import parse_model
-from ...storage import properties
+from ...storage import properties, twins
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
@@ -75,6 +75,14 @@ async def channel_grid(property_id: int) -> Response:
         # As the Connect API's reads: a range a channel manager can be asked for in one go.
         raise ApiError("VALIDATION", "query does not match the schema",
                        [{"path": "to", "message": f"must be from `from` to {GRID_MAX_DAYS} days after it"}])
+    mode = request.args.get("mode", "live")
+    if mode not in ("live", "test"):
+        raise ApiError("VALIDATION", "query does not match the schema", [{"path": "mode", "message": "live or test"}])
+    if mode == "test":
+        twin = await twins.twin_of(ctx.db, property_id)
+        if twin is None:
+            raise ApiError("PROPERTY_NOT_FOUND", f"property {property_id} has no test record yet (no test key)")
+        property_id = twin
     held = await read_held_grid(property_id, first, last)
     availability = [{"roomTypeId": room, "date": day, "available": count}
                     for room, nights in held.availability.items() for day, count in nights.items()]
