@@ -30,9 +30,7 @@ class HeldGrid:
 
 def _in_sandbox(sandbox: SandboxState, cm_property: str, first: date,
                 last: date) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """What one of our sandboxes holds (nothing of a property it does not know)."""
-    if cm_property not in sandbox.properties:
-        return {}, {}
+    """What one of our sandboxes holds (KeyError: it does not know the property)."""
     return (dict(sandbox.read_availability(cm_property, first, last)),
             dict(sandbox.read_restrictions(cm_property, first, last)))
 
@@ -50,7 +48,10 @@ async def read_held_grid(property_id: int, first: date, last: date, wait: float 
     if ids.mode == "test":
         # A test twin's channel manager is this process's test sandbox, which knows the
         # twin once it was pushed (under its live property's ids).
-        held_availability, held_restrictions = _in_sandbox(ctx.channel.test_sandbox, ids.property_id, first, last)
+        if ids.property_id in ctx.channel.test_sandbox.properties:
+            held_availability, held_restrictions = _in_sandbox(ctx.channel.test_sandbox, ids.property_id, first, last)
+        else:  # nothing pushed yet: nothing held
+            held_availability, held_restrictions = {}, {}
     elif ctx.channel.sandbox is not None:
         # Our own sandbox is looked at directly: a look must not spend the account's
         # ten reads a minute, which the reconciler needs.
