@@ -15,7 +15,7 @@ from ...storage.records import Booking
 from ..context import context
 from ..shared import property_actions
 from .pages import property_page
-from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_property
+from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_property, owned_record
 
 DONE = {
     "checked-in": "The guest is checked in.",
@@ -34,13 +34,13 @@ def _done() -> str | None:
 
 @login_required
 async def booking_list(property_id: int) -> Response:
-    prop = await owned_property(property_id)
+    prop, record = await owned_record(property_id)
     db = context().db
-    revisions = [r for r in await ota.revisions_of(db, prop.id) if r["state"] in (*ota.KEPT_STATES, "received")]
+    revisions = [r for r in await ota.revisions_of(db, record.id) if r["state"] in (*ota.KEPT_STATES, "received")]
     return await property_page(
         "bookings.html", prop, "/bookings", notice=_done(), money=money,
-        api_bookings=await bookings.property_bookings(db, prop.id, "api"),
-        ota_bookings=await bookings.property_bookings(db, prop.id, "ota"),
+        api_bookings=await bookings.property_bookings(db, record.id, "api"),
+        ota_bookings=await bookings.property_bookings(db, record.id, "ota"),
         revisions=revisions, kept=ota.KEPT_STATES)
 
 
@@ -53,8 +53,8 @@ async def _booking(property_id: int, booking_id: int) -> Booking:
 
 @login_required
 async def booking_detail(property_id: int, booking_id: int) -> Response:
-    prop = await owned_property(property_id)
-    booking = await _booking(prop.id, booking_id)
+    prop, record = await owned_record(property_id)
+    booking = await _booking(record.id, booking_id)
     catalog = await properties.get_catalog(context().db, prop.id)
     return await property_page(
         "booking.html", prop, "/bookings", notice=_done(), booking=booking, money=money,
@@ -64,15 +64,16 @@ async def booking_detail(property_id: int, booking_id: int) -> Response:
 
 @login_required
 async def check_in(property_id: int, booking_id: int) -> Response:
-    prop = await owned_property(property_id)
-    await _booking(prop.id, booking_id)
+    prop, record = await owned_record(property_id)
+    await _booking(record.id, booking_id)
     try:
-        await property_actions.check_in(booking_id, prop.id)
+        await property_actions.check_in(booking_id, record.id)
     except ApiError as err:
         if err.status == 404:
             raise not_found() from None
         raise ConsoleRefusal(err.status, "Not checked in", _sentence(err.message)) from None
-    return _see(f"{PREFIX}/properties/{prop.id}/bookings/{booking_id}?done=checked-in")
+    also = "&mode=test" if record.mode == "test" else ""
+    return _see(f"{PREFIX}/properties/{prop.id}/bookings/{booking_id}?done=checked-in{also}")
 
 
 @login_required

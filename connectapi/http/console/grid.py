@@ -19,7 +19,7 @@ from ...storage import ari, channel_refusals, properties, pushes
 from ..context import context
 from ..shared.held_grid import HeldGrid, read_held_grid
 from .pages import property_page
-from .session import login_required, owned_property
+from .session import owned_record, login_required
 
 log = logging.getLogger("connectapi.http")
 
@@ -90,14 +90,14 @@ def _range(prop_timezone: str) -> tuple[date, date, str | None]:
 
 @login_required
 async def grid(property_id: int) -> Response:
-    prop = await owned_property(property_id)
+    prop, record = await owned_record(property_id)
     ctx = context()
     first, last, error = _range(prop.timezone)
     held: HeldGrid | None = None
     held_note = None
     try:
         # The console does not wait for the channel manager's read budget: it says so instead.
-        held = await read_held_grid(prop.id, first, last, wait=0.0)
+        held = await read_held_grid(record.id, first, last, wait=0.0)
     except ApiError as err:
         held_note = err.message
     except Exception:  # noqa: BLE001 - whatever went wrong there, the record is still shown
@@ -105,10 +105,10 @@ async def grid(property_id: int) -> Response:
         held_note = "reading it failed"
     catalog = await properties.get_catalog(ctx.db, prop.id)
     availability = {(c.room_type_id, c.night): c.available
-                    for c in await ari.read_availability(ctx.db, prop.id, first, last)}
-    rates = {(c.rate_plan_id, c.night): c.rate_minor for c in await ari.read_rates(ctx.db, prop.id, first, last)}
+                    for c in await ari.read_availability(ctx.db, record.id, first, last)}
+    rates = {(c.rate_plan_id, c.night): c.rate_minor for c in await ari.read_rates(ctx.db, record.id, first, last)}
     restrictions = {(c.rate_plan_id, c.night): c.fields
-                    for c in await ari.read_restrictions(ctx.db, prop.id, first, last)}
+                    for c in await ari.read_restrictions(ctx.db, record.id, first, last)}
     nights = [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
     def money(minor: int) -> str:
@@ -134,11 +134,11 @@ async def grid(property_id: int) -> Response:
             rows.append({"night": night, "cells": cells})
             differing += sum(shown.differs for shown in cells.values())
         rooms.append({"room": room, "plans": plans, "rows": rows, "differing": differing})
-    batches = await pushes.pending_batches(ctx.db, prop.id)
+    batches = await pushes.pending_batches(ctx.db, record.id)
     names = {("availability", r.id): r.name for r in catalog.room_types}
     names.update({(kind, p.id): p.name for p in catalog.rate_plans for kind in ("rates", "restrictions")})
     refused = [{"refusal": r, "name": names.get((r.resource, r.entity_id), f"#{r.entity_id}"), "said": said(r.refusal)}
-               for r in await channel_refusals.of_property(ctx.db, prop.id)]
+               for r in await channel_refusals.of_property(ctx.db, record.id)]
     return await property_page("grid.html", prop, "/grid", 400 if error else 200, error=error, first=first,
                                last=last, most_nights=MOST_NIGHTS, rooms=rooms, held_note=held_note,
                                compared=compared, batches=batches, refused=refused)

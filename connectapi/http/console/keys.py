@@ -24,7 +24,7 @@ from ...storage.records import ApiKey, Property
 from ..shared import key_actions
 from . import form as posted_form
 from .pages import property_page
-from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_property
+from .session import PREFIX, ConsoleRefusal, console_mode, login_required, not_found, owned_property
 
 TAB = "/keys"
 # What a redirect after a change may say (by code: nothing the client writes is shown).
@@ -110,8 +110,9 @@ def done(path: str, what: str) -> Response:
 
 async def keys_page(prop: Property, status: int = 200, form: KeyForm | None = None, error: str | None = None,
                     notice: str | None = None) -> Response:
-    keys = await key_actions.list_keys(prop.id)
-    by_id = {k.id: k for k in keys}
+    every = await key_actions.list_keys(prop.id)
+    by_id = {k.id: k for k in every}
+    keys = [k for k in every if k.mode == console_mode()]  # the keys of the mode shown
     refusals = [{**r, "key": by_id.get(r["key_id"])} for r in await key_actions.allowlist_refusals(prop.id)]
     return await property_page("keys.html", prop, TAB, status, keys=keys, refusals=refusals,
                                live_count=sum(1 for k in keys if k.revoked_at is None), most=MAX_LIVE_KEYS,
@@ -136,7 +137,7 @@ async def create(property_id: int) -> Response:
     prop = await owned_property(property_id)
     form = KeyForm.of_post(posted_form.posted())
     try:
-        body = parse_payload(KeyIn, form.payload())
+        body = parse_payload(KeyIn, {**form.payload(), "mode": console_mode()})
         key, secret = await key_actions.create_key(prop.id, body)
     except ApiError as err:
         return await keys_page(prop, 409 if err.code == "KEY_LIMIT_REACHED" else 400, form=form,

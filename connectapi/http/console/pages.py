@@ -10,7 +10,7 @@ from ...domain.sync_state import pending_next_attempt, push_state
 from ...storage import pushes
 from ...storage.records import Property
 from ..context import context
-from .session import PREFIX, login_required, owned_property, owner, page
+from .session import PREFIX, login_required, owned_property, owned_record, owner, page
 
 
 @login_required
@@ -46,8 +46,8 @@ async def property_list() -> Response:
 
 @login_required
 async def overview(property_id: int) -> Response:
-    prop = await owned_property(property_id)
-    return await property_page("overview.html", prop, "", sync=await sync_of(prop))
+    prop, record = await owned_record(property_id)
+    return await property_page("overview.html", prop, "", sync=await sync_of(record))
 
 
 async def property_page(template: str, prop: Property, tab: str, status: int = 200, **values: Any) -> Response:

@@ -23,7 +23,7 @@ from quart import Response, g, redirect, render_template, request
 
 from ...domain.errors import ApiError
 from ...domain.owners import SESSION_IDLE, SESSION_TOUCH_EVERY, new_secret, session_over
-from ...storage import owners, properties
+from ...storage import owners, properties, twins
 from ...storage.owners import Owner
 from ...storage.records import Property
 from ..context import client_address, context
@@ -198,6 +198,26 @@ async def owned_property(property_id: int) -> Property:
     return prop
 
 
+def console_mode() -> str:
+    """The console's mode for this request: `test` shows and changes the property's test
+    record (what test keys see); anything else is the live one."""
+    return "test" if request.args.get("mode") == "test" else "live"
+
+
+async def owned_record(property_id: int) -> tuple[Property, Property]:
+    """The owned property, and the record this page shows of it: itself, or in test mode its
+    test twin (made when first looked at: its availability as a new property's)."""
+    prop = await owned_property(property_id)
+    if console_mode() != "test":
+        return prop, prop
+    ctx = context()
+    twin_id = await twins.ensure_twin(ctx.db, prop.id, ctx.clock.now().date())
+    twin = await properties.get_property(ctx.db, twin_id) if twin_id is not None else None
+    if twin is None:
+        raise not_found()
+    return prop, twin
+
+
 def not_found() -> ConsoleRefusal:
     return ConsoleRefusal(404, "Not found", "There is no such page.")
 
@@ -223,7 +243,9 @@ def safe_next(target: str | None) -> str:
 
 
 async def page(template: str, status: int = 200, **values: Any) -> Response:
-    body = await render_template(template, owner=g.get("owner"), csrf=form_token(), **values)
+    mode = console_mode()
+    body = await render_template(template, owner=g.get("owner"), csrf=form_token(), mode=mode,
+                                 mode_query="?mode=test" if mode == "test" else "", **values)
     return Response(body, status=status, mimetype="text/html")
 
 

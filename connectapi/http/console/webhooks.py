@@ -27,7 +27,7 @@ from ..context import context
 from ..shared import webhook_endpoints
 from . import form as posted_form
 from .pages import property_page
-from .session import PREFIX, login_required, not_found, owned_property, utc_second
+from .session import PREFIX, console_mode, login_required, not_found, owned_property, utc_second
 
 TAB = "/webhooks"
 FIELD_LABELS = {"url": "URL", "description": "Description", "eventId": "Event id", "since": "Since"}
@@ -84,7 +84,8 @@ def endpoint_path(prop: Property, endpoint: Endpoint) -> str:
 
 
 async def list_page(prop: Property, status: int = 200, **values: Any) -> Response:
-    endpoints = await webhooks.endpoints_of(context().db, prop.id)
+    # The endpoints of the mode shown: a test endpoint receives the test record's events.
+    endpoints = [e for e in await webhooks.endpoints_of(context().db, prop.id) if e.mode == console_mode()]
     values.setdefault("form", {"url": "", "description": ""})
     if "notice" not in values:
         done = DONE.get(request.args.get("done", ""))
@@ -114,6 +115,8 @@ async def done(prop: Property, endpoint: Endpoint, what: str, to_endpoint: bool 
         target = f"{endpoint_path(prop, endpoint)}?done={what}"
     else:
         target = f"{list_path(prop)}?done={what}&endpoint={endpoint.id}"
+    if console_mode() == "test":
+        target += "&mode=test"
     return redirect(target, 303)  # type: ignore[return-value]
 
 
@@ -129,7 +132,7 @@ async def register_endpoint(property_id: int) -> Response:
     form = {"url": url, "description": description}
     try:
         body = parse_payload(WebhookEndpointIn, {"url": url, "description": description or None})
-        made = await webhook_endpoints.register(prop.id, body.url, body.description)
+        made = await webhook_endpoints.register(prop.id, body.url, body.description, console_mode())
     except ApiError as err:
         if err.code != "VALIDATION":
             raise
