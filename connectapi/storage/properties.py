@@ -44,12 +44,14 @@ async def _insert_room_type(conn: asyncpg.Connection, property_id: int, room: Ro
            VALUES ($1, $2, $3, $4, $5) RETURNING id, name, max_adults, max_occupancy, rooms""",
         property_id, room.name, room.maxAdults, room.maxOccupancy or room.maxAdults, room.rooms,
     )
-    # Every night of the writable horizon starts at the room count, already in sync, for
-    # the property and for its test twin if it has one.
+    # Every night of the writable horizon starts at the room count: already in sync for the
+    # property (the sandbox's seeding holds it), to be pushed for its test twin if it has one
+    # (the test sandbox knows only what it was sent; twins.py).
     await conn.execute(
         """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version,
                                           pushed_available)
-           SELECT p.id, $2, d::date, $3, 1, 1, $3
+           SELECT p.id, $2, d::date, $3::integer, 1, CASE WHEN p.mode = 'live' THEN 1 ELSE 0 END,
+                  CASE WHEN p.mode = 'live' THEN $3::integer END
            FROM properties p, generate_series($4::date, $5::date, interval '1 day') AS d
            WHERE p.id = $1 OR p.twin_of = $1""",
         property_id, row["id"], room.rooms, today, today + timedelta(days=HORIZON_DAYS),

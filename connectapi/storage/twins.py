@@ -37,7 +37,8 @@ async def ensure_twin(db: Database, live_id: int, today: date) -> int | None:
     """The id of `live_id`'s test twin, made now if it has none (None: no such live property).
 
     Made in one transaction under the live property's row lock, with its availability as a
-    new property's: every night of the horizon at the room count, in sync."""
+    new property's: every night of the horizon at the room count, to be pushed to the test
+    sandbox."""
     async def work(conn: asyncpg.Connection) -> int | None:
         live = await conn.fetchrow("SELECT id, mode FROM properties WHERE id = $1 FOR NO KEY UPDATE", live_id)
         if live is None or live["mode"] != "live":
@@ -98,10 +99,12 @@ async def reset(db: Database, twin_id: int, today: date) -> None:
 
 
 async def _seed_availability(conn: asyncpg.Connection, twin_id: int, today: date) -> None:
+    # Dirty, unlike a new live property's (whose sandbox seeding holds them at once): the
+    # test sandbox knows a twin only from its pushes, and one call carries a whole room
+    # type's horizon of one count. Until then /sync says so.
     await conn.execute(
-        """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version,
-                                          pushed_available)
-           SELECT t.id, r.id, d::date, r.rooms, 1, 1, r.rooms
+        """INSERT INTO availability_cells (property_id, room_type_id, night, available, version, pushed_version)
+           SELECT t.id, r.id, d::date, r.rooms, nextval('ari_versions'), 0
            FROM properties t JOIN room_types r ON r.property_id = t.twin_of,
                 generate_series($2::date, $3::date, interval '1 day') AS d
            WHERE t.id = $1""",

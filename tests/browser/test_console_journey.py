@@ -349,3 +349,46 @@ def test_an_owner_of_one_property_gets_404_for_every_page_and_action_of_another(
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_text("Wrong e-mail or password.")).to_be_visible()
+
+
+def test_the_test_data_switch(console_service: ConsoleService, page: Page) -> None:
+    """The mode switch: test data under a banner of its own colour, a test key made there
+    drives the test record, its rate reaches the test sandbox (the grid's channel column),
+    and the live grid and keys show none of it."""
+    mine = logged_in_owner(console_service, page)
+    base = f"{console_service.url}/console/properties/{mine['id']}"
+    plan = mine["ratePlans"][0]["id"]
+    page.goto(f"{base}/keys")
+    expect(page.locator(".test-banner")).to_have_count(0)
+    page.get_by_role("link", name="Test data").click()
+    expect(page.locator(".test-banner")).to_be_visible()
+    page.get_by_label("Label").fill("sandbox PMS")
+    for scope in ("ari:read", "ari:write"):
+        page.get_by_label(scope, exact=True).check()
+    page.get_by_role("button", name="Create key").click()
+    key = page.locator("#key-secret").inner_text().strip()
+    assert key.startswith("cak_test_")
+    assert api_call(console_service, "GET", "/property", key).json()["data"]["mode"] == "test"
+
+    night = (date.today() + timedelta(days=5)).isoformat()
+    wrote = api_call(console_service, "PUT", "/rates", key, {"updates": [
+        {"ratePlanId": plan, "dateFrom": night, "dateTo": night, "rate": "77.00", "currency": "EUR"}]})
+    assert wrote.status_code == 202, wrote.text
+    deadline = time.monotonic() + 60
+    while True:
+        page.goto(f"{base}/grid?from={night}&to={night}&mode=test")
+        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=night[5:], exact=False))
+        cells = [c.strip() for c in row.first.locator("td").all_inner_texts()]
+        if cells[2:4] == ["77.00", "77.00"]:  # the test record's rate, and the test sandbox's
+            break
+        assert time.monotonic() < deadline, f"the test grid never showed the pushed rate: {cells}"
+        time.sleep(0.5)
+    expect(page.locator(".test-banner")).to_be_visible()
+    save_screen(page, "test-mode")
+    page.get_by_role("link", name="Back to live data").click()
+    expect(page.locator(".test-banner")).to_have_count(0)
+    page.goto(f"{base}/grid?from={night}&to={night}")
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=night[5:], exact=False))
+    assert "77.00" not in " ".join(row.first.locator("td").all_inner_texts())
+    page.goto(f"{base}/keys")
+    expect(page.get_by_text("sandbox PMS")).to_have_count(0)

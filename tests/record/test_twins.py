@@ -65,10 +65,15 @@ async def test_cells_written_for_the_twin_are_the_twins_alone_and_the_other_way(
     live, room, plan = await a_property(db)
     twin = await twins.ensure_twin(db, live, TODAY)
     assert twin is not None
-    # Both start at the room count, in sync.
+    # Both start at the room count: the live property in sync, the twin to be pushed to the
+    # test sandbox (here taken as pushed, to look at what writes make dirty).
     for pid in (live, twin):
         assert [(a.room_type_id, a.available) for a in await ari.read_availability(db, pid, NIGHT, NIGHT)] == [(room, 4)]
-        assert await pushes.dirty_counts(db, pid) == {"availability": 0, "rates": 0, "restrictions": 0}
+    assert await pushes.dirty_counts(db, live) == {"availability": 0, "rates": 0, "restrictions": 0}
+    seeded = await pushes.dirty_availability(db, twin, 10_000, NOW)
+    assert len(seeded) > 300 and {c.value for c in seeded} == {4}
+    await pushes.mark_availability_pushed(db, twin, seeded)
+    assert await pushes.dirty_counts(db, twin) == {"availability": 0, "rates": 0, "restrictions": 0}
     await write(db, twin, Resource.AVAILABILITY, roomTypeId=room, available=1)
     await write(db, twin, Resource.RATES, ratePlanId=plan, rate=99, currency="EUR")
     await write(db, twin, Resource.RESTRICTIONS, ratePlanId=plan, minStayArrival=3)
@@ -113,6 +118,7 @@ async def test_marking_one_propertys_cells_pushed_or_dirty_leaves_the_others_alo
     live, room, _ = await a_property(db)
     twin = await twins.ensure_twin(db, live, TODAY)
     assert twin is not None
+    await pushes.mark_availability_pushed(db, twin, await pushes.dirty_availability(db, twin, 10_000, NOW))
     await write(db, live, Resource.AVAILABILITY, roomTypeId=room, available=2)
     await write(db, twin, Resource.AVAILABILITY, roomTypeId=room, available=3)
     live_dirty = await pushes.dirty_availability(db, live, 100, NOW)

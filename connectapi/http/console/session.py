@@ -23,10 +23,11 @@ from quart import Response, g, redirect, render_template, request
 
 from ...domain.errors import ApiError
 from ...domain.owners import SESSION_IDLE, SESSION_TOUCH_EVERY, new_secret, session_over
-from ...storage import owners, properties, twins
+from ...storage import owners, properties
 from ...storage.owners import Owner
 from ...storage.records import Property
 from ..context import client_address, context
+from ..shared.test_records import test_record_of
 from . import form as posted_form
 
 PREFIX = "/console"
@@ -210,9 +211,8 @@ async def owned_record(property_id: int) -> tuple[Property, Property]:
     prop = await owned_property(property_id)
     if console_mode() != "test":
         return prop, prop
-    ctx = context()
-    twin_id = await twins.ensure_twin(ctx.db, prop.id, ctx.clock.now().date())
-    twin = await properties.get_property(ctx.db, twin_id) if twin_id is not None else None
+    twin_id = await test_record_of(prop.id)
+    twin = await properties.get_property(context().db, twin_id) if twin_id is not None else None
     if twin is None:
         raise not_found()
     return prop, twin

@@ -14,9 +14,10 @@ from typing import Any
 from ...domain import api_keys as keyfmt
 from ...domain.admin_models import KeyIn, KeyPatch
 from ...domain.errors import ApiError
-from ...storage import api_keys, twins
+from ...storage import api_keys
 from ...storage.records import ApiKey
 from ..context import context
+from .test_records import test_record_of
 
 
 def _not_found(key_id: int, live: bool = True) -> ApiError:
@@ -29,7 +30,7 @@ async def create_key(property_id: int, body: KeyIn) -> tuple[ApiKey, str]:
     ctx = context()
     owner: int | None = property_id
     if body.mode == "test":
-        owner = await twins.ensure_twin(ctx.db, property_id, ctx.clock.now().date())
+        owner = await test_record_of(property_id)
         if owner is None:
             raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     assert owner is not None

@@ -14,9 +14,10 @@ from ...domain.retention import events_kept_since
 from ...domain.webhook_events import PropertyFacts, ping
 from ...domain.webhook_signing import new_secret
 from ...domain.webhook_urls import UnsafeUrl, check_url
-from ...storage import properties, twins, webhooks
+from ...storage import properties, webhooks
 from ...storage.webhooks import Endpoint
 from ..context import context
+from .test_records import test_record_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ async def register(property_id: int, url: str, description: str | None, mode: st
     if await properties.get_live_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     if mode == "test":
-        twin = await twins.ensure_twin(ctx.db, property_id, ctx.clock.now().date())
+        twin = await test_record_of(property_id)
         if twin is None:
             raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
         property_id = twin
