@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from connectapi.storage import twins
+from connectapi.storage import pushes, twins
 
 from .harness import API, Harness, eventually
 from .test_ota_bookings import events_of
-from .webhook_receiver import Receiver
+from .webhook_receiver import Receiver, serving
 
 SCOPES = ["ari:read", "ari:write", "bookings:read", "bookings:write"]
 HELPERS = ("/test-helpers/ota-bookings", "/test-helpers/ota-bookings/X/modify", "/test-helpers/ota-bookings/X/cancel",
@@ -59,6 +59,17 @@ async def test_a_simulated_ota_booking_becomes_test_events_and_touches_nothing_l
     endpoint = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "mode": "test"})
     secret = endpoint.data["secret"]
     await events_of(receiver, secret, 1)  # the ping
+    live_receiver = Receiver()
+    async with serving(live_receiver):
+        await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": live_receiver.url})
+        await eventually(lambda: len(live_receiver.received) == 1, "the live endpoint's ping")
+        await _simulate(api, prop, live, test, receiver, secret)
+        # The live endpoint heard its ping and nothing of the test record.
+        assert len(live_receiver.received) == 1
+
+
+async def _simulate(api: Harness, prop: dict[str, Any], live: str, test: str, receiver: Receiver,
+                    secret: str) -> None:
     room = prop["roomTypes"][0]["id"]
     made = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body=stay(prop))
     assert made.status == 201, made.body
@@ -129,8 +140,7 @@ async def test_an_armed_fault_is_seen_in_sync_and_never_reaches_live_pushes(api:
     assert (await api.call("PUT", f"{API}/availability", key=live, body={"updates": [entry]})).status == 202
 
     async def live_pushed() -> bool:
-        outcome = await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", prop["id"])
-        return bool(outcome == "ok")
+        return not any((await pushes.dirty_counts(api.ctx.db, prop["id"])).values())
     await eventually(live_pushed, "the live push")
     sync = await api.call("GET", f"{API}/sync", key=live)
     assert sync.data["inventory"]["dirtyCells"] == 0 and sync.data["projector"]["lastOutcome"] == "ok"
