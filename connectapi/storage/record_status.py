@@ -56,6 +56,9 @@ SELECT p.id, p.name, p.channel_manager AND p.status = 'active' AS pushed, coales
        pp.oldest, p.cm_last_outcome, p.cm_last_error, p.cm_failures, p.cm_next_attempt_at,
        coalesce(pp.refused, 0) AS refused
 FROM properties p LEFT JOIN per_property pp ON pp.property_id = p.id
+-- Live properties only: a test record's faults are its integrator's to arm and watch
+-- (GET /sync, the console), never a problem of the service's.
+WHERE p.mode = 'live'
 ORDER BY p.id"""
 
 _DELIVERIES = """

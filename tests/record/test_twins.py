@@ -132,3 +132,14 @@ async def test_marking_one_propertys_cells_pushed_or_dirty_leaves_the_others_alo
     assert await pushes.mark_dirty_again(db, live, "availability", live_dirty + twin_dirty) == 1
     assert await pushes.dirty_counts(db, twin) == {"availability": 0, "rates": 0, "restrictions": 0}
     assert await pushes.dirty_counts(db, live) == {"availability": 1, "rates": 0, "restrictions": 0}
+
+
+async def test_the_operators_status_leaves_test_records_out(db: Database) -> None:
+    from connectapi.storage import record_status
+    live, _, _ = await a_property(db)
+    twin = await twins.ensure_twin(db, live, TODAY)
+    assert twin is not None
+    # A twin failing to sync (an integrator's armed fault) is not the service's problem.
+    await db.execute("UPDATE properties SET cm_failures = 5, cm_last_outcome = 'failed' WHERE id = $1", twin)
+    found = await record_status.read_record_facts(db)
+    assert [p.property_id for p in found.properties] == [live]
