@@ -107,7 +107,9 @@ async def read_record_facts(db: Database) -> RecordFacts:
         endpoints = tuple(
             Endpoint(r["id"], r["property_id"], r["status"] == "paused", r["failing_since"])
             for r in await conn.fetch(
-                "SELECT id, property_id, status, failing_since FROM webhook_endpoints ORDER BY id"))
+                # A test endpoint's receiver is its integrator's to mind, as a test record's sync is.
+                """SELECT e.id, e.property_id, e.status, e.failing_since FROM webhook_endpoints e
+                   JOIN properties p ON p.id = e.property_id WHERE p.mode = 'live' ORDER BY e.id"""))
         d = await conn.fetchrow(_DELIVERIES)
         o = await conn.fetchrow(_OUTBOX)
         assert d is not None and o is not None
