@@ -89,6 +89,7 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                  counters: CallCounters | None = None, mode: Mode = "live") -> None:
         # `test`: the test sandbox's actor, pushing the test twins' values (docs/decisions/0115).
         self.mode: Mode = mode
+        self._modes: dict[int, str] = {}  # property id -> its mode in the record
         self._client = client
         self._db = db
         self._clock = clock
@@ -134,6 +135,12 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             state = self._properties[property_id] = _PropertyState()
         return state
 
+    def _count(self, kind: str, outcome: str) -> None:
+        # The operator's metrics are the channel manager's: the test sandbox's calls (and an
+        # integrator's armed faults) are not counted.
+        if self.mode == "live":
+            CM_CALLS.labels(kind, outcome).inc()
+
     async def _charge(self, name: str, whose: str, limit: int) -> float | None:
         """Count one call against the budget every process shares; None when it fits, else
         the seconds until it would."""
@@ -145,13 +152,25 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             return counted[0].wait if counted[0].wait is not None else PACING_WINDOW
         return None
 
+    async def _mode_of(self, property_id: int) -> str | None:
+        """The property's mode as the record has it (None: no such property); a property's
+        mode never changes, so it is asked once."""
+        if property_id not in self._modes:
+            found = await self._db.fetchval("SELECT mode FROM properties WHERE id = $1", property_id)
+            if found is None:
+                return None
+            self._modes[property_id] = str(found)
+        return self._modes[property_id]
+
     async def _push(self, message: Push) -> PushOutcome:
-        if message.mode != self.mode:
+        recorded = await self._mode_of(message.property_id)
+        if message.mode != self.mode or recorded not in (None, self.mode):
             # A bug of ours, and the worst one: a test value on a real channel (or a live one
             # lost in the sandbox). Refused, never sent; the cells stay dirty.
+            mode = recorded or message.mode
             log.error("a push of a %s property (%d) reached the %s channel manager: refused, nothing sent",
-                      message.mode, message.property_id, self.mode)
-            return PushOutcome(False, error=f"a {message.mode} property's push reached the {self.mode} channel "
+                      mode, message.property_id, self.mode)
+            return PushOutcome(False, error=f"a {mode} property's push reached the {self.mode} channel "
                                             "manager: refused", retry_at=self._clock.monotonic() + 60)
         state = self._state(message.property_id)
         kind = message.kind
@@ -182,9 +201,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                 log.info("a push for property %d was cut short: its lease was running out", message.property_id)
                 return PushOutcome(False, retry_at=self._clock.monotonic(), deferred=True)
         except ChannelManagerError as exc:
-            CM_CALLS.labels(kind, "throttled" if isinstance(exc, Throttled) else "failed").inc()
+            self._count(kind, "throttled" if isinstance(exc, Throttled) else "failed")
             return self._failed(state, exc)
-        CM_CALLS.labels(kind, "refused" if answer.refusals else "ok").inc()
+        self._count(kind, "refused" if answer.refusals else "ok")
         state.failures = 0
         return PushOutcome(True, answer)
 
@@ -193,7 +212,7 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         if wait is not None:
             return GridRead(None, retry_at=self._clock.monotonic() + wait)
         self.counters.calls += 1
-        CM_CALLS.labels(f"read-{message.kind}", "made").inc()
+        self._count(f"read-{message.kind}", "made")
         try:
             if message.kind == "availability":
                 grid: dict[str, dict[str, Any]] = await self._client.read_availability(

@@ -97,6 +97,7 @@ class _Pusher(Actor[Wake]):
         self._gather = max(0.0, gather)
 
     _retry_at: float | None = None  # monotonic; a failed round is tried again then
+    _counted = True  # the round's property is live: the metrics count what it sends
     _watching = False  # the retry is a look at a lease another process holds
     _gathering_since: float | None = None  # monotonic: the first wake of the window open now
     _outage: float = 0.0
@@ -251,12 +252,15 @@ class _CellPusher(_Pusher):
             return None
         read_all = all(len(found) < MAX_CELLS_PER_PUSH for found in cells.values())
         ids = await properties.channel_ids(self._db, self.property_id)
+        # The operator's metrics count the channel manager's cells: not a test record's.
+        self._counted = ids is None or ids.mode == "live"
         today = self._clock.today(ZoneInfo(ids.timezone)) if ids is not None else date.min
         if any(c.night < today for found in cells.values() for c in found):
             # Channex refuses past dates: nights that became past before they were sent
             # are dropped (they stop being dirty), counted, and never sent.
             dropped_past = await pushes.drop_past(self._db, self.property_id, self.kind, today)
-            CM_PAST_DROPPED.inc(dropped_past)
+            if self._counted:
+                CM_PAST_DROPPED.inc(dropped_past)
             log.info("%s of property %d: %d dirty cell(s) of past nights dropped, never sent", self.kind,
                      self.property_id, dropped_past)
             cells = {r: [c for c in found if c.night >= today] for r, found in cells.items()}
@@ -318,7 +322,8 @@ class _CellPusher(_Pusher):
                 await channel_refusals.cleared(self._db, self.property_id, self.kind)
             return refused
         count = sum(1 for c in sent if (c.entity_id, c.night) in refused)
-        CM_REFUSED_CELLS.inc(count)
+        if self._counted:
+            CM_REFUSED_CELLS.inc(count)
         example = said(next(iter(refused.values())))
         request = f" (x-request-id {answer.request_id})" if answer is not None and answer.request_id else ""
         error = f"the channel manager refused {count} cell(s): {example}{request}"

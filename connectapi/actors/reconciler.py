@@ -78,6 +78,10 @@ class Reconciler(RoundsActor[ReconcilerMessage]):
         prop = await properties.get_property(self._db, property_id)
         if ids is None or ids.property_id is None or prop is None:
             return Checked({})
+        if ids.mode != "live":
+            # A test record's channel is the test sandbox, not this channel manager (whose
+            # grid under the live ids is the live record's): it is not checked.
+            return Checked({})
         first = self._clock.today(ZoneInfo(prop.timezone))
         last = first + timedelta(days=HORIZON_DAYS)
         read_availability = await self._channel.ask(ReadGrid("availability", ids.property_id, first, last),

@@ -160,8 +160,10 @@ async def record_allowlist_refusal(db: Database, key_id: int, property_id: int, 
 
 
 async def allowlist_refusals(db: Database, property_id: int, limit: int = 100) -> list[dict[str, object]]:
+    """The latest refusals of the live property's keys, test keys' included."""
     rows = await db.fetch(
-        """SELECT key_id, address, at FROM allowlist_refusals WHERE property_id = $1
+        """SELECT key_id, address, at FROM allowlist_refusals
+           WHERE property_id IN (SELECT o.id FROM properties o WHERE o.id = $1 OR o.twin_of = $1)
            ORDER BY at DESC, id DESC LIMIT $2""",
         property_id, limit,
     )

@@ -159,11 +159,13 @@ async def _counts(db: Database, property_id: int) -> tuple[dict[str, int], dict[
 
 
 async def dirty_totals(db: Database) -> dict[str, int]:
-    """Dirty cells across every property, per resource (the metrics' gauge)."""
+    """Dirty cells across every live property, per resource (the metrics' gauge: a test
+    record's backlog is its integrator's, never an operator's alert)."""
+    live = "property_id IN (SELECT id FROM properties WHERE mode = 'live')"
     row = await db.fetchrow(
-        """SELECT (SELECT count(*) FROM availability_cells WHERE version > pushed_version) AS a,
-                  (SELECT count(*) FROM rate_cells WHERE version > pushed_version) AS r,
-                  (SELECT count(*) FROM restriction_cells WHERE version > pushed_version) AS s""")
+        f"""SELECT (SELECT count(*) FROM availability_cells WHERE version > pushed_version AND {live}) AS a,
+                   (SELECT count(*) FROM rate_cells WHERE version > pushed_version AND {live}) AS r,
+                   (SELECT count(*) FROM restriction_cells WHERE version > pushed_version AND {live}) AS s""")
     assert row is not None
     return {"availability": row["a"], "rates": row["r"], "restrictions": row["s"]}
 

@@ -255,5 +255,8 @@ async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, si
 
 
 async def backlog(db: Database) -> int:
-    """Deliveries not yet made, paused endpoints' included."""
-    return int(await db.fetchval("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'"))
+    """Deliveries to live endpoints not yet made, paused endpoints' included (the metrics'
+    gauge: a test endpoint's backlog is its integrator's)."""
+    return int(await db.fetchval(
+        """SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+           JOIN properties p ON p.id = e.property_id WHERE d.status = 'pending' AND p.mode = 'live'"""))

@@ -102,6 +102,9 @@ class Harness:
     client: TestClientProtocol
     ctx: FrontContext
     clock: trio.testing.MockClock
+    # The mode of the keys create_key mints unless told: the contract's tests run in both
+    # (tests/api/conftest.py), since a test key works on every route as a live one does.
+    key_mode: str = "live"
 
     async def call(
         self, method: str, path: str, *, key: str | None = None, address: str = "198.51.100.7",
@@ -127,7 +130,7 @@ class Harness:
         return dict(answer.data)
 
     async def create_key(self, property_id: int, scopes: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-        body: dict[str, Any] = {"label": "test", **extra}
+        body: dict[str, Any] = {"label": "test", "mode": self.key_mode, **extra}
         if not extra.get("legacy"):
             body["scopes"] = ["ari:read", "ari:write"] if scopes is None else scopes
         answer = await self.admin("POST", f"/properties/{property_id}/keys", body)
@@ -138,6 +141,15 @@ class Harness:
         prop = await self.create_property(**overrides)
         key = await self.create_key(prop["id"], scopes)
         return prop, str(key["key"])
+
+    async def record_of(self, prop: dict[str, Any]) -> int:
+        """The id of the record this harness's keys work on: the property's, or its test
+        twin's when the keys are test keys."""
+        if self.key_mode == "live":
+            return int(prop["id"])
+        found = await self.ctx.db.fetchval("SELECT id FROM properties WHERE twin_of = $1", prop["id"])
+        assert found is not None, "a test key makes the property's test record"
+        return int(found)
 
     def advance(self, seconds: float) -> None:
         self.clock.jump(seconds)

@@ -233,6 +233,7 @@ async def test_scopes_and_product(api: Harness) -> None:
         assert (await api.call("GET", f"{API}{path}", key=reader)).code == "CHANNEL_MANAGER_DISABLED"
 
 
+@pytest.mark.live_only  # arms the live sandbox's faults
 async def test_batch_reports_the_channel_managers_last_error(api: Harness) -> None:
     from connectapi.storage import pushes
 

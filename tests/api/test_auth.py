@@ -137,7 +137,7 @@ async def test_property_body(api: Harness) -> None:
     prop, key = await api.keyed_property(["ari:read", "bookings:write", "bookings:payments"])
     answer = await api.call("GET", f"{API}/property", key=key)
     assert answer.data == {
-        "id": prop["id"], "mode": "live", "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
+        "id": prop["id"], "mode": api.key_mode, "name": "Casa Azul", "timezone": "Europe/Lisbon", "currency": "EUR",
         "scopes": ["ari:read", "bookings:write", "bookings:payments"],
         "products": {"channelManager": True, "pms": True}, "bookingsPerMinute": 20,
     }

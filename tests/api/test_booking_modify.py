@@ -52,6 +52,7 @@ async def folio_rooms(api: Harness, booking_id: int) -> list[tuple[int, str, int
     return [(r["position"], str(r["night"]), r["amount_minor"]) for r in rows]
 
 
+@pytest.mark.live_only  # counts the owner's e-mails
 async def test_a_longer_stay_needs_only_its_new_nights(api: Harness) -> None:
     prop, key = await setup(api)
     double = prop["roomTypes"][0]["id"]
@@ -425,6 +426,7 @@ async def test_the_last_two_rooms_of_a_night_under_thirty_requests(api: Harness)
 
 
 @pytest.mark.parametrize("env", [{"CONNECTAPI_PUSH_PAUSED": "0", "CONNECTAPI_BUDGETS": ROOMY}])
+@pytest.mark.live_only  # reads the live sandbox
 async def test_the_sandbox_grid_after_a_change_equals_the_record(api: Harness) -> None:
     prop, key = await setup(api)
     double = prop["roomTypes"][0]["id"]

@@ -86,3 +86,19 @@ async def test_test_bookings_are_listed_in_test_mode_only(api: Harness) -> None:
     assert checked.status == 303 and "mode=test" in (checked.location or "")
     answer = await api.call("GET", f"{API}/bookings/{made.data['bookingId']}", key=str(test["key"]))
     assert answer.data["status"] == "CHECKED_IN"
+
+
+async def test_what_both_records_share_is_never_shown_under_the_banner_nor_a_live_key_in_test_mode(
+        api: Harness) -> None:
+    prop = await api.create_property()
+    base = f"/console/properties/{prop['id']}"
+    visitor = await owner_of(api, prop["id"])
+    live = await api.create_key(prop["id"])
+    for shared in ("/settings", "/notifications"):
+        page = await visitor.get(f"{base}{shared}?mode=test")
+        assert page.status == 200 and BANNER not in page.text and "Shared by live and test data" in page.text
+    # A live key is not acted on under the test banner (nor a test key without it).
+    assert (await visitor.get(f"{base}/keys/{live['id']}?mode=test")).status == 404
+    test = await api.create_key(prop["id"], mode="test")
+    assert (await visitor.get(f"{base}/keys/{test['id']}")).status == 404
+    assert (await visitor.get(f"{base}/keys/{test['id']}?mode=test")).status == 200

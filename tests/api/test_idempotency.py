@@ -93,7 +93,8 @@ async def test_in_flight_while_the_first_is_still_running(api: Harness, db_dsn: 
     blocker = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
     hold = blocker.transaction()
     await trio_asyncio.aio_as_trio(hold.start)()
-    await trio_asyncio.aio_as_trio(blocker.execute)("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", prop["id"])
+    await trio_asyncio.aio_as_trio(blocker.execute)("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE",
+                                                    await api.record_of(prop))
     answers: dict[str, Answer] = {}
 
     async def first() -> None:

@@ -160,3 +160,31 @@ async def test_a_reset_empties_the_test_record_and_keeps_keys_and_the_live_recor
     assert await available(api, test, room, "2026-12-01") == 8
     assert (await api.call("GET", f"{API}/batches/{written.data['batchId']}", key=test)).status == 404
     assert await available(api, live, room, "2026-12-01") == 3
+
+
+@pytest.mark.parametrize(("check_in", "check_out"), [("2026-12-10", "9999-12-31"), ("9999-01-01", "9999-01-03"),
+                                                     ("2026-12-01", "2027-03-02"), ("2020-01-01", "2020-01-03")])
+async def test_a_stay_no_channel_could_sell_is_refused_at_once(api: Harness, check_in: str, check_out: str) -> None:
+    prop, _, test = await keyed(api)
+    body = {**stay(prop), "checkIn": check_in, "checkOut": check_out}
+    answer = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body=body)
+    assert (answer.status, answer.code) == (400, "VALIDATION"), answer.body
+    assert api.ctx.channel.test_sandbox.bookings.stays == {}
+    made = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body=stay(prop))
+    assert made.status == 201
+    code = made.data["reference"]
+    longer = await api.call("POST", f"{API}/test-helpers/ota-bookings/{code}/modify", key=test,
+                            body={"checkOut": "9999-12-31"})
+    assert (longer.status, longer.code) == (400, "VALIDATION")
+    held = next(iter(api.ctx.channel.test_sandbox.bookings.stays.values()))
+    assert str(held.departure) == "2026-12-12"  # unchanged
+
+
+async def test_a_reset_forgets_the_test_sandboxs_bookings_of_the_record(api: Harness) -> None:
+    prop, _, test = await keyed(api)
+    made = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body=stay(prop))
+    assert made.status == 201
+    assert (await api.call("POST", f"{API}/test-helpers/reset", key=test)).status == 200
+    assert api.ctx.channel.test_sandbox.bookings.stays == {} and api.ctx.channel.test_sandbox.bookings.revisions == {}
+    gone = await api.call("POST", f"{API}/test-helpers/ota-bookings/{made.data['reference']}/cancel", key=test)
+    assert (gone.status, gone.code) == (404, "NOT_FOUND")

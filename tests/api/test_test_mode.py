@@ -171,7 +171,14 @@ async def test_a_push_of_one_mode_is_refused_by_the_channel_manager_of_the_other
     value = AvailabilityValue(property_id="p", room_type_id="r", date_from=NIGHT, date_to=NIGHT, availability=1)
     live_sandbox = api.ctx.channel.sandbox
     assert live_sandbox is not None
+    # A push that says live for a property the record knows as a test twin: refused too.
+    prop, _, _ = await both_keys(api)
+    twin = await twins.twin_of(api.ctx.db, prop["id"])
+    assert twin is not None
     calls = live_sandbox.stats.availability_calls
+    refused = await api.ctx.channel.mailbox.ask(Push(twin, "availability", [value], mode="live"), 5)
+    assert not refused.ok and "test property" in str(refused.error)
+    assert live_sandbox.stats.availability_calls == calls
     refused = await api.ctx.channel.mailbox.ask(Push(1, "availability", [value], mode="test"), 5)
     assert not refused.ok and "refused" in str(refused.error)
     assert live_sandbox.stats.availability_calls == calls

@@ -143,3 +143,13 @@ async def test_the_operators_status_leaves_test_records_out(db: Database) -> Non
     await db.execute("UPDATE properties SET cm_failures = 5, cm_last_outcome = 'failed' WHERE id = $1", twin)
     found = await record_status.read_record_facts(db)
     assert [p.property_id for p in found.properties] == [live]
+
+
+async def test_the_metrics_dirty_gauge_counts_live_cells_only(db: Database) -> None:
+    live, room, _ = await a_property(db)
+    twin = await twins.ensure_twin(db, live, TODAY)
+    assert twin is not None
+    await write(db, live, Resource.AVAILABILITY, roomTypeId=room, available=2)
+    # The twin's seeded horizon is dirty (to be pushed to the test sandbox): not counted.
+    assert await pushes.dirty_counts(db, twin) != {"availability": 0, "rates": 0, "restrictions": 0}
+    assert await pushes.dirty_totals(db) == {"availability": 1, "rates": 0, "restrictions": 0}

@@ -9,6 +9,7 @@ all made from the booking's current Stay.
 from __future__ import annotations
 
 import itertools
+import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +74,12 @@ class BookingFeed:
     newest_first: bool = False
     made_at: dict[str, datetime] = field(default_factory=dict)  # revision id -> when it was made
     reminded: set[str] = field(default_factory=set)
-    _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(3333333333))
+    # Reservation codes from a random start: the revisions' system ids (`<code>-<n>`) are
+    # unique in the record, and a sandbox started again (or another process's, or the test
+    # sandbox beside the live one) must not hand out one already kept, which the intake
+    # would take for the same revision offered again.
+    _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(secrets.randbelow(8 * 10**9)
+                                                                                    + 10**9))
     _room_ids: dict[str, str] = field(default_factory=dict)  # booking id -> booking_room_id now
     _last_at: datetime | None = None
 
@@ -94,6 +100,20 @@ class BookingFeed:
         # cancellation repeats the modified one.
         self._room_ids[booking_id] = str(uuid.uuid4())
         return self._emit(booking_id, code, "modified", at)
+
+    def forget_property(self, property_id: str) -> None:
+        """Every booking of this property gone, revisions and codes with them (a test
+        record's reset: nothing of it comes back through the feed)."""
+        gone = {bid for bid, stay in self.stays.items() if stay.property_id == property_id}
+        for code in [c for c, bid in self.codes.items() if bid in gone]:
+            del self.codes[code]
+        for revision_id in [r for r, rev in self.revisions.items() if rev["booking_id"] in gone]:
+            del self.revisions[revision_id]
+            self.acked.discard(revision_id)
+            self.made_at.pop(revision_id, None)
+        for bid in gone:
+            del self.stays[bid]
+            self._room_ids.pop(bid, None)
 
     def cancel(self, code: str, at: datetime) -> dict[str, Any]:
         return self._emit(self.codes[code], code, "cancelled", at)

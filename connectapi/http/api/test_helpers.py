@@ -95,4 +95,5 @@ async def reset() -> Response:
         # What this process's test sandbox holds of the twin goes too: it adopts it again.
         ctx.channel.test_sandbox.properties.pop(ids.property_id, None)
         ctx.channel.test_sandbox.property_faults.pop(ids.property_id, None)
+        ctx.channel.test_sandbox.bookings.forget_property(ids.property_id)
     return ok({"propertyId": who.property.live_id, "mode": "test", "reset": True})

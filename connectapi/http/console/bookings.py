@@ -15,7 +15,7 @@ from ...storage.records import Booking
 from ..context import context
 from ..shared import property_actions
 from .pages import property_page
-from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_property, owned_record
+from .session import PREFIX, ConsoleRefusal, login_required, not_found, owned_record
 
 DONE = {
     "checked-in": "The guest is checked in.",
@@ -78,16 +78,17 @@ async def check_in(property_id: int, booking_id: int) -> Response:
 
 @login_required
 async def apply_again(property_id: int, revision_id: str) -> Response:
-    prop = await owned_property(property_id)
+    prop, record = await owned_record(property_id)
     if len(revision_id) > MOST_REVISION_ID:
         raise not_found()
     try:
-        await property_actions.apply_revision_again(prop.id, revision_id)
+        await property_actions.apply_revision_again(record.id, revision_id)
     except ApiError as err:
         if err.status == 404:
             raise not_found() from None
         raise ConsoleRefusal(err.status, "Not applied again", _sentence(err.message)) from None
-    return _see(f"{PREFIX}/properties/{prop.id}/bookings?done=applied#revisions")
+    also = "&mode=test" if record.mode == "test" else ""
+    return _see(f"{PREFIX}/properties/{prop.id}/bookings?done=applied{also}#revisions")
 
 
 def _sentence(message: str) -> str:

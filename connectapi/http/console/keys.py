@@ -89,11 +89,15 @@ def keys_path(prop: Property, key_id: int | None = None) -> str:
 
 
 async def owned_key(prop: Property, key_id: int) -> ApiKey:
-    """A key of the owned property, or 404 as for any page that is not the owner's."""
+    """A key of the owned property in the mode shown, or 404 as for any page that is not the
+    owner's (a live key is not acted on under the test banner, nor a test key without it)."""
     try:
-        return await key_actions.get_key(key_id, prop.id)
+        key = await key_actions.get_key(key_id, prop.id)
     except ApiError:
         raise not_found() from None
+    if key.mode != console_mode():
+        raise not_found()
+    return key
 
 
 def live(key: ApiKey) -> ApiKey:
@@ -104,7 +108,8 @@ def live(key: ApiKey) -> ApiKey:
 
 
 def done(path: str, what: str) -> Response:
-    answer: Response = redirect(f"{path}?done={what}", 303)  # type: ignore[assignment]
+    also = "&mode=test" if console_mode() == "test" else ""  # back to the mode the form was in
+    answer: Response = redirect(f"{path}?done={what}{also}", 303)  # type: ignore[assignment]
     return answer
 
 

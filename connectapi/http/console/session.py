@@ -242,10 +242,16 @@ def safe_next(target: str | None) -> str:
     return quote(path, safe="/") + (f"?{parts.query}" if parts.query else "")
 
 
+# Pages of what a property's two records share (its settings, the owner's e-mails): shown
+# in no mode, never under the test banner.
+SHARED_TABS = ("/settings", "/notifications")
+
+
 async def page(template: str, status: int = 200, **values: Any) -> Response:
-    mode = console_mode()
+    mode = "live" if values.get("tab") in SHARED_TABS else console_mode()
     body = await render_template(template, owner=g.get("owner"), csrf=form_token(), mode=mode,
-                                 mode_query="?mode=test" if mode == "test" else "", **values)
+                                 mode_query="?mode=test" if mode == "test" else "", shared_tabs=SHARED_TABS,
+                                 **values)
     return Response(body, status=status, mimetype="text/html")
 
 

@@ -5,12 +5,15 @@ booking does: through the booking feed and the intake."""
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
 from ...channel.sandbox.bookings import Stay
 from ...channel.sandbox.state import SandboxState
 from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaGuestIn
+from ...domain.ari_write import HORIZON_DAYS
+from ...domain.bookings import MAX_NIGHTS
 from ...domain.errors import ApiError
 from ...storage import properties
 from ..context import context
@@ -38,12 +41,26 @@ async def _cm_ids(property_id: int, room_type_id: int, rate_plan_id: int) -> tup
     return ids.property_id, ids.room_types[room_type_id], ids.rate_plans[rate_plan_id], ids.currency
 
 
+def _check_stay(arrival: date, departure: date) -> None:
+    """A stay a channel manager could sell: within the bookable horizon, at most MAX_NIGHTS
+    nights (a stay of millennia would have the sandbox build a day per night)."""
+    today = context().clock.now().date()
+    issues = []
+    if (departure - arrival).days > MAX_NIGHTS:
+        issues.append({"path": "checkOut", "message": f"a stay is at most {MAX_NIGHTS} nights"})
+    if arrival < today - timedelta(days=1) or departure > today + timedelta(days=HORIZON_DAYS + 1):
+        issues.append({"path": "checkIn", "message": f"the stay must be within {HORIZON_DAYS} days from today"})
+    if issues:
+        raise ApiError("VALIDATION", "request does not match the schema", issues)
+
+
 def _view(revision: dict[str, Any]) -> dict[str, Any]:
     return {"reference": revision["ota_reservation_code"], "revisionId": revision["id"], "status": revision["status"]}
 
 
 async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingIn) -> dict[str, Any]:
     """A new OTA booking on the sandbox; answers its reference and first revision."""
+    _check_stay(body.checkIn, body.checkOut)
     cm_property, cm_room, cm_plan, currency = await _cm_ids(property_id, body.roomTypeId, body.ratePlanId)
     stay = Stay(cm_property, cm_room, cm_plan, body.checkIn, body.checkOut, body.adults, body.children,
                 _guest(body.guest), Decimal(body.amount), currency, body.channel)
@@ -69,8 +86,13 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
         assert ids is not None
         rooms = {cm: ours for ours, cm in ids.room_types.items()}
         plans = {cm: ours for ours, cm in ids.rate_plans.items()}
-        _, cm_room, cm_plan, _ = await _cm_ids(property_id, body.roomTypeId or rooms[stay.room_type_id],
-                                               body.ratePlanId or plans[stay.rate_plan_id])
+        room = body.roomTypeId or rooms.get(stay.room_type_id)
+        plan = body.ratePlanId or plans.get(stay.rate_plan_id)
+        if room is None or plan is None:  # the mapping changed since the booking was made
+            raise ApiError("VALIDATION", "request does not match the schema",
+                           [{"path": "roomTypeId" if room is None else "ratePlanId",
+                             "message": "name it: the booking's is no longer mapped"}])
+        _, cm_room, cm_plan, _ = await _cm_ids(property_id, room, plan)
         changes |= {"room_type_id": cm_room, "rate_plan_id": cm_plan}
     for field, attr in (("checkIn", "arrival"), ("checkOut", "departure"), ("adults", "adults"),
                         ("children", "children"), ("channel", "ota_name")):
@@ -85,6 +107,7 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
     if departure <= arrival:
         raise ApiError("VALIDATION", "request does not match the schema",
                        [{"path": "checkOut", "message": "checkOut must be after checkIn"}])
+    _check_stay(arrival, departure)
     return _view(sandbox.bookings.modify(reference, changes, context().clock.now()))
 
 
