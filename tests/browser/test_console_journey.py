@@ -203,6 +203,24 @@ def api_call(service: ConsoleService, method: str, path: str, key: str, body: An
                          headers={"Authorization": f"Bearer {key}"})
 
 
+def rate_until_pushed(service: ConsoleService, page: Page, key: str, base: str, plan: int, night: str, rate: str,
+                      query: str = "") -> None:
+    """A rate written with `key`, until the console's grid shows it in the record and at the
+    channel manager (the columns after availability's two: the record's rate, the CM's)."""
+    wrote = api_call(service, "PUT", "/rates", key, {"updates": [
+        {"ratePlanId": plan, "dateFrom": night, "dateTo": night, "rate": rate, "currency": "EUR"}]})
+    assert wrote.status_code == 202, wrote.text
+    deadline = time.monotonic() + 60
+    while True:
+        page.goto(f"{base}/grid?from={night}&to={night}{query}")
+        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=night[5:], exact=False))
+        cells = [c.strip() for c in row.first.locator("td").all_inner_texts()]
+        if cells[2:4] == [rate, rate]:
+            return
+        assert time.monotonic() < deadline, f"the grid never showed the pushed rate: {cells}"
+        time.sleep(0.5)
+
+
 def test_keys_grid_and_bookings(console_service: ConsoleService, page: Page) -> None:
     """A key made in the console drives the API; a rate written with it shows on the grid
     with the channel manager's value beside it; a booking made with it is checked in from
@@ -224,18 +242,7 @@ def test_keys_grid_and_bookings(console_service: ConsoleService, page: Page) -> 
 
     night = (date.today() + timedelta(days=3)).isoformat()
     after = (date.today() + timedelta(days=4)).isoformat()
-    wrote = api_call(console_service, "PUT", "/rates", key, {"updates": [
-        {"ratePlanId": plan, "dateFrom": night, "dateTo": night, "rate": "135.00", "currency": "EUR"}]})
-    assert wrote.status_code == 202, wrote.text
-    deadline = time.monotonic() + 60
-    while True:
-        page.goto(f"{base}/grid?from={night}&to={night}")
-        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=night[5:], exact=False))
-        cells = [c.strip() for c in row.first.locator("td").all_inner_texts()]
-        if cells[2:4] == ["135.00", "135.00"]:  # availability R, CM; then the rate: the record's, the CM's
-            break
-        assert time.monotonic() < deadline, f"the grid never showed the pushed rate: {cells}"
-        time.sleep(0.5)
+    rate_until_pushed(console_service, page, key, base, plan, night, "135.00")
     save_screen(page, "grid")
 
     booked = api_call(console_service, "POST", "/bookings", key, {
@@ -371,18 +378,8 @@ def test_the_test_data_switch(console_service: ConsoleService, page: Page) -> No
     assert api_call(console_service, "GET", "/property", key).json()["data"]["mode"] == "test"
 
     night = (date.today() + timedelta(days=5)).isoformat()
-    wrote = api_call(console_service, "PUT", "/rates", key, {"updates": [
-        {"ratePlanId": plan, "dateFrom": night, "dateTo": night, "rate": "77.00", "currency": "EUR"}]})
-    assert wrote.status_code == 202, wrote.text
-    deadline = time.monotonic() + 60
-    while True:
-        page.goto(f"{base}/grid?from={night}&to={night}&mode=test")
-        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=night[5:], exact=False))
-        cells = [c.strip() for c in row.first.locator("td").all_inner_texts()]
-        if cells[2:4] == ["77.00", "77.00"]:  # the test record's rate, and the test sandbox's
-            break
-        assert time.monotonic() < deadline, f"the test grid never showed the pushed rate: {cells}"
-        time.sleep(0.5)
+    # The test record's rate, and the test sandbox's beside it.
+    rate_until_pushed(console_service, page, key, base, plan, night, "77.00", "&mode=test")
     expect(page.locator(".test-banner")).to_be_visible()
     save_screen(page, "test-mode")
     page.get_by_role("link", name="Back to live data").click()

@@ -29,6 +29,14 @@ async def a_property(db: Database) -> tuple[int, int, int]:
     return prop.id, catalog.room_types[0].id, catalog.rate_plans[0].id
 
 
+async def with_twin(db: Database) -> tuple[int, int, int, int]:
+    """A property and its test twin: (live, twin, room type, rate plan)."""
+    live, room, plan = await a_property(db)
+    twin = await twins.ensure_twin(db, live, TODAY)
+    assert twin is not None
+    return live, twin, room, plan
+
+
 async def write(db: Database, property_id: int, resource: Resource, **values: object) -> None:
     plan = plan_write(resource, {"updates": [{"dateFrom": "2026-11-23", "dateTo": "2026-11-23", **values}]}, TODAY)
     done = await apply_write(db, property_id, None, plan, NOW, None)
@@ -53,18 +61,14 @@ async def test_a_twin_is_made_once_with_its_live_propertys_settings_and_nobodys_
 
 
 async def test_a_twin_reads_its_live_propertys_catalog_with_its_ids(db: Database) -> None:
-    live, room, plan = await a_property(db)
-    twin = await twins.ensure_twin(db, live, TODAY)
-    assert twin is not None
+    live, twin, room, plan = await with_twin(db)
     assert await properties.get_catalog(db, twin) == await properties.get_catalog(db, live)
     assert await db.run(lambda conn: ari.room_type_ids(conn, twin)) == {room}
     assert set(await db.run(lambda conn: ari.rate_plan_policies(conn, twin))) == {plan}
 
 
 async def test_cells_written_for_the_twin_are_the_twins_alone_and_the_other_way(db: Database) -> None:
-    live, room, plan = await a_property(db)
-    twin = await twins.ensure_twin(db, live, TODAY)
-    assert twin is not None
+    live, twin, room, plan = await with_twin(db)
     # Both start at the room count: the live property in sync, the twin to be pushed to the
     # test sandbox (here taken as pushed, to look at what writes make dirty).
     for pid in (live, twin):
@@ -91,9 +95,7 @@ async def test_cells_written_for_the_twin_are_the_twins_alone_and_the_other_way(
 
 
 async def test_a_change_of_the_live_property_reaches_its_twin_but_not_its_email(db: Database) -> None:
-    live, _, _ = await a_property(db)
-    twin = await twins.ensure_twin(db, live, TODAY)
-    assert twin is not None
+    live, twin, _, _ = await with_twin(db)
     await properties.patch_property(db, live, PropertyPatch.model_validate(
         {"name": "Casa Nova", "ownerEmail": "new@example.com", "products": {"channelManager": False, "pms": True}}))
     prop = await properties.get_property(db, twin)
@@ -104,9 +106,7 @@ async def test_a_change_of_the_live_property_reaches_its_twin_but_not_its_email(
 
 
 async def test_a_room_type_added_later_has_the_twins_nights_too(db: Database) -> None:
-    live, _, _ = await a_property(db)
-    twin = await twins.ensure_twin(db, live, TODAY)
-    assert twin is not None
+    live, twin, _, _ = await with_twin(db)
     added = await properties.add_room_type(db, live, RoomTypeIn.model_validate(
         {"name": "S", "maxAdults": 1, "rooms": 2}), TODAY)
     for pid in (live, twin):
@@ -115,9 +115,7 @@ async def test_a_room_type_added_later_has_the_twins_nights_too(db: Database) ->
 
 
 async def test_marking_one_propertys_cells_pushed_or_dirty_leaves_the_others_alone(db: Database) -> None:
-    live, room, _ = await a_property(db)
-    twin = await twins.ensure_twin(db, live, TODAY)
-    assert twin is not None
+    live, twin, room, _ = await with_twin(db)
     await pushes.mark_availability_pushed(db, twin, await pushes.dirty_availability(db, twin, 10_000, NOW))
     await write(db, live, Resource.AVAILABILITY, roomTypeId=room, available=2)
     await write(db, twin, Resource.AVAILABILITY, roomTypeId=room, available=3)
@@ -136,9 +134,7 @@ async def test_marking_one_propertys_cells_pushed_or_dirty_leaves_the_others_alo
 
 async def test_the_operators_status_leaves_test_records_out(db: Database) -> None:
     from connectapi.storage import record_status
-    live, _, _ = await a_property(db)
-    twin = await twins.ensure_twin(db, live, TODAY)
-    assert twin is not None
+    live, twin, _, _ = await with_twin(db)
     # A twin failing to sync (an integrator's armed fault) is not the service's problem.
     await db.execute("UPDATE properties SET cm_failures = 5, cm_last_outcome = 'failed' WHERE id = $1", twin)
     found = await record_status.read_record_facts(db)
@@ -146,9 +142,7 @@ async def test_the_operators_status_leaves_test_records_out(db: Database) -> Non
 
 
 async def test_the_metrics_dirty_gauge_counts_live_cells_only(db: Database) -> None:
-    live, room, _ = await a_property(db)
-    twin = await twins.ensure_twin(db, live, TODAY)
-    assert twin is not None
+    live, twin, room, _ = await with_twin(db)
     await write(db, live, Resource.AVAILABILITY, roomTypeId=room, available=2)
     # The twin's seeded horizon is dirty (to be pushed to the test sandbox): not counted.
     assert await pushes.dirty_counts(db, twin) != {"availability": 0, "rates": 0, "restrictions": 0}
