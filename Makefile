@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-installed
-# What make check runs: the tests that need neither processes nor a browser nor a build.
+# The tests that need neither processes nor a browser nor a build: make check runs them
+# (but the contract's second run, with test keys); make test runs them all in parallel.
 QUICK_TESTS := not processes and not browser and not dist and not slow
 BENCH_STAMP := $(VENV)/.bench-installed
 
@@ -60,7 +61,7 @@ check: $(TEST_STAMP)
 	$(BIN)/ruff check connectapi tests bench docs
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py
-	$(BIN)/python -m pytest -q -n 4 -m "$(QUICK_TESTS)"
+	$(BIN)/python -m pytest -q -n 4 -m "$(QUICK_TESTS) and not second_mode"
 
 # Everything, as CI runs it; the 15 slowest tests are named at the end.
 # The whole suite: make check's tests in parallel, as it runs them; then, one at a time, the

@@ -112,8 +112,8 @@ def _app_for(ctx: FrontContext) -> Iterator[QuartTrio]:
 
 
 # The contract's own tests, run with live keys and again with test keys: a test key works
-# on every route exactly as a live one does (issue 29). Their test-key run is `slow` (it
-# goes in make test's second part, not in make check).
+# on every route exactly as a live one does (issue 29). Their test-key run is marked
+# `second_mode`: make test runs it with the quick tests, make check leaves it out.
 BOTH_MODES = {"test_ari", "test_ari_model", "test_auth", "test_bookings", "test_booking_modify", "test_idempotency",
               "test_budgets", "test_hostile_input", "test_request_handling"}
 
@@ -121,7 +121,7 @@ BOTH_MODES = {"test_ari", "test_ari_model", "test_auth", "test_bookings", "test_
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if ("api" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in BOTH_MODES
             and metafunc.definition.get_closest_marker("live_only") is None):
-        metafunc.parametrize("key_mode", ["live", pytest.param("test", marks=pytest.mark.slow)])
+        metafunc.parametrize("key_mode", ["live", pytest.param("test", marks=pytest.mark.second_mode)])
 
 
 @pytest.fixture
