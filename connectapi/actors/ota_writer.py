@@ -154,7 +154,7 @@ async def _move(tx: Tx, prop: PropertyLock, booking_id: int, reference: str,
 
 async def _emit(tx: Tx, prop: PropertyLock, kind: str, booking: dict[str, object],
                 changes: dict[str, object] | None, previous: dict[str, object] | None, now: datetime) -> int:
-    facts = PropertyFacts(prop.live_id or prop.id, prop.name, prop.currency, prop.timezone, prop.mode)
+    facts = PropertyFacts(prop.live_id, prop.name, prop.currency, prop.timezone, prop.mode)
     event = new_event(kind, facts, {"booking": booking}, now, changes, previous)
     await webhooks.record_event(tx, prop.id, event, None, now)
     return 1

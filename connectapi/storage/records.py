@@ -146,7 +146,12 @@ class PropertyLock:
     guest_confirmation: bool
     pms: bool
     mode: str = "live"
-    live_id: int | None = None  # the live property (a test twin's `twin_of`); None: `id`
+    twin_of: int | None = None  # a test twin's live property
+
+    @property
+    def live_id(self) -> int:
+        """The live property: the one the integrator and the owner know."""
+        return self.twin_of if self.twin_of is not None else self.id
 
 
 @dataclass(frozen=True, slots=True)

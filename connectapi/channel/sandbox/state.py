@@ -98,7 +98,6 @@ class Faults:
 
 
 PropertyFaultMode = Literal["ok", "429", "500", "timeout", "refuse"]
-PROPERTY_FAULT_MODES: tuple[PropertyFaultMode, ...] = get_args(PropertyFaultMode)[1:]
 
 
 @dataclass

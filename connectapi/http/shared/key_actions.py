@@ -28,12 +28,9 @@ async def create_key(property_id: int, body: KeyIn) -> tuple[ApiKey, str]:
     """A new key of the (live) property and its secret, or KEY_LIMIT_REACHED. A test key is
     a key of the property's test twin, made now if it has none."""
     ctx = context()
-    owner: int | None = property_id
-    if body.mode == "test":
-        owner = await test_record_of(property_id)
-        if owner is None:
-            raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
-    assert owner is not None
+    owner = property_id if body.mode == "live" else await test_record_of(property_id)
+    if owner is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     secret = keyfmt.new_key(body.mode)
     try:
         key = await api_keys.create_key(

@@ -16,6 +16,7 @@ from ...domain.ari_write import HORIZON_DAYS
 from ...domain.bookings import MAX_NIGHTS
 from ...domain.errors import ApiError
 from ...storage import properties
+from ...storage.properties import ChannelIds
 from ..context import context
 
 
@@ -23,14 +24,19 @@ def _guest(g: OtaGuestIn) -> dict[str, Any]:
     return {"name": g.name, "surname": g.surname, "mail": g.email, "phone": g.phone, "country": g.country}
 
 
-async def _cm_ids(property_id: int, room_type_id: int, rate_plan_id: int) -> tuple[str, str, str, str]:
-    """The channel manager's ids of the property, room type and rate plan, and the currency."""
+async def _mapped(property_id: int) -> ChannelIds:
+    """The property's channel-manager ids; PROPERTY_NOT_FOUND, or VALIDATION when unmapped."""
     ids = await properties.channel_ids(context().db, property_id)
     if ids is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     if ids.property_id is None:
         raise ApiError("VALIDATION", "the property is not mapped to the channel manager",
                        [{"path": "$", "message": "set its channel mapping first"}])
+    return ids
+
+
+def _cm_ids(ids: ChannelIds, room_type_id: int, rate_plan_id: int) -> tuple[str, str]:
+    """The channel manager's ids of our room type and rate plan."""
     issues = []
     if room_type_id not in ids.room_types:
         issues.append({"path": "roomTypeId", "message": "not a mapped room type of this property"})
@@ -38,7 +44,7 @@ async def _cm_ids(property_id: int, room_type_id: int, rate_plan_id: int) -> tup
         issues.append({"path": "ratePlanId", "message": "not a mapped rate plan of this property"})
     if issues:
         raise ApiError("VALIDATION", "request does not match the schema", issues)
-    return ids.property_id, ids.room_types[room_type_id], ids.rate_plans[rate_plan_id], ids.currency
+    return ids.room_types[room_type_id], ids.rate_plans[rate_plan_id]
 
 
 def _check_stay(arrival: date, departure: date) -> None:
@@ -61,29 +67,30 @@ def _view(revision: dict[str, Any]) -> dict[str, Any]:
 async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingIn) -> dict[str, Any]:
     """A new OTA booking on the sandbox; answers its reference and first revision."""
     _check_stay(body.checkIn, body.checkOut)
-    cm_property, cm_room, cm_plan, currency = await _cm_ids(property_id, body.roomTypeId, body.ratePlanId)
-    stay = Stay(cm_property, cm_room, cm_plan, body.checkIn, body.checkOut, body.adults, body.children,
-                _guest(body.guest), Decimal(body.amount), currency, body.channel)
+    ids = await _mapped(property_id)
+    assert ids.property_id is not None
+    cm_room, cm_plan = _cm_ids(ids, body.roomTypeId, body.ratePlanId)
+    stay = Stay(ids.property_id, cm_room, cm_plan, body.checkIn, body.checkOut, body.adults, body.children,
+                _guest(body.guest), Decimal(body.amount), ids.currency, body.channel)
     return _view(sandbox.bookings.new(stay, context().clock.now()))
 
 
-async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> Stay:
-    """The sandbox OTA booking with this reference, if it is this property's."""
+async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> tuple[Stay, ChannelIds]:
+    """The sandbox OTA booking with this reference, if it is this property's, and the
+    property's channel ids."""
     ids = await properties.channel_ids(context().db, property_id)
     booking_id = sandbox.bookings.codes.get(reference)
     stay = sandbox.bookings.stays.get(booking_id) if booking_id else None
     if ids is None or stay is None or stay.property_id != ids.property_id:
         raise ApiError("NOT_FOUND", f"no sandbox OTA booking {reference[:40]!r} on this property")
-    return stay
+    return stay, ids
 
 
 async def modify_booking(sandbox: SandboxState, property_id: int, reference: str,
                          body: OtaBookingChangeIn) -> dict[str, Any]:
-    stay = await _booking(sandbox, property_id, reference)
+    stay, ids = await _booking(sandbox, property_id, reference)
     changes: dict[str, Any] = {}
     if body.roomTypeId is not None or body.ratePlanId is not None:
-        ids = await properties.channel_ids(context().db, property_id)
-        assert ids is not None
         rooms = {cm: ours for ours, cm in ids.room_types.items()}
         plans = {cm: ours for ours, cm in ids.rate_plans.items()}
         room = body.roomTypeId or rooms.get(stay.room_type_id)
@@ -92,7 +99,7 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
             raise ApiError("VALIDATION", "request does not match the schema",
                            [{"path": "roomTypeId" if room is None else "ratePlanId",
                              "message": "name it: the booking's is no longer mapped"}])
-        _, cm_room, cm_plan, _ = await _cm_ids(property_id, room, plan)
+        cm_room, cm_plan = _cm_ids(ids, room, plan)
         changes |= {"room_type_id": cm_room, "rate_plan_id": cm_plan}
     for field, attr in (("checkIn", "arrival"), ("checkOut", "departure"), ("adults", "adults"),
                         ("children", "children"), ("channel", "ota_name")):
