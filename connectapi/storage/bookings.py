@@ -75,14 +75,24 @@ async def api_booking_by_reference(db: Database, property_id: int, external_refe
 
 
 async def list_api_bookings(db: Database, property_id: int, since: datetime, external_reference: str | None,
-                            limit: int) -> list[Booking]:
-    """The API's bookings of the property created at or after `since`, newest first."""
-    async def work(conn: asyncpg.Connection) -> list[Booking]:
+                            limit: int, before: int | None = None) -> list[Booking] | None:
+    """The API's bookings of the property created at or after `since`, newest first; with
+    `before`, only those listed after that booking (the next page). None when `before` is
+    not one of the property's API bookings."""
+    async def work(conn: asyncpg.Connection) -> list[Booking] | None:
+        cursor = None
+        if before is not None:
+            cursor = await conn.fetchrow("SELECT created_at, id FROM bookings WHERE id = $1 AND property_id = $2"
+                                         " AND source = 'api'", before, property_id)
+            if cursor is None:
+                return None
         rows = await conn.fetch(
             _BOOKING + """ WHERE b.property_id = $1 AND b.source = 'api' AND b.created_at >= $2
                            AND ($3::text IS NULL OR b.external_reference = $3)
+                           AND ($5::timestamptz IS NULL OR (b.created_at, b.id) < ($5, $6))
                            ORDER BY b.created_at DESC, b.id DESC LIMIT $4""",
-            property_id, since, external_reference, limit)
+            property_id, since, external_reference, limit,
+            None if cursor is None else cursor["created_at"], None if cursor is None else cursor["id"])
         return await _with_rooms(conn, rows)
 
     return await db.run(work)

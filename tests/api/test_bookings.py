@@ -321,6 +321,36 @@ async def test_listing_and_reading(api: Harness) -> None:
         assert (await api.call("GET", f"{API}/bookings/{bad}", key=key)).code == "BOOKING_NOT_FOUND"
 
 
+async def test_the_list_pages_with_before(api: Harness) -> None:
+    prop, key = await setup(api)
+    other, other_key = await setup(api)
+    made = []
+    for n in range(5):
+        made.append((await book(api, key, stay(prop, f"WEB-{n}", checkIn="2026-12-10",
+                                               checkOut="2026-12-11"))).data["bookingId"])
+        if n != 2:  # two made in the same instant: the id orders them
+            api.advance(30)
+    foreign = (await book(api, other_key, stay(other, "WEB-X"))).data["bookingId"]
+    newest_first = made[::-1]
+    pages, before = [], None
+    while True:
+        page = await api.call("GET", f"{API}/bookings?limit=2" + ("" if before is None else f"&before={before}"),
+                              key=key)
+        assert page.status == 200
+        pages.append([b["bookingId"] for b in page.data["bookings"]])
+        before = page.data["nextBefore"]
+        if before is None:
+            break
+    assert pages == [newest_first[0:2], newest_first[2:4], newest_first[4:]]
+    full = await api.call("GET", f"{API}/bookings?limit=5", key=key)
+    assert full.data["nextBefore"] == made[0]  # a full page: there may be more (an empty one says not)
+    assert (await api.call("GET", f"{API}/bookings?before={made[0]}", key=key)).data["bookings"] == []
+    for bad in (foreign, 0, "x", 10**30):
+        answer = await api.call("GET", f"{API}/bookings?before={bad}", key=key)
+        assert (answer.status, answer.code) == (400, "VALIDATION"), bad
+        assert answer.body["data"]["details"][0]["path"] == "before"
+
+
 @pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=x", "since=yesterday",
                                    "externalReference=" + "x" * 65, "externalReference=%00", "externalReference=a%0Ab"])
 async def test_bad_list_queries(api: Harness, query: str) -> None:

@@ -124,10 +124,21 @@ async def list_bookings() -> Response:
     if reference is not None and (not 1 <= len(reference) <= 64 or not reference.isprintable()):
         # Control characters, NUL above all, cannot be a reference (and PostgreSQL text refuses NUL).
         issues.append({"path": "externalReference", "message": "must be 1 to 64 printable characters"})
+    before = None
+    text = request.args.get("before")
+    if text is not None:
+        before = bounded_int(text, MAX_ID)
+        if before is None or before < 1:
+            issues.append({"path": "before", "message": "must be the bookingId of a listed booking"})
     if issues:
         raise ApiError("VALIDATION", "query does not match the schema", issues)
-    found = await bookings.list_api_bookings(ctx.db, caller().property.id, since, reference, limit)
-    return ok({"since": since.isoformat(), "limit": limit, "count": len(found),
+    found = await bookings.list_api_bookings(ctx.db, caller().property.id, since, reference, limit, before)
+    if found is None:
+        raise ApiError("VALIDATION", "query does not match the schema",
+                       [{"path": "before", "message": "must be the bookingId of a listed booking"}])
+    # A full page may have more after it: `nextBefore` is what to send as `before` for it.
+    next_before = found[-1].id if len(found) == limit else None
+    return ok({"since": since.isoformat(), "limit": limit, "count": len(found), "nextBefore": next_before,
                "bookings": [booking_body(b, replay=False) for b in found]})
 
 

@@ -103,6 +103,8 @@ OPERATIONS: tuple[Operation, ...] = (
                   Param("externalReference", "query", {"type": "string", "maxLength": 64},
                         "only the booking with that reservation id"),
                   Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}, ""),
+                  Param("before", "query", {"type": "integer", "minimum": 1},
+                        "the next page: the nextBefore of the page before (only bookings listed after it)"),
               )),
     Operation("GET", "/bookings/{bookingId}", "getBooking", "One booking the API created", "bookings:read", "pms",
               {200: "Booking"}, {"BOOKING_NOT_FOUND": "not on this property, or not created by the API"},
@@ -190,10 +192,25 @@ _EVERY_ROUTE = {
 _PRODUCT_ERRORS = {"channelManager": ("CHANNEL_MANAGER_DISABLED", "the property has no channel manager"),
                    "pms": ("PMS_NOT_AVAILABLE", "the property has no PMS")}
 
-_NIGHTS = {"type": "array", "items": {"type": "object", "required": ["date"], "properties": {
-    "date": {"type": "string", "format": "date"}}}}
+
+
+def _nights(**fields: dict[str, Any]) -> dict[str, Any]:
+    """A read's nights: the date and the resource's own fields."""
+    return {"type": "array", "items": {"type": "object", "required": ["date", *fields], "properties": {
+        "date": {"type": "string", "format": "date"}, **fields}}}
+
+
+_NULLABLE_BOOL = {"type": ["boolean", "null"]}
+_NULLABLE_INT = {"type": ["integer", "null"], "minimum": 0}
 _MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"}
 _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
+_DIRTY = {"type": "object", "required": ["dirtyCells", "refusedCells"], "properties": {
+    "dirtyCells": {"type": "integer"}, "refusedCells": {"type": "integer"}}}
+# A write's refusals, and in a batch also the channel manager's (`by`, `field`, ...).
+_REJECTED = {"type": "object", "required": ["cells", "error"], "properties": {
+    "cells": {"type": "integer"}, "error": {"type": "string"}, "by": {"type": "string"},
+    "field": {"type": "string"}, "messages": {"type": "array", "items": {"type": "string"}},
+    "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}}
 
 DATA_SCHEMAS: dict[str, dict[str, Any]] = {
     "TestOtaRevision": {"type": "object", "required": ["reference", "revisionId", "status"], "properties": {
@@ -227,35 +244,47 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
         "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
         "roomTypes": {"type": "array", "items": {"type": "object", "required": ["roomTypeId", "nights"],
                                                  "properties": {"roomTypeId": {"type": "integer"},
-                                                                "nights": _NIGHTS}}}}},
+                                                                "nights": _nights(
+                                                                    available={"type": "integer"})}}}}},
     "RatesRead": {"type": "object", "required": ["from", "to", "currency", "ratePlans"], "properties": {
         "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
         "currency": {"type": "string"},
         "ratePlans": {"type": "array", "items": {"type": "object", "required": ["ratePlanId", "nights"],
                                                  "properties": {"ratePlanId": {"type": "integer"},
-                                                                "nights": _NIGHTS}}}}},
+                                                                "nights": _nights(
+                                                                    rateMinor={"type": "integer"})}}}}},
     "RestrictionsRead": {"type": "object", "required": ["from", "to", "ratePlans"], "properties": {
         "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
         "ratePlans": {"type": "array", "items": {"type": "object", "required": ["ratePlanId", "nights"],
                                                  "properties": {"ratePlanId": {"type": "integer"},
-                                                                "nights": _NIGHTS}}}}},
+                                                                "nights": _nights(
+                                                                    stopSell=_NULLABLE_BOOL,
+                                                                    closedToArrival=_NULLABLE_BOOL,
+                                                                    closedToDeparture=_NULLABLE_BOOL,
+                                                                    minStayArrival=_NULLABLE_INT,
+                                                                    minStayThrough=_NULLABLE_INT,
+                                                                    maxStay=_NULLABLE_INT)}}}}},
     "WriteResult": {"type": "object", "required": ["batchId", "resource", "requestedCells", "acceptedCells",
                                                    "noopCells", "rejected", "poll"],
                     "properties": {"batchId": {"type": "string"}, "resource": {"type": "string"},
                                    "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
-                                   "noopCells": {"type": "integer"}, "rejected": {"type": "array"},
+                                   "noopCells": {"type": "integer"}, "rejected": {"type": "array", "items": _REJECTED},
                                    "pushedBy": {"type": "string"}, "poll": {"type": "string"}}},
     "Sync": {"type": "object", "required": ["inventory", "rates", "restrictions", "projector"], "properties": {
         "inventory": {"type": "object", "required": ["state", "dirtyCells"], "properties": {
             "state": {"enum": ["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"]},
             "dirtyCells": {"type": "integer"}, "refusedCells": {"type": "integer"}}},
         "refusedCells": {"type": "integer"},
-        "rates": {"type": "object"}, "restrictions": {"type": "object"}, "projector": {"type": "object"},
-        "newestPendingBatch": {"type": ["object", "null"]}}},
+        "rates": _DIRTY, "restrictions": _DIRTY,
+        "projector": {"type": "object", "required": ["lastPushAt", "lastOutcome", "lastError", "nextAttemptAt"],
+                      "properties": {"lastPushAt": _NULLABLE_TIME, "lastOutcome": {"type": ["string", "null"]},
+                                     "lastError": {"type": ["string", "null"]}, "nextAttemptAt": _NULLABLE_TIME}},
+        "newestPendingBatch": {"type": ["object", "null"], "required": ["batchId", "pendingCells"], "properties": {
+            "batchId": {"type": "string"}, "pendingCells": {"type": "integer"}}}}},
     "Batch": {"type": "object", "required": ["batchId", "resource", "status", "pendingCells"], "properties": {
         "batchId": {"type": "string"}, "resource": {"type": "string"}, "createdAt": {"type": "string"},
         "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
-        "noopCells": {"type": "integer"}, "rejected": {"type": "array"},
+        "noopCells": {"type": "integer"}, "rejected": {"type": "array", "items": _REJECTED},
         "status": {"enum": ["pending", "completed"]}, "pendingCells": {"type": "integer"},
         "lastError": {"type": ["string", "null"]},
         "channelTasks": {"type": "array", "items": {"type": "object", "properties": {
@@ -270,8 +299,14 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
                     "checkIn": {"type": "string", "format": "date"}, "checkOut": {"type": "string", "format": "date"},
                     "nights": {"type": "integer"}, "currency": {"type": "string"}, "totalAmount": _MONEY,
                     "totalPaid": _MONEY, "balanceDue": _MONEY,
-                    "guest": {"type": "object", "properties": {"name": {"type": "string"}}},
-                    "rooms": {"type": "array", "items": {"type": "object"}}, "inventory": {"type": "object"},
+                    "guest": {"type": "object", "required": ["name", "phone", "email"], "properties": {
+                        "name": {"type": "string"}, "phone": {"type": ["string", "null"]},
+                        "email": {"type": ["string", "null"]}}},
+                    "rooms": {"type": "array", "items": {"$ref": "#/components/schemas/BookingRoom"}},
+                    "inventory": {"type": "object", "required": ["eventRecorded", "channelManager", "pushedBy"],
+                                  "properties": {"eventRecorded": {"type": "boolean"},
+                                                 "channelManager": {"type": "boolean"},
+                                                 "pushedBy": {"type": "string"}}},
                     "replay": {"type": "boolean"}, "createdAt": {"type": "string"},
                     "cancelledAt": _NULLABLE_TIME,
                     "revision": {"type": "integer", "minimum": 1,
@@ -279,9 +314,18 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
                                                 "the check-in); the ETag is this number, quoted"},
                     "modifiedAt": {"type": "string", "format": "date-time",
                                    "description": "the last change; the creation until one"}}},
-    "BookingList": {"type": "object", "required": ["bookings", "count", "limit"], "properties": {
+    "BookingRoom": {"type": "object", "required": ["bookingRoomId", "roomTypeId", "ratePlanId", "mealPlan", "adults",
+                                                   "children", "nightlyRate", "status"], "properties": {
+        "bookingRoomId": {"type": "integer"}, "roomTypeId": {"type": "integer"},
+        "ratePlanId": {"type": ["integer", "null"]}, "mealPlan": {"type": ["string", "null"]},
+        "adults": {"type": "integer"}, "children": {"type": "integer"}, "nightlyRate": _MONEY,
+        "status": {"type": "string"}}},
+    "BookingList": {"type": "object", "required": ["bookings", "count", "limit", "since", "nextBefore"], "properties": {
         "bookings": {"type": "array", "items": {"$ref": "#/components/schemas/Booking"}},
-        "count": {"type": "integer"}, "limit": {"type": "integer"}}},
+        "count": {"type": "integer"}, "limit": {"type": "integer"},
+        "since": {"type": "string", "format": "date-time"},
+        "nextBefore": {"type": ["integer", "null"],
+                       "description": "on a full page, the last booking's id: send it as `before` for the next page"}}},
 }
 
 _RATELIMIT_HEADERS = {
