@@ -11,7 +11,7 @@ TEST_STAMP := $(VENV)/.test-installed
 QUICK_TESTS := not processes and not browser and not dist and not slow
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: install dist run chromium check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
+.PHONY: install dist client-packages run chromium check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
 install: $(STAMP)
 
@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	touch $(STAMP)
 
-$(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+# The tests drive the Python client library too (clients/python), installed from here.
+$(TEST_STAMP): $(STAMP) clients/python/pyproject.toml
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]' -e clients/python
 	touch $(TEST_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
@@ -40,6 +41,13 @@ $(DIST_STAMP): $(TEST_STAMP)
 dist: $(DIST_STAMP)
 	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller \
 		packaging/connectapi.spec
+	$(MAKE) client-packages
+
+# The client libraries as files that install offline: clients/python/dist/ (wheel, sdist)
+# and clients/typescript/connectapi-client-<version>.tgz (npm pack; no runtime dependencies).
+client-packages: $(DIST_STAMP)
+	$(BIN)/python -m build --outdir clients/python/dist clients/python
+	cd clients/typescript && npm ci --no-audit --no-fund && npm pack
 
 run: install
 	$(BIN)/connectapi serve
@@ -58,18 +66,20 @@ chromium:
 # The quick loop: lint, types, and the tests that need neither processes nor a browser nor
 # a build (markers: pyproject.toml; tests/conftest.py marks them).
 check: $(TEST_STAMP)
-	$(BIN)/ruff check connectapi tests bench docs
+	$(BIN)/ruff check connectapi tests bench docs clients/python clients/generate_models.py
 	$(BIN)/python -m mypy
-	$(BIN)/python -m mypy docs/architecture_svg.py
+	$(BIN)/python -m mypy docs/architecture_svg.py clients/generate_models.py
+	$(BIN)/python clients/generate_models.py --check
 	$(BIN)/python -m pytest -q -n 4 -m "$(QUICK_TESTS) and not second_mode"
 
 # Everything, as CI runs it; the 15 slowest tests are named at the end.
 # The whole suite: make check's tests in parallel, as it runs them; then, one at a time, the
 # tests whose processes, browser and build would only fight each other for two cores.
 test: $(DIST_STAMP) chromium
-	$(BIN)/ruff check connectapi tests bench docs
+	$(BIN)/ruff check connectapi tests bench docs clients/python clients/generate_models.py
 	$(BIN)/python -m mypy
-	$(BIN)/python -m mypy docs/architecture_svg.py
+	$(BIN)/python -m mypy docs/architecture_svg.py clients/generate_models.py
+	$(BIN)/python clients/generate_models.py --check
 	$(BIN)/python -m pytest -q -n 4 --durations=15 -m "$(QUICK_TESTS)"
 	$(BIN)/python -m pytest -q --durations=15 -m "not ($(QUICK_TESTS))"
 

@@ -282,14 +282,15 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
         "newestPendingBatch": {"type": ["object", "null"], "required": ["batchId", "pendingCells"], "properties": {
             "batchId": {"type": "string"}, "pendingCells": {"type": "integer"}}}}},
     "Batch": {"type": "object", "required": ["batchId", "resource", "status", "pendingCells"], "properties": {
-        "batchId": {"type": "string"}, "resource": {"type": "string"}, "createdAt": {"type": "string"},
+        "batchId": {"type": "string"}, "resource": {"type": "string"},
+        "createdAt": {"type": "string", "format": "date-time"},
         "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
         "noopCells": {"type": "integer"}, "rejected": {"type": "array", "items": _REJECTED},
         "status": {"enum": ["pending", "completed"]}, "pendingCells": {"type": "integer"},
         "lastError": {"type": ["string", "null"]},
         "channelTasks": {"type": "array", "items": {"type": "object", "properties": {
             "taskId": {"type": "string"}, "kind": {"enum": ["availability", "restrictions"]},
-            "sentAt": {"type": "string"}}}}}},
+            "sentAt": {"type": "string", "format": "date-time"}}}}}},
     "Booking": {"type": "object", "required": ["bookingId", "reference", "externalReference", "status", "checkIn",
                                                "checkOut", "currency", "totalAmount", "guest", "rooms", "replay"],
                 "properties": {
@@ -307,7 +308,7 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
                                   "properties": {"eventRecorded": {"type": "boolean"},
                                                  "channelManager": {"type": "boolean"},
                                                  "pushedBy": {"type": "string"}}},
-                    "replay": {"type": "boolean"}, "createdAt": {"type": "string"},
+                    "replay": {"type": "boolean"}, "createdAt": {"type": "string", "format": "date-time"},
                     "cancelledAt": _NULLABLE_TIME,
                     "revision": {"type": "integer", "minimum": 1,
                                  "description": "1 at creation, one more per change (a PATCH, the cancellation, "

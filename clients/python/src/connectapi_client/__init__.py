@@ -1,0 +1,31 @@
+"""A client for the connectapi Connect API, sync and async, that does the contract's hard
+parts: retries of 429 and 503 after the wait the service asks, one idempotency key per
+write reused on every try, typed answers and errors, the RateLimit headers read on every
+answer, batches polled at the contract's pace, bookings paged, webhooks verified.
+
+    from connectapi_client import Client
+    client = Client(base_url="http://127.0.0.1:8080", api_key="cak_test_...")
+    result = client.rates.set([{"ratePlanId": 1, "dateFrom": "2026-12-01", "dateTo": "2026-12-07",
+                                "rate": "120", "currency": "EUR"}])
+"""
+
+from . import models
+from ._calls import LastResponse
+from .async_client import AsyncClient
+from .client import Client
+from .errors import (ApiConnectionError, ApiError, AuthenticationError, BatchTimeoutError, ConflictError,
+                     ConnectApiError, IdempotencyError, InternalServerError, InvalidRequestError, NotEntitledError,
+                     NotFoundError, NothingAcceptedError, PayloadTooLargeError, PermissionDeniedError,
+                     PreconditionFailedError, RateLimitedError, ServiceUnavailableError)
+from .rate_limit import Budget, RateLimit
+from .webhooks import WebhookRawBodyError, WebhookVerificationError, verify_webhook, verify_webhook_parsed
+
+__version__ = "1.0.0"
+
+__all__ = [
+    "ApiConnectionError", "ApiError", "AsyncClient", "AuthenticationError", "BatchTimeoutError", "Budget", "Client",
+    "ConflictError", "ConnectApiError", "IdempotencyError", "InternalServerError", "InvalidRequestError",
+    "LastResponse", "NotEntitledError", "NotFoundError", "NothingAcceptedError", "PayloadTooLargeError",
+    "PermissionDeniedError", "PreconditionFailedError", "RateLimit", "RateLimitedError", "ServiceUnavailableError",
+    "WebhookRawBodyError", "WebhookVerificationError", "models", "verify_webhook", "verify_webhook_parsed",
+]

@@ -1,0 +1,145 @@
+"""The client libraries' tests run against a live `connectapi serve` (the embedded record,
+the sandbox channel manager), through a proxy that arms faults, with a webhook receiver
+that keeps each delivery's raw body and headers.
+
+The service keeps the contract's budgets for keys and properties (a test burst meets real
+429s); only the per-address and global ones are lifted, since every test comes from one
+address. Each test takes a property of its own, so their budgets never meet."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ..e2e.test_serve_process import Served, free_port
+from .fault_proxy import FaultProxy
+
+EVERY_SCOPE = ["ari:read", "ari:write", "bookings:read", "bookings:write", "bookings:payments"]
+EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "property.json"
+
+
+@dataclass
+class Delivery:
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+
+
+class Receiver(ThreadingHTTPServer):
+    """A webhook receiver on loopback: answers 204, keeps every delivery as it arrived."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.deliveries: list[Delivery] = []
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Receiving)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def wait_for(self, path: str, count: int, timeout: float = 60) -> list[Delivery]:
+        """The first `count` deliveries to `path`, waiting for them as the service sends."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                found = [d for d in self.deliveries if d.path == path]
+            if len(found) >= count or time.monotonic() > deadline:
+                assert len(found) >= count, f"{len(found)} of {count} deliveries to {path}"
+                return found[:count]
+            time.sleep(0.05)
+
+
+class _Receiving(BaseHTTPRequestHandler):
+    server: Receiver
+
+    def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        with self.server.lock:
+            self.server.deliveries.append(Delivery(self.path, dict(self.headers.items()), raw))
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@dataclass
+class Keyed:
+    """A property of its own and a key with every scope."""
+
+    property: dict[str, Any]
+    key: str
+    mode: str
+
+    @builtins.property
+    def room_type_id(self) -> int:
+        return int(self.property["roomTypes"][0]["id"])
+
+    @builtins.property
+    def rate_plan_id(self) -> int:
+        return int(self.property["ratePlans"][0]["id"])
+
+
+@dataclass
+class Live:
+    url: str
+    admin: httpx.Client
+    receiver: Receiver
+    made: list[Keyed] = field(default_factory=list)
+
+    def keyed(self, mode: str = "test", scopes: list[str] | None = None) -> Keyed:
+        prop = self.admin.post("/properties", json=json.loads(EXAMPLE.read_text())).json()["data"]
+        made = self.admin.post(f"/properties/{prop['id']}/keys", json={
+            "label": "client tests", "scopes": EVERY_SCOPE if scopes is None else scopes, "mode": mode})
+        assert made.status_code == 201, made.text
+        return Keyed(prop, made.json()["data"]["key"], mode)
+
+    def another_key(self, keyed: Keyed, scopes: list[str]) -> str:
+        made = self.admin.post(f"/properties/{keyed.property['id']}/keys",
+                               json={"label": "narrow", "scopes": scopes, "mode": keyed.mode})
+        assert made.status_code == 201, made.text
+        return str(made.json()["data"]["key"])
+
+    def webhook_endpoint(self, keyed: Keyed, path: str) -> dict[str, Any]:
+        made = self.admin.post(f"/properties/{keyed.property['id']}/webhooks",
+                               json={"url": self.receiver.url + path, "mode": keyed.mode})
+        assert made.status_code == 201, made.text
+        return dict(made.json()["data"])
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    data_dir = tmp_path_factory.mktemp("clients") / "var"
+    lifted = "ip=1000000,global=1000000,ip-auth=1000000"
+    served = Served(data_dir, free_port(), {"CONNECTAPI_BUDGETS": lifted, "CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"})
+    receiver = Receiver()
+    try:
+        served.wait_for("listening on")
+        token = (data_dir / "admin-token").read_text().strip()
+        with httpx.Client(base_url=f"{served.url}/api/v1/admin", headers={"Authorization": f"Bearer {token}"},
+                          timeout=30) as admin:
+            yield Live(served.url, admin, receiver)
+    finally:
+        receiver.shutdown()
+        served.proc.terminate()
+        served.proc.wait(30)
+
+
+@pytest.fixture
+def proxy(live: Live) -> Iterator[FaultProxy]:
+    made = FaultProxy(live.url)
+    try:
+        yield made
+    finally:
+        made.stop()
