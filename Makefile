@@ -11,7 +11,7 @@ TEST_STAMP := $(VENV)/.test-installed
 QUICK_TESTS := not processes and not browser and not dist and not slow
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: install dist client-packages run chromium check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
+.PHONY: install dist client-packages client-docs run chromium check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
 install: $(STAMP)
 
@@ -82,6 +82,12 @@ test: $(DIST_STAMP) chromium
 	$(BIN)/python clients/generate_models.py --check
 	$(BIN)/python -m pytest -q -n 4 --durations=15 -m "$(QUICK_TESTS)"
 	$(BIN)/python -m pytest -q --durations=15 -m "not ($(QUICK_TESTS))"
+
+# docs/clients/: the client libraries' API references, generated from their code (pdoc for
+# Python, TypeDoc for TypeScript); tests/clients/test_client_docs.py says when they are stale.
+client-docs: $(TEST_STAMP)
+	rm -rf docs/clients/python
+	$(BIN)/pdoc --no-search -o docs/clients/python connectapi_client
 
 # docs/console/*.png, shown in docs/console.md: the browser journey's screens, saved there
 # only when asked (a test run writes them to a scratch directory).
