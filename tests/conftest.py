@@ -199,15 +199,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Each test marked by what it needs (pyproject's `markers`), so that `make check` can
     run the ones that need neither processes nor a browser nor a build: `pg` when it uses
     the session's PostgreSQL, `processes` for tests/e2e, tests/browser and tests/clients
-    (they start `connectapi serve`, the sandbox, the CLI, node) and any test marked so by hand, `browser` for
-    tests/browser, `dist` for the one-file build's tests."""
+    (they start `connectapi serve`, the sandbox, the CLI, node) and any test marked so by
+    hand, `browser` for tests/browser, `dist` for the tests that build packages (the
+    one-file executable, the client libraries')."""
     for item in items:
         where = Path(str(item.fspath)).relative_to(TESTS).parts
         if where[0] in ("e2e", "browser", "clients"):
             item.add_marker(pytest.mark.processes)
         if where[0] == "browser":
             item.add_marker(pytest.mark.browser)
-        if where[-1] == "test_dist.py":
+        if where[-1] in ("test_dist.py", "test_client_packages.py"):
             item.add_marker(pytest.mark.dist)
         if "pg_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.pg)
