@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from connectapi_client import (ApiConnectionError, AuthenticationError, BatchTimeoutError, Client, ConflictError,
-                               IdempotencyError, InvalidRequestError, NotFoundError, PayloadTooLargeError,
+                               IdempotencyError, InvalidRequestError, NotEntitledError, NotFoundError,
+                               NothingAcceptedError, PayloadTooLargeError,
                                PermissionDeniedError, PreconditionFailedError, RateLimitedError,
                                ServiceUnavailableError, WebhookRawBodyError, WebhookVerificationError, models,
                                verify_webhook, verify_webhook_parsed)
@@ -230,9 +231,21 @@ def test_errors_are_typed_by_their_code(live: Live) -> None:
     with pytest.raises(PayloadTooLargeError) as large:
         client.rates.set([rate(keyed)] * 12000)
     assert large.value.status == 413
+    with pytest.raises(NothingAcceptedError) as refused:
+        client.rates.set([rate(keyed, "5")])  # under the plan's minimum of 40
+    assert refused.value.status == 422 and refused.value.details["rejected"][0]["cells"] == 3
     with pytest.raises(ValueError):
         client.rates.set([rate(keyed)], idempotency_key="short")
     assert client.rate_limit is not None and client.rate_limit.remaining is not None  # read on errors too
+
+
+def test_a_property_without_the_pms_is_not_entitled(live: Live) -> None:
+    keyed = live.keyed()
+    assert live.admin.patch(f"/properties/{keyed.property['id']}", json={"pmsEntitled": False}).status_code == 200
+    with pytest.raises(NotEntitledError) as refused:
+        client_for(live.url, keyed)[0].bookings.create(stay(keyed, "PY-402"))
+    assert (refused.value.status, refused.value.code, refused.value.details) == (
+        402, "MODULE_NOT_ENTITLED", {"module": "PMS"})
 
 
 def test_wait_for_batch_gives_up_after_its_timeout(live: Live, proxy: FaultProxy) -> None:
