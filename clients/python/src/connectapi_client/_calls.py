@@ -5,6 +5,7 @@ an answer. No I/O here."""
 from __future__ import annotations
 
 import datetime
+import email.utils
 import json
 import random
 import re
@@ -186,12 +187,20 @@ def request_of(call: Call[Any]) -> tuple[str, str, dict[str, str], dict[str, str
 
 
 def _seconds(text: str | None) -> float | None:
+    """Retry-After: whole seconds (what the service sends), or an HTTP date."""
     if text is None:
         return None
     try:
         value = float(text)
     except ValueError:
-        return None
+        try:
+            at = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if at.tzinfo is None:
+            return None
+        value = (at - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        return max(value, 0.0)
     return value if value >= 0 else None
 
 
@@ -214,9 +223,15 @@ def error_of(response: httpx.Response, rate_limit: RateLimit) -> ApiError:
                 retry_after=retry_after, request_id=response.headers.get("x-request-id"), rate_limit=rate_limit)
 
 
-def answer_of(call: Call[M], response: httpx.Response) -> M:
-    envelope = response.json()
-    return call.answer.model_validate(envelope["data"])
+def answer_of(call: Call[M], response: httpx.Response, rate_limit: RateLimit) -> M:
+    try:
+        data = response.json()["data"]
+    except (ValueError, KeyError, TypeError):
+        # A 2xx that is not the service's envelope: something between us and it answered.
+        raise ApiError(response.status_code, "UNEXPECTED_ANSWER", "a success answer without the service's "
+                       f"envelope ({response.headers.get('content-type', 'no content type')})",
+                       request_id=response.headers.get("x-request-id"), rate_limit=rate_limit) from None
+    return call.answer.model_validate(data)
 
 
 def last_response(response: httpx.Response, call: Call[Any], attempts: int) -> LastResponse:

@@ -226,7 +226,7 @@ class AsyncClient:
             self.rate_limit = RateLimit.from_headers(response.headers)
             self.last_response = calls.last_response(response, call, attempt + 1)
             if response.status_code < 400:
-                return calls.answer_of(call, response)
+                return calls.answer_of(call, response, self.rate_limit)
             error = calls.error_of(response, self.rate_limit)
             if attempt >= self.max_retries or not calls.may_retry(error, attempt):
                 raise error
