@@ -9,8 +9,8 @@ import time
 import httpx
 import pytest
 
-from connectapi_client import (ApiError, ConflictError, IdempotencyError, InvalidRequestError, RateLimit,
-                               RateLimitedError)
+from connectapi_client import (ApiError, ConflictError, IdempotencyError, InternalServerError, InvalidRequestError,
+                               RateLimit, RateLimitedError, models)
 from connectapi_client import _calls as calls
 from connectapi_client.errors import error_class
 
@@ -63,7 +63,7 @@ def test_only_429_503_and_our_own_in_flight_retry_are_retried() -> None:
 def test_a_connection_failure_is_retried_when_repeating_is_harmless() -> None:
     request = httpx.Request("POST", "http://x")
     dropped, refused = httpx.RemoteProtocolError("gone", request=request), httpx.ConnectError("no", request=request)
-    helper = calls.test_helper("/ota-bookings", calls.models.TestOtaRevision, {})
+    helper = calls.test_helper("/ota-bookings", models.TestOtaRevision, {})
     assert not calls.may_retry_connection(helper, dropped) and calls.may_retry_connection(helper, refused)
     for call in (calls.write_ari("rates", [], None), calls.get_sync(), calls.cancel_booking(1, None),
                  calls.create_booking({}, None), calls.modify_booking(1, {}, 2, None)):
@@ -79,7 +79,7 @@ def test_each_write_call_has_one_key_and_a_callers_key_is_checked() -> None:
         with pytest.raises(ValueError):
             calls.write_ari("rates", [], bad)
     with pytest.raises(TypeError):
-        calls.write_ari("rates", {"updates": []}, None)
+        calls.write_ari("rates", {"updates": []}, None)  # type: ignore[arg-type]
     assert calls.modify_booking(1, {}, 3, None).headers["if-match"] == '"3"'
     assert calls.modify_booking(1, {}, 'W/"3"', None).headers["if-match"] == 'W/"3"'
 
@@ -87,6 +87,6 @@ def test_each_write_call_has_one_key_and_a_callers_key_is_checked() -> None:
 @pytest.mark.parametrize(("status", "code", "kind"), [
     (400, "VALIDATION", InvalidRequestError), (400, "IDEMPOTENCY_KEY_INVALID", IdempotencyError),
     (409, "IDEMPOTENCY_KEY_REUSED", IdempotencyError), (409, "NO_AVAILABILITY", ConflictError),
-    (418, "TEAPOT", ApiError), (502, "BAD_GATEWAY", calls.ApiError)])
+    (418, "TEAPOT", ApiError), (502, "BAD_GATEWAY", InternalServerError)])
 def test_error_classes_by_code_family(status: int, code: str, kind: type[ApiError]) -> None:
     assert isinstance(error(status, code), kind)
