@@ -89,7 +89,7 @@ def test_every_route_of_the_contract(live: Live) -> None:
     for n in (2, 3):
         client.bookings.create(stay(keyed, f"PY-{n}", arrive=40 + n))
     pages = list(client.bookings.pages(limit=1))
-    assert [len(p.bookings) for p in pages] == [1, 1, 1, 0]  # a full last page: one more, empty
+    assert [len(p.bookings) for p in pages] == [1, 1, 1]  # not the empty one after a full last page
     listed = [b.external_reference for b in client.bookings.list(limit=2)]
     assert listed == ["PY-3", "PY-2", "PY-1"]
 
@@ -193,6 +193,11 @@ def test_a_burst_meets_the_services_own_429(live: Live) -> None:
     assert error.retry_after is not None and 0 < error.retry_after <= 60 and error.request_id
     assert error.rate_limit is not None and error.rate_limit.budgets["writes"].remaining == 0
     assert client.rate_limit is error.rate_limit and clock.waits == []
+    # A client with_options made says what it saw, and so does the one it was made of.
+    quiet = client.with_options(max_retries=0)
+    with pytest.raises(RateLimitedError):
+        quiet.rates.set([rate(keyed, "76")])
+    assert client.last_response is quiet.last_response and client.last_response.status == 429  # type: ignore[union-attr]
     # With a retry allowed, the client waits what the service said, then gives up.
     patient, clock = client_for(live.url, keyed, max_retries=1)
     with pytest.raises(RateLimitedError):
@@ -277,6 +282,8 @@ def test_the_standard_webhooks_vectors(secret: str, event_id: str, stamp: str, b
         _signed(body.encode() + b" ", headers, [secret], 300, float(stamp))
     with pytest.raises(WebhookVerificationError, match="beyond 300"):
         _signed(body.encode(), headers, [secret], 300, float(stamp) + 301)
+    with pytest.raises(WebhookVerificationError, match="not an event of the service"):
+        verify_webhook(body, headers, secret, now=float(stamp))  # signed, but no event
 
 
 def test_real_deliveries_verify_and_forgeries_do_not(live: Live) -> None:

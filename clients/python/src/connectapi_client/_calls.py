@@ -62,6 +62,15 @@ class LastResponse:
     attempts: int
 
 
+@dataclass
+class Seen:
+    """The last answer's RateLimit state and facts, shared by a client and those
+    `with_options` makes of it."""
+
+    rate_limit: RateLimit | None = None
+    last_response: LastResponse | None = None
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import datetime
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -99,6 +100,8 @@ class Bookings(_Resource):
         before = None
         while True:
             page = self.list_page(since=since, limit=limit, external_reference=external_reference, before=before)
+            if before is not None and not page.bookings:
+                return  # the page after a full last one: nothing more
             yield page
             if page.next_before is None:
                 return
@@ -172,13 +175,22 @@ class Client:
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client(
             timeout=timeout, limits=httpx.Limits(keepalive_expiry=calls.KEEPALIVE_EXPIRY))
-        self.rate_limit: RateLimit | None = None  # what the last answer said of the budgets
-        self.last_response: calls.LastResponse | None = None
+        self._seen = calls.Seen()
         self.availability = Availability(self)
         self.rates = Rates(self)
         self.restrictions = Restrictions(self)
         self.bookings = Bookings(self)
         self.test_helpers = TestHelpers(self)
+
+    @builtins.property
+    def rate_limit(self) -> RateLimit | None:
+        """What the last answer (of this client or one `with_options` made) said of the budgets."""
+        return self._seen.rate_limit
+
+    @builtins.property
+    def last_response(self) -> calls.LastResponse | None:
+        """What the last answer said beside its body: status, attempts, idempotency key, replay."""
+        return self._seen.last_response
 
     def __repr__(self) -> str:  # never the key
         return f"Client(base_url={self.base_url!r})"
@@ -190,6 +202,7 @@ class Client:
                        max_wait=self.max_wait if max_wait is None else max_wait, http_client=self._http,
                        clock=self._clock)
         other._owns_http = False
+        other._seen = self._seen  # what either saw last, both say
         return other
 
     def close(self) -> None:
@@ -248,11 +261,11 @@ class Client:
                     attempt += 1
                     continue
                 raise ApiConnectionError(f"{method} {path}: {type(failure).__name__}: {failure}") from failure
-            self.rate_limit = RateLimit.from_headers(response.headers)
-            self.last_response = calls.last_response(response, call, attempt + 1)
+            rate_limit = self._seen.rate_limit = RateLimit.from_headers(response.headers)
+            self._seen.last_response = calls.last_response(response, call, attempt + 1)
             if response.status_code < 400:
-                return calls.answer_of(call, response, self.rate_limit)
-            error = calls.error_of(response, self.rate_limit)
+                return calls.answer_of(call, response, rate_limit)
+            error = calls.error_of(response, rate_limit)
             if attempt >= self.max_retries or not calls.may_retry(error, attempt):
                 raise error
             wait = calls.retry_wait(error, attempt, self.max_wait)

@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from .errors import ConnectApiError
 from .models import WebhookEvent
 
@@ -80,7 +82,10 @@ def verify_webhook(raw_body: bytes | bytearray | memoryview | str, headers: Mapp
         raise WebhookRawBodyError(f"raw_body is a {type(raw_body).__name__}: {_RAW_BODY_RULE}")
     raw = raw_body.encode() if isinstance(raw_body, str) else bytes(raw_body)
     _signed(raw, headers, [secret] if isinstance(secret, str) else list(secret), tolerance, now)
-    return WebhookEvent.model_validate_json(raw)
+    try:
+        return WebhookEvent.model_validate_json(raw)
+    except ValidationError as failure:
+        raise WebhookVerificationError(f"signed, but not an event of the service: {failure}") from None
 
 
 def verify_webhook_parsed(parsed_body: Any, headers: Mapping[str, str], secret: str | Sequence[str], *,
