@@ -83,11 +83,14 @@ test: $(DIST_STAMP) chromium
 	$(BIN)/python -m pytest -q -n 4 --durations=15 -m "$(QUICK_TESTS)"
 	$(BIN)/python -m pytest -q --durations=15 -m "not ($(QUICK_TESTS))"
 
+TYPEDOC_OPTIONS := --disableSources --hideGenerator
 # docs/clients/: the client libraries' API references, generated from their code (pdoc for
 # Python, TypeDoc for TypeScript); tests/clients/test_client_docs.py says when they are stale.
 client-docs: $(TEST_STAMP)
-	rm -rf docs/clients/python
+	rm -rf docs/clients/python docs/clients/typescript
 	$(BIN)/pdoc --no-search -o docs/clients/python connectapi_client
+	cd clients/typescript && npm ci --no-audit --no-fund && \
+		npx --no-install typedoc --logLevel Error $(TYPEDOC_OPTIONS) --out ../../docs/clients/typescript src/index.ts
 
 # docs/console/*.png, shown in docs/console.md: the browser journey's screens, saved there
 # only when asked (a test run writes them to a scratch directory).

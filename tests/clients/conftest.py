@@ -9,7 +9,11 @@ address. Each test takes a property of its own, so their budgets never meet."""
 from __future__ import annotations
 
 import builtins
+import hashlib
 import json
+import os
+import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -143,3 +147,34 @@ def proxy(live: Live) -> Iterator[FaultProxy]:
         yield made
     finally:
         made.stop()
+
+
+PACKAGE = Path(__file__).parents[2] / "clients" / "typescript"
+STAMP = PACKAGE / "node_modules" / ".connectapi-lock.sha256"
+
+
+def run_in_package(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=PACKAGE, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def must_in_package(args: list[str], timeout: float = 300) -> None:
+    done = run_in_package(args, timeout)
+    assert done.returncode == 0, f"{' '.join(args)}: exit {done.returncode}\n{done.stdout[-8000:]}\n{done.stderr[-8000:]}"
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    """node_modules as the lock says (npm ci, skipped while the lock is unchanged), then
+    dist/ and build-test/ compiled afresh."""
+    for tool in ("node", "npm", "npx"):
+        assert shutil.which(tool), f"{tool} is not on PATH: the TypeScript client's tests need Node.js 18+ and npm"
+    lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
+    if not STAMP.exists() or STAMP.read_text().strip() != lock:
+        must_in_package(["npm", "ci", "--no-audit", "--no-fund"], timeout=600)
+        STAMP.write_text(lock + "\n")
+    for old in ("dist", "build-test"):
+        shutil.rmtree(PACKAGE / old, ignore_errors=True)
+    must_in_package(["npx", "--no-install", "tsc", "-p", "tsconfig.json"])
+    must_in_package(["npx", "--no-install", "tsc", "-p", "tsconfig.test.json"])
+    return PACKAGE
