@@ -50,7 +50,7 @@ async def _apply(tx: Tx, property_id: int, key_id: int | None, plan: WritePlan, 
                 return Refused(ApiError("CURRENCY_MISMATCH", f"rates must be in {prop.currency}",
                                         {"expected": prop.currency, "got": got}))
             rejected = ari_write.policy_rejections(plan, policies, prop.currency)
-            if len(rejected) == len(entries):
+            if entries and len(rejected) == len(entries):  # an empty write refused nothing
                 views = [r.view() for r in rejected]
                 return Refused(ApiError("NOTHING_ACCEPTED", "every entry is outside its plan's rate policy",
                                         {"rejected": views}))

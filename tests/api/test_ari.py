@@ -244,3 +244,13 @@ async def test_batch_reports_the_channel_managers_last_error(api: Harness) -> No
     assert (await api.call("GET", made.data["poll"], key=key)).data["lastError"] == "HTTP 500 from the channel manager"
     await pushes.record_outcome(api.ctx.db, prop["id"], api.ctx.clock.now(), "ok", None)
     assert (await api.call("GET", made.data["poll"], key=key)).data["lastError"] is None
+
+
+async def test_an_empty_write_is_accepted_with_nothing_in_it_on_every_resource(api: Harness) -> None:
+    """`updates: []` names no cell: 202 with zero counts everywhere (it once answered 422
+    NOTHING_ACCEPTED on rates, as if a rate policy had refused something)."""
+    _, key, _, _ = await setup(api)
+    for resource in ("availability", "rates", "restrictions"):
+        answer = await api.call("PUT", f"{API}/{resource}", key=key, body={"updates": []})
+        assert answer.status == 202, (resource, answer.body)
+        assert (answer.data["requestedCells"], answer.data["acceptedCells"], answer.data["rejected"]) == (0, 0, [])
