@@ -196,7 +196,12 @@ def _py_type(t: Any, request: bool) -> str:
     if isinstance(t, Arr):
         return f"list[{_py_type(t.item, request)}]"
     if isinstance(t, Lit):
-        return "Literal[" + ", ".join(json.dumps(v) if not isinstance(v, bool) else str(v) for v in t.values) + "]"
+        if not request and not all(isinstance(v, str) for v in t.values):
+            return {bool: "bool", int: "int", float: "float"}[type(t.values[0])]
+        known = "Literal[" + ", ".join(json.dumps(v) if not isinstance(v, bool) else str(v) for v in t.values) + "]"
+        # An answer may bring a value added later (a new status, event type or version):
+        # the known ones are named, any other string is kept rather than refused.
+        return known if request else f"{known} | str"
     if isinstance(t, Opt):
         return f"{_py_type(t.inner, request)} | None"
     if request and t.kind in ("date", "datetime"):
@@ -277,16 +282,20 @@ _TS_PRIM = {"str": "string", "int": "number", "float": "number", "bool": "boolea
             "money": "string | number"}
 
 
-def _ts_type(t: Any) -> str:
+def _ts_type(t: Any, request: bool) -> str:
     if isinstance(t, Ref):
         return t.name
     if isinstance(t, Arr):
-        inner = _ts_type(t.item)
+        inner = _ts_type(t.item, request)
         return f"({inner})[]" if "|" in inner else f"{inner}[]"
     if isinstance(t, Lit):
-        return " | ".join(json.dumps(v) for v in t.values)
+        if not request and not all(isinstance(v, str) for v in t.values):
+            return {bool: "boolean", int: "number", float: "number"}[type(t.values[0])]
+        known = " | ".join(json.dumps(v) for v in t.values)
+        # As in Python: an answer's value added later is kept (the known ones still complete).
+        return known if request else f"{known} | (string & {{}})"
     if isinstance(t, Opt):
-        return f"{_ts_type(t.inner)} | null"
+        return f"{_ts_type(t.inner, request)} | null"
     return _TS_PRIM[t.kind]
 
 
@@ -304,7 +313,7 @@ def render_typescript(models: dict[str, Model]) -> str:
         out += ["", f"/** {_doc_line(model.schema, model.name)} */", f"export interface {model.name} {{"]
         for prop, t, required in model.fields:
             optional = "" if required else "?"
-            out.append(f"  {prop}{optional}: {_ts_type(t)};")
+            out.append(f"  {prop}{optional}: {_ts_type(t, model.request)};")
         out.append("}")
     out.append("")
     return "\n".join(out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import logging
 import time
 from typing import Any
 
@@ -110,11 +111,16 @@ def test_a_live_key_works_the_same(live: Live) -> None:
     assert client.rates.set([rate(keyed, "99")]).accepted_cells == 3
 
 
-def test_a_429_is_waited_and_retried_with_the_same_key(live: Live, proxy: FaultProxy) -> None:
+def test_a_429_is_waited_and_retried_with_the_same_key(live: Live, proxy: FaultProxy,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
     keyed = live.keyed()
     client, clock = client_for(proxy.url, keyed)
     proxy.script.arm(Fault("429-before", "PUT /rates", retry_after=2))
-    result = client.rates.set([rate(keyed)])
+    with caplog.at_level(logging.INFO, logger="connectapi_client"):
+        result = client.rates.set([rate(keyed)])
+    told = [r.getMessage() for r in caplog.records if r.name == "connectapi_client"]
+    assert len(told) == 1 and told[0].startswith("PUT /rates: 429 RATE_LIMITED; try 2 in 2.")
+    assert keyed.key not in caplog.text
     tries = proxy.script.tries("PUT", "/rates")
     assert [t.answered for t in tries] == [429, 202]
     assert tries[0].idempotency_key == tries[1].idempotency_key == client.last_response.idempotency_key  # type: ignore[union-attr]

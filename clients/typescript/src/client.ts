@@ -65,6 +65,21 @@ export interface ClientOptions {
   /** For tests and special runtimes: a clock in milliseconds for `waitForBatch`'s deadline
    * (default: `performance.now()`). */
   now?: () => number;
+  /** Told of each retry before its wait: the route, why, the wait and the try to come
+   * (log it: it never holds the key or a body). */
+  onRetry?: (retry: RetryInfo) => void;
+}
+
+/** What `onRetry` is told. */
+export interface RetryInfo {
+  readonly method: string;
+  readonly path: string;
+  /** `"429 RATE_LIMITED"`, `"503 SERVICE_UNAVAILABLE"`, or `"no answer (...)"`. */
+  readonly reason: string;
+  readonly waitSeconds: number;
+  /** The try about to be made: 2 for the first retry. */
+  readonly attempt: number;
+  readonly idempotencyKey: string | null;
 }
 
 /** Per-call settings: `client.withOptions({ maxRetries: 0 }).rates.set(...)`. */
@@ -407,6 +422,7 @@ interface Shared {
   readonly fetch: typeof fetch;
   readonly sleep: (ms: number) => Promise<void>;
   readonly now: () => number;
+  readonly onRetry: ((retry: RetryInfo) => void) | undefined;
   rateLimit: RateLimit | null;
   lastResponse: LastResponse | null;
 }
@@ -462,6 +478,7 @@ export class Client {
         fetch: given ?? ((input, init) => globalThis.fetch(input, init)),
         sleep: options.sleep ?? defaultSleep,
         now: options.now ?? defaultNow,
+        onRetry: options.onRetry,
         rateLimit: null, lastResponse: null,
       };
     }
@@ -575,7 +592,9 @@ export class Client {
         text = await response.text();
       } catch (failure) {
         if (attempt < this.maxRetries && mayRetryConnection(call, failure)) {
-          await shared.sleep(backoff(attempt) * 1000);
+          const wait = backoff(attempt);
+          tell(shared, call, `no answer (${describe(failure)})`, wait, attempt);
+          await shared.sleep(wait * 1000);
           attempt += 1;
           continue;
         }
@@ -609,10 +628,19 @@ export class Client {
       // The cap judges the service's wait, not the jitter: a Retry-After of 60 s (a spent
       // minute budget) is waited by the default maxWait of 60 s.
       if (said !== null && said > this.maxWait) throw tooLong(error, said, this.maxWait);
-      await shared.sleep(Math.min(wait, this.maxWait) * 1000);
+      const waiting = Math.min(wait, this.maxWait);
+      tell(shared, call, `${error.status} ${error.code}`, waiting, attempt);
+      await shared.sleep(waiting * 1000);
       attempt += 1;
     }
   }
+}
+
+function tell(shared: Shared, call: Call, reason: string, waitSeconds: number, attempt: number): void {
+  shared.onRetry?.(Object.freeze({
+    method: call.method, path: PREFIX + call.path, reason, waitSeconds, attempt: attempt + 2,
+    idempotencyKey: call.headers?.[IDEMPOTENCY_HEADER] ?? null,
+  }));
 }
 
 function describe(failure: unknown): string {

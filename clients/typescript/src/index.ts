@@ -17,6 +17,7 @@ export {
 } from "./client.js";
 export type {
   ClientOptions,
+  RetryInfo,
   LastResponse,
   ListOptions,
   ModifyOptions,

@@ -30,7 +30,7 @@ export async function newIdempotencyKey(): Promise<string> {
   // randomUUID exists only in secure contexts of a browser; getRandomValues everywhere.
   if (typeof crypto.randomUUID === "function") {
     try {
-      return "cak-" + crypto.randomUUID().replace(/-/g, "");
+      return "idem-" + crypto.randomUUID().replace(/-/g, "");
     } catch {
       // an insecure context: below
     }
@@ -38,7 +38,7 @@ export async function newIdempotencyKey(): Promise<string> {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   bytes[6] = (bytes[6]! & 0x0f) | 0x40;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  return "cak-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return "idem-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

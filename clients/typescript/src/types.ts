@@ -47,7 +47,7 @@ export interface Batch {
   acceptedCells?: number;
   noopCells?: number;
   rejected?: Rejection[];
-  status: "pending" | "completed";
+  status: "pending" | "completed" | (string & {});
   pendingCells: number;
   lastError?: string | null;
   channelTasks?: BatchChannelTask[];
@@ -56,7 +56,7 @@ export interface Batch {
 /** BatchChannelTask */
 export interface BatchChannelTask {
   taskId?: string;
-  kind?: "availability" | "restrictions";
+  kind?: "availability" | "restrictions" | (string & {});
   sentAt?: IsoDateTime;
 }
 
@@ -65,7 +65,7 @@ export interface Booking {
   bookingId: number;
   reference: string;
   externalReference: string | null;
-  status: "UPCOMING" | "CHECKED_IN" | "CANCELLED";
+  status: "UPCOMING" | "CHECKED_IN" | "CANCELLED" | (string & {});
   checkIn: IsoDate;
   checkOut: IsoDate;
   nights?: number;
@@ -215,7 +215,7 @@ export interface PaymentIn {
 /** Property */
 export interface Property {
   id: number;
-  mode: "live" | "test";
+  mode: "live" | "test" | (string & {});
   name: string;
   timezone: string;
   currency: string;
@@ -356,7 +356,7 @@ export interface SyncCells {
 
 /** SyncInventory */
 export interface SyncInventory {
-  state: "IN_SYNC" | "PENDING" | "REFUSED" | "BACKING_OFF" | "FAILING";
+  state: "IN_SYNC" | "PENDING" | "REFUSED" | "BACKING_OFF" | "FAILING" | (string & {});
   dirtyCells: number;
   refusedCells?: number;
 }
@@ -378,7 +378,7 @@ export interface SyncProjector {
 /** TestCheckIn */
 export interface TestCheckIn {
   bookingId: number;
-  status: "CHECKED_IN";
+  status: "CHECKED_IN" | (string & {});
 }
 
 /** TestFaults */
@@ -410,20 +410,20 @@ export interface TestOtaBookingIn {
 export interface TestOtaRevision {
   reference: string;
   revisionId: string;
-  status: "new" | "modified" | "cancelled";
+  status: "new" | "modified" | "cancelled" | (string & {});
 }
 
 /** TestReset */
 export interface TestReset {
   propertyId: number;
-  mode: "test";
-  reset: true;
+  mode: "test" | (string & {});
+  reset: boolean;
 }
 
 /** An OTA booking in the property's own ids; never a channel-manager id or credential. */
 export interface WebhookBooking {
   reference: string;
-  status: "UPCOMING" | "CHECKED_IN" | "CANCELLED";
+  status: "UPCOMING" | "CHECKED_IN" | "CANCELLED" | (string & {});
   stay: WebhookBookingStay;
   rooms: WebhookBookingRoom[];
   guest: WebhookBookingGuest;
@@ -469,7 +469,7 @@ export interface WebhookBookingStay {
 
 /** WebhookChangedFields */
 export interface WebhookChangedFields {
-  status?: "UPCOMING" | "CHECKED_IN" | "CANCELLED";
+  status?: "UPCOMING" | "CHECKED_IN" | "CANCELLED" | (string & {});
   stay?: WebhookBookingStay;
   rooms?: WebhookBookingRoom[];
   guest?: WebhookBookingGuest;
@@ -480,10 +480,10 @@ export interface WebhookChangedFields {
 /** WebhookEvent */
 export interface WebhookEvent {
   id: string;
-  type: "channel.booking.created" | "channel.booking.modified" | "channel.booking.cancelled" | "connectapi.ping";
-  apiVersion: "2026-09-01";
+  type: "channel.booking.created" | "channel.booking.modified" | "channel.booking.cancelled" | "connectapi.ping" | (string & {});
+  apiVersion: "2026-09-01" | (string & {});
   occurredAt: IsoDateTime;
-  mode: "live" | "test";
+  mode: "live" | "test" | (string & {});
   property: WebhookEventProperty;
   data: WebhookEventData;
   changes: WebhookChangedFields | null;

@@ -12,6 +12,7 @@ import {
   RateLimitedError,
   ServiceUnavailableError,
   type ClientOptions,
+  type RetryInfo,
 } from "@connectapi/client";
 
 import { day, fixture, recordingSleep } from "./fixture.js";
@@ -61,9 +62,15 @@ beforeEach(async () => {
 });
 
 test("a 429 before the service: Retry-After waited, tried once more with the same key", async () => {
-  const { client, waits } = proxied();
+  const told: RetryInfo[] = [];
+  const { client, waits } = proxied({ onRetry: (retry) => told.push(retry) });
   await arm({ kind: "429-before", match: "PUT /rates", retryAfter: 2 });
   const result = await client.rates.set(rate("151.00"));
+  assert.equal(told.length, 1);
+  assert.equal(told[0]!.reason, "429 RATE_LIMITED");
+  assert.equal(`${told[0]!.method} ${told[0]!.path} ${told[0]!.attempt}`, "PUT /api/v1/connect-api/v1/rates 2");
+  assert.equal(told[0]!.waitSeconds * 1000, waits[0]);
+  assert.ok(!JSON.stringify(told).includes(keyed.key));
   assert.match(result.batchId, /\S/);
   assert.equal(waits.length, 1);
   assert.ok(waits[0]! >= 2000 && waits[0]! <= 2250, `waited ${waits[0]} ms for Retry-After: 2`);
@@ -71,6 +78,7 @@ test("a 429 before the service: Retry-After waited, tried once more with the sam
   assert.deepEqual(tries.map((t) => t.answered), [429, 202]);
   assert.ok(tries[0]!.idempotency_key);
   assert.equal(tries[1]!.idempotency_key, tries[0]!.idempotency_key);
+  assert.equal(told[0]!.idempotencyKey, tries[0]!.idempotency_key);
   assert.equal(client.lastResponse?.idempotencyKey, tries[0]!.idempotency_key);
   assert.equal(client.lastResponse?.attempts, 2);
   assert.equal(client.lastResponse?.idempotentReplay, false);

@@ -11,8 +11,9 @@ answer, batches polled at the contract's pace, bookings paged, webhooks verified
 
 from . import models
 from ._calls import LastResponse
-from .async_client import AsyncClient
-from .client import Client
+from .async_client import (AsyncAvailability, AsyncBookings, AsyncClient, AsyncRates, AsyncRestrictions,
+                           AsyncTestHelpers)
+from .client import Availability, Bookings, Client, Rates, Restrictions, TestHelpers
 from .errors import (ApiConnectionError, ApiError, AuthenticationError, BatchTimeoutError, ConflictError,
                      ConnectApiError, IdempotencyError, InternalServerError, InvalidRequestError, NotEntitledError,
                      NotFoundError, NothingAcceptedError, PayloadTooLargeError, PermissionDeniedError,
@@ -23,6 +24,8 @@ from .webhooks import WebhookRawBodyError, WebhookVerificationError, verify_webh
 __version__ = "1.0.0"
 
 __all__ = [
+    "Availability", "Rates", "Restrictions", "Bookings", "TestHelpers", "AsyncAvailability", "AsyncRates",
+    "AsyncRestrictions", "AsyncBookings", "AsyncTestHelpers",
     "ApiConnectionError", "ApiError", "AsyncClient", "AuthenticationError", "BatchTimeoutError", "Budget", "Client",
     "ConflictError", "ConnectApiError", "IdempotencyError", "InternalServerError", "InvalidRequestError",
     "LastResponse", "NotEntitledError", "NotFoundError", "NothingAcceptedError", "PayloadTooLargeError",

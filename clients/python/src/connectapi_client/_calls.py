@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import email.utils
 import json
+import logging
 import random
 import re
 import uuid
@@ -35,6 +36,8 @@ DEFAULT_TIMEOUT = 30.0
 KEEPALIVE_EXPIRY = 2.0
 
 M = TypeVar("M", bound=BaseModel)
+# Each retry is logged here (INFO): the route, why, the wait and the try. Never the key or a body.
+log = logging.getLogger("connectapi_client")
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def _date(value: datetime.date | str | None) -> str | None:
 
 
 def new_idempotency_key() -> str:
-    return "cak-" + uuid.uuid4().hex
+    return "idem-" + uuid.uuid4().hex
 
 
 def idempotency_key(given: str | None) -> str:
@@ -297,3 +300,8 @@ def too_long(error: ApiError, max_wait: float) -> ApiError:
     return type(error)(error.status, error.code, f"{error.message} (the service asks to wait {asked:.0f} s, "
                        f"more than max_wait {max_wait:g} s: not retried)", details=error.details, scope=error.scope,
                        retry_after=asked, request_id=error.request_id, rate_limit=error.rate_limit)
+
+
+def log_retry(call: Call[Any], why: str, wait: float, attempt: int) -> None:
+    log.info("%s %s: %s; try %d in %.1f s (idempotency key %s)", call.method, call.path, why, attempt + 2, wait,
+             call.headers.get(IDEMPOTENCY_HEADER, "none"))

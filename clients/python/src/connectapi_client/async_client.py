@@ -232,7 +232,9 @@ class AsyncClient:
                                                     content=content)
             except httpx.TransportError as failure:
                 if attempt < self.max_retries and calls.may_retry_connection(call, failure):
-                    await self._clock.sleep(calls.backoff(attempt))
+                    wait = calls.backoff(attempt)
+                    calls.log_retry(call, f"no answer ({type(failure).__name__})", wait, attempt)
+                    await self._clock.sleep(wait)
                     attempt += 1
                     continue
                 raise ApiConnectionError(f"{method} {path}: {type(failure).__name__}: {failure}") from failure
@@ -246,5 +248,6 @@ class AsyncClient:
             wait = calls.retry_wait(error, attempt, self.max_wait)
             if wait is None:
                 raise calls.too_long(error, self.max_wait)
+            calls.log_retry(call, f"{error.status} {error.code}", wait, attempt)
             await self._clock.sleep(wait)
             attempt += 1

@@ -257,7 +257,9 @@ class Client:
                                               content=content)
             except httpx.TransportError as failure:
                 if attempt < self.max_retries and calls.may_retry_connection(call, failure):
-                    self._clock.sleep(calls.backoff(attempt))
+                    wait = calls.backoff(attempt)
+                    calls.log_retry(call, f"no answer ({type(failure).__name__})", wait, attempt)
+                    self._clock.sleep(wait)
                     attempt += 1
                     continue
                 raise ApiConnectionError(f"{method} {path}: {type(failure).__name__}: {failure}") from failure
@@ -271,6 +273,7 @@ class Client:
             wait = calls.retry_wait(error, attempt, self.max_wait)
             if wait is None:
                 raise calls.too_long(error, self.max_wait)
+            calls.log_retry(call, f"{error.status} {error.code}", wait, attempt)
             self._clock.sleep(wait)
             attempt += 1
 

@@ -69,7 +69,7 @@ class Batch(Answer):
     accepted_cells: int | None = Field(None, alias="acceptedCells")
     noop_cells: int | None = Field(None, alias="noopCells")
     rejected: list[Rejection] | None = Field(None, alias="rejected")
-    status: Literal["pending", "completed"] = Field(alias="status")
+    status: Literal["pending", "completed"] | str = Field(alias="status")
     pending_cells: int = Field(alias="pendingCells")
     last_error: str | None = Field(None, alias="lastError")
     channel_tasks: list[BatchChannelTask] | None = Field(None, alias="channelTasks")
@@ -79,7 +79,7 @@ class BatchChannelTask(Answer):
     """An answer: BatchChannelTask."""
 
     task_id: str | None = Field(None, alias="taskId")
-    kind: Literal["availability", "restrictions"] | None = Field(None, alias="kind")
+    kind: Literal["availability", "restrictions"] | str | None = Field(None, alias="kind")
     sent_at: datetime.datetime | None = Field(None, alias="sentAt")
 
 
@@ -89,7 +89,7 @@ class Booking(Answer):
     booking_id: int = Field(alias="bookingId")
     reference: str = Field(alias="reference")
     external_reference: str | None = Field(alias="externalReference")
-    status: Literal["UPCOMING", "CHECKED_IN", "CANCELLED"] = Field(alias="status")
+    status: Literal["UPCOMING", "CHECKED_IN", "CANCELLED"] | str = Field(alias="status")
     check_in: datetime.date = Field(alias="checkIn")
     check_out: datetime.date = Field(alias="checkOut")
     nights: int | None = Field(None, alias="nights")
@@ -255,7 +255,7 @@ class Property(Answer):
     """An answer: Property."""
 
     id: int = Field(alias="id")
-    mode: Literal["live", "test"] = Field(alias="mode")
+    mode: Literal["live", "test"] | str = Field(alias="mode")
     name: str = Field(alias="name")
     timezone: str = Field(alias="timezone")
     currency: str = Field(alias="currency")
@@ -413,7 +413,7 @@ class SyncCells(Answer):
 class SyncInventory(Answer):
     """An answer: SyncInventory."""
 
-    state: Literal["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"] = Field(alias="state")
+    state: Literal["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"] | str = Field(alias="state")
     dirty_cells: int = Field(alias="dirtyCells")
     refused_cells: int | None = Field(None, alias="refusedCells")
 
@@ -438,7 +438,7 @@ class TestCheckIn(Answer):
     """An answer: TestCheckIn."""
 
     booking_id: int = Field(alias="bookingId")
-    status: Literal["CHECKED_IN"] = Field(alias="status")
+    status: Literal["CHECKED_IN"] | str = Field(alias="status")
 
 
 class TestFaults(Answer):
@@ -474,22 +474,22 @@ class TestOtaRevision(Answer):
 
     reference: str = Field(alias="reference")
     revision_id: str = Field(alias="revisionId")
-    status: Literal["new", "modified", "cancelled"] = Field(alias="status")
+    status: Literal["new", "modified", "cancelled"] | str = Field(alias="status")
 
 
 class TestReset(Answer):
     """An answer: TestReset."""
 
     property_id: int = Field(alias="propertyId")
-    mode: Literal["test"] = Field(alias="mode")
-    reset: Literal[True] = Field(alias="reset")
+    mode: Literal["test"] | str = Field(alias="mode")
+    reset: bool = Field(alias="reset")
 
 
 class WebhookBooking(Answer):
     """An OTA booking in the property's own ids; never a channel-manager id or credential."""
 
     reference: str = Field(alias="reference")
-    status: Literal["UPCOMING", "CHECKED_IN", "CANCELLED"] = Field(alias="status")
+    status: Literal["UPCOMING", "CHECKED_IN", "CANCELLED"] | str = Field(alias="status")
     stay: WebhookBookingStay = Field(alias="stay")
     rooms: list[WebhookBookingRoom] = Field(alias="rooms")
     guest: WebhookBookingGuest = Field(alias="guest")
@@ -541,7 +541,7 @@ class WebhookBookingStay(Answer):
 class WebhookChangedFields(Answer):
     """An answer: WebhookChangedFields."""
 
-    status: Literal["UPCOMING", "CHECKED_IN", "CANCELLED"] | None = Field(None, alias="status")
+    status: Literal["UPCOMING", "CHECKED_IN", "CANCELLED"] | str | None = Field(None, alias="status")
     stay: WebhookBookingStay | None = Field(None, alias="stay")
     rooms: list[WebhookBookingRoom] | None = Field(None, alias="rooms")
     guest: WebhookBookingGuest | None = Field(None, alias="guest")
@@ -553,10 +553,10 @@ class WebhookEvent(Answer):
     """An answer: WebhookEvent."""
 
     id: str = Field(alias="id")
-    type: Literal["channel.booking.created", "channel.booking.modified", "channel.booking.cancelled", "connectapi.ping"] = Field(alias="type")
-    api_version: Literal["2026-09-01"] = Field(alias="apiVersion")
+    type: Literal["channel.booking.created", "channel.booking.modified", "channel.booking.cancelled", "connectapi.ping"] | str = Field(alias="type")
+    api_version: Literal["2026-09-01"] | str = Field(alias="apiVersion")
     occurred_at: datetime.datetime = Field(alias="occurredAt")
-    mode: Literal["live", "test"] = Field(alias="mode")
+    mode: Literal["live", "test"] | str = Field(alias="mode")
     property: WebhookEventProperty = Field(alias="property")
     data: WebhookEventData = Field(alias="data")
     changes: WebhookChangedFields | None = Field(alias="changes")

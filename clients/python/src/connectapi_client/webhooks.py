@@ -58,8 +58,9 @@ def _signed(raw: bytes, headers: Mapping[str, str], secrets: Sequence[str], tole
         raise WebhookVerificationError("webhook-timestamp is not a number of seconds") from None
     at = time.time() if now is None else now
     if abs(at - sent_at) > tolerance:
-        raise WebhookVerificationError(f"webhook-timestamp is {at - sent_at:+.0f} s from now, beyond {tolerance:g} s: "
-                                       "a replay or a clock far off")
+        when = f"{at - sent_at:.0f} s old" if at > sent_at else f"{sent_at - at:.0f} s ahead"
+        raise WebhookVerificationError(f"webhook-timestamp is {when}, beyond {tolerance:g} s: a replay or a clock "
+                                       "far off")
     content = f"{event_id}.{stamp}.".encode() + raw
     offered = [entry.split(",", 1)[1].encode() for entry in signatures.split()
                if entry.startswith("v1,") and "," in entry]
