@@ -232,9 +232,9 @@ class AsyncClient:
                                                     content=content)
             except httpx.TransportError as failure:
                 if attempt < self.max_retries and calls.may_retry_connection(call, failure):
-                    wait = calls.backoff(attempt)
-                    calls.log_retry(call, f"no answer ({type(failure).__name__})", wait, attempt)
-                    await self._clock.sleep(wait)
+                    pause = calls.backoff(attempt)
+                    calls.log_retry(call, f"no answer ({type(failure).__name__})", pause, attempt)
+                    await self._clock.sleep(pause)
                     attempt += 1
                     continue
                 raise ApiConnectionError(f"{method} {path}: {type(failure).__name__}: {failure}") from failure
