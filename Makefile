@@ -11,7 +11,7 @@ TEST_STAMP := $(VENV)/.test-installed
 QUICK_TESTS := not processes and not browser and not dist and not slow
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: install dist client-packages client-docs run chromium check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
+.PHONY: install dist client-packages client-docs run chromium hosts-tools check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
 install: $(STAMP)
 
@@ -63,6 +63,17 @@ chromium:
 		echo "make: chromium is missing; install it as root (apt-get install chromium), or tests/browser skip" >&2; \
 	fi
 
+# tests/hosts build hosts of network namespaces with Debian's PostgreSQL 15, HAProxy and
+# faketime: as root with apt-get (CI) what is missing is installed; elsewhere they skip.
+hosts-tools:
+	@if command -v haproxy >/dev/null && command -v faketime >/dev/null && [ -x /usr/lib/postgresql/15/bin/postgres ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			haproxy faketime postgresql-15 iproute2; \
+	else \
+		echo "make: haproxy, faketime or PostgreSQL 15 is missing; tests/hosts skip (they need root)" >&2; \
+	fi
+
 # The quick loop: lint, types, and the tests that need neither processes nor a browser nor
 # a build (markers: pyproject.toml; tests/conftest.py marks them).
 check: $(TEST_STAMP)
@@ -75,7 +86,7 @@ check: $(TEST_STAMP)
 # Everything, as CI runs it; the 15 slowest tests are named at the end.
 # The whole suite: make check's tests in parallel, as it runs them; then, one at a time, the
 # tests whose processes, browser and build would only fight each other for two cores.
-test: $(DIST_STAMP) chromium
+test: $(DIST_STAMP) chromium hosts-tools
 	$(BIN)/ruff check connectapi tests bench docs clients/python clients/generate_models.py
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py clients/generate_models.py

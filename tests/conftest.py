@@ -198,13 +198,13 @@ TESTS = Path(__file__).parent
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Each test marked by what it needs (pyproject's `markers`), so that `make check` can
     run the ones that need neither processes nor a browser nor a build: `pg` when it uses
-    the session's PostgreSQL, `processes` for tests/e2e, tests/browser and tests/clients
-    (they start `connectapi serve`, the sandbox, the CLI, node) and any test marked so by
-    hand, `browser` for tests/browser, `dist` for the tests that build packages (the
-    one-file executable, the client libraries')."""
+    the session's PostgreSQL, `processes` for tests/e2e, tests/browser, tests/clients and
+    tests/hosts (they start `connectapi serve`, the sandbox, the CLI, node, namespaces)
+    and any test marked so by hand, `browser` for tests/browser, `dist` for the tests
+    that build packages (the one-file executable, the client libraries')."""
     for item in items:
         where = Path(str(item.fspath)).relative_to(TESTS).parts
-        if where[0] in ("e2e", "browser", "clients"):
+        if where[0] in ("e2e", "browser", "clients", "hosts"):
             item.add_marker(pytest.mark.processes)
         if where[0] == "browser":
             item.add_marker(pytest.mark.browser)

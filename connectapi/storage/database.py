@@ -17,6 +17,9 @@ import asyncpg
 import trio
 import trio_asyncio
 
+from ..domain.database_hosts import hosts_of
+from .primary import PrimaryFinder
+
 T = TypeVar("T")
 log = logging.getLogger("connectapi.storage")
 # A request never waits longer than this for a connection (or for a connect to a server
@@ -336,9 +339,14 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     """
     # addFilter keeps one of each: every pool opened adds it, the logger holds it once.
     logging.getLogger("asyncpg.pool").addFilter(connect_failures_in_a_line)
+    hosts = hosts_of(dsn)
+    # Several hosts (a primary and its replicas): each new connection goes to the primary
+    # on the newest timeline, never to a stale one (storage.primary).
+    connect = PrimaryFinder(hosts).connect if len(hosts) > 1 else None
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
         reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,
+        connect=connect,
     )
     db = Database(pool, dsn)
     try:

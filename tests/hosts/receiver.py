@@ -1,0 +1,29 @@
+"""A webhook receiver for the hosts' tests, run on a host of its own: answers 204 and keeps
+each delivery (webhook-id, its endpoint path, when) as a JSON line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+
+
+class Receiving(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        with LOCK, open(sys.argv[3], "a") as out:
+            out.write(json.dumps({"path": self.path, "id": self.headers.get("webhook-id"), "at": time.time()}) + "\n")
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), Receiving).serve_forever()

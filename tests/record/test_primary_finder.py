@@ -1,0 +1,60 @@
+"""Each new connection of a pool over several database hosts goes to the primary on the
+newest timeline (storage.primary): never to a host that is down, a replica, or a primary
+older than one this process has used. (The failover itself, with a real replica and a
+stale primary: tests/hosts.)"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import trio_asyncio
+
+from connectapi.storage.database import open_database
+from connectapi.storage.primary import PrimaryFinder
+
+
+def nowhere() -> str:
+    """A host where nothing listens."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+async def test_the_live_primary_is_chosen_among_hosts_that_are_down(pg_server: str) -> None:
+    async with trio_asyncio.open_loop():
+        finder = PrimaryFinder([nowhere(), pg_server, nowhere()])
+        conn = await trio_asyncio.aio_as_trio(finder.connect)(timeout=3)
+        try:
+            assert await trio_asyncio.aio_as_trio(conn.fetchval)("SELECT pg_is_in_recovery()") is False
+            assert finder.timeline >= 1
+        finally:
+            await trio_asyncio.aio_as_trio(conn.close)()
+
+
+async def test_no_primary_and_a_stale_one_are_refused(pg_server: str, caplog: pytest.LogCaptureFixture) -> None:
+    async with trio_asyncio.open_loop():
+        with pytest.raises(ConnectionRefusedError, match="no primary among the 2 database hosts"):
+            await trio_asyncio.aio_as_trio(PrimaryFinder([nowhere(), nowhere()]).connect)(timeout=3)
+        finder = PrimaryFinder([pg_server, nowhere()])
+        finder.timeline = 99  # this process has used a newer primary: the one reachable is stale
+        with caplog.at_level(logging.ERROR, logger="connectapi.storage"), \
+                pytest.raises(ConnectionRefusedError):
+            await trio_asyncio.aio_as_trio(finder.connect)(timeout=3)
+        assert "a stale primary, not written to" in caplog.text
+
+
+async def test_a_pool_over_several_hosts_answers_from_the_primary(pg_server: str) -> None:
+    """The embedded server listens on a socket directory: the libpq form names both hosts."""
+    socket_dir = parse_qs(urlsplit(pg_server).query)["host"][0]
+    async with trio_asyncio.open_loop():
+        async with open_database(pg_server, min_size=1, max_size=1) as db:
+            port = int(await db.fetchval("SHOW port"))
+        dead = urlsplit(nowhere()).port
+        several = (f"postgresql://postgres@/postgres?host=127.0.0.1,{socket_dir}&port={dead},{port}"
+                   "&target_session_attrs=read-write")
+        async with open_database(several, min_size=1, max_size=2) as db:
+            assert await db.fetchval("SELECT NOT pg_is_in_recovery()") is True
