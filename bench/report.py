@@ -50,6 +50,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              ("--seconds", "4", "--rounds", "2"),
              ("--seconds", "1", "--rounds", "1", "--windows", "2", "--workers", "2", "--properties", "3",
               "--pacing-seconds", "5")),
+    # Needs root (network namespaces): tests/hosts/topology.py. Quick: built and torn down.
+    Scenario("hosts", "several hosts: a partition and a failover", "hosts", "hosts.json", (), ("--quick",)),
 )
 
 
@@ -156,6 +158,22 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                                  "req/s", "reported", None,
                                  f"{row['cpu_ms_per_request']:.2f} CPU-ms/req (workers, parent, record), "
                                  f"p50 {row['p50_ms']:.1f} ms, {row['errors']} errors"))
+    if (h := figures.get("hosts")) is not None and not h.get("quick"):
+        cut, failed = h["partition"], h["failover"]
+        found.append(_target("hosts", f"partition of {cut['cut_seconds']:.0f} s: seconds of errors seen by clients",
+                             cut["error_seconds"], "s", "a few", cut["error_seconds"] < 10,
+                             f"{len(cut['errors_after'])} errors; answers {cut['statuses']}"))
+        found.append(_target("hosts", "partition: the cut host's properties pushed again after",
+                             cut["pushed_again_after"], "s", "< 30 s", cut["pushed_again_after"] < 30,
+                             f"{cut['held']} properties held by the cut host; overlapping calls "
+                             f"{h['overlapping_calls']}"))
+        found.append(_target("hosts", "failover: seconds of errors seen by clients", failed["error_seconds"], "s",
+                             "a few", failed["error_seconds"] < 10,
+                             f"{len(failed['errors_after'])} errors; answers {failed['statuses']}"))
+        back = failed["accepted_again_after_promotion"]
+        found.append(_target("hosts", "failover: writes accepted again after the promotion", back, "s", "< 30 s",
+                             back is not None and back < 30,
+                             f"primary killed, replica promoted {failed['promoted_after']} s later"))
     return found
 
 

@@ -17,13 +17,16 @@ def test_the_quick_bench_writes_a_report_with_every_scenario(tmp_path: Path) -> 
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     progress = [line for line in run.stdout.splitlines() if line.startswith("[")]
-    assert len(progress) == 7  # a progress line per scenario
+    assert len(progress) == 8  # a progress line per scenario
     report = (tmp_path / "REPORT.md").read_text()
     for scenario in ("front", "pipeline", "bookings", "webhooks", "actors", "soak", "scale"):
         assert f"| {scenario} |" in report, scenario
     assert "quick mode" in report and "cores" in report
     for plot in ("latency.png", "soak.png", "channel_calls.png"):
         assert (tmp_path / "plots" / plot).stat().st_size > 1000, plot
+    # The hosts scenario, quick: the hosts built and torn down, nothing measured (no row).
+    hosts = json.loads((tmp_path / "results" / "hosts.json").read_text())
+    assert hosts["quick"] is True and hosts["built_seconds"] > 0
     latest = json.loads((tmp_path / "results" / "latest.json").read_text())
     assert latest["quick"] is True and {t["scenario"] for t in latest["targets"]} == {
         "front", "pipeline", "bookings", "webhooks", "actors", "soak", "scale"}

@@ -345,6 +345,14 @@ backend services
         self.start_database(host)
         self._wait_database(host)
 
+    def pids(self, host: str) -> set[int]:
+        return {int(p) for p in sh("ip", "netns", "pids", self.hosts[host].ns, check=False).stdout.split()}
+
+    def holder_host(self, holder: str) -> str | None:
+        """The service host whose process a lease holder (`hostname:pid:random`) is."""
+        pid = int(holder.split(":")[1])
+        return next((name for name in self.service_names if pid in self.pids(name)), None)
+
     def sandbox_stats(self) -> dict[str, object]:
         with self.inside("cm"):
             got = httpx.get(f"{self.cm_url}/_sandbox/stats", headers={"user-api-key": CM_KEY}, timeout=10)
