@@ -35,6 +35,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="a few seconds per scenario")
     parser.add_argument("--only", action="append", help="run only these scenarios (repeat)")
+    parser.add_argument("--render", action="store_true",
+                        help="run nothing: draw the report again from the figures in the results directory (after "
+                             "one scenario was run again alone into it, say `python -m bench.hosts`)")
     parser.add_argument("--report-dir", type=Path, default=HERE, help="where REPORT.md and plots/ go")
     parser.add_argument("--results-dir", type=Path, default=HERE / "results",
                         help="where the scenarios' figures and latest.json go (committed beside the report)")
@@ -42,6 +45,8 @@ def main() -> int:
     results_dir = args.results_dir.resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    if args.render:
+        return _render(results_dir, args.report_dir)
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
     running: list[tuple[Scenario, subprocess.Popen[bytes]]] = []
     for n, scenario in enumerate(chosen, start=1):
@@ -66,6 +71,25 @@ def main() -> int:
           f"targets met {sum(t['met'] is True for t in report['targets'])} of {len(report['targets'])}"
           + (f"; no result from {missing}" if missing else ""), flush=True)
     return 1 if missing else 0
+
+
+def _render(results_dir: Path, report_dir: Path) -> int:
+    """The report of the last full run, with what was run again since (each scenario's JSON
+    in the results directory as it is now)."""
+    last = json.loads((results_dir / "latest.json").read_text())
+    figures = {s.name: json.loads((results_dir / s.result).read_text())
+               for s in SCENARIOS if (results_dir / s.result).exists()}
+    newer = sorted(s.name for s in SCENARIOS if (results_dir / s.result).exists()
+                   and (results_dir / s.result).stat().st_mtime > (results_dir / "latest.json").stat().st_mtime)
+    note = (f"Run {last['at'][:16].replace('T', ' ')} UTC"
+            + (f" (figures of {', '.join(newer)} from a later run of that scenario alone, "
+               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})" if newer else ""))
+    report = write_report(figures, quick=bool(last["quick"]), seconds=float(last["seconds"]), report_dir=report_dir,
+                          rendered=note)
+    report["at"] = last["at"]
+    (results_dir / "latest.json").write_text(json.dumps(report, indent=2))
+    print(f"report: {report_dir / 'REPORT.md'} drawn again from {results_dir}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":

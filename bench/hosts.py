@@ -56,12 +56,14 @@ def main() -> int:
             props = scenarios.make_properties(topo)
             cut = scenarios.partition(topo, props, "svc1", args.cut_seconds)
             cut.figures.pop("at")
-            figures["partition"] = {**cut.figures, "error_seconds": round(cut.error_span(), 1),
+            figures["partition"] = {**cut.figures, "error_seconds": cut.seconds_with_errors(),
+                                    "error_span": round(cut.error_span(), 1),
                                     "cut_seconds": args.cut_seconds}
             topo.wait_http("client", topo.url_of("svc1") + "/readyz", timeout=30)
             failed = scenarios.failover(topo, props)
             failed.figures.pop("at")
-            figures["failover"] = {**failed.figures, "error_seconds": round(failed.error_span(), 1)}
+            figures["failover"] = {**failed.figures, "error_seconds": failed.seconds_with_errors(),
+                                   "error_span": round(failed.error_span(), 1)}
             figures["overlapping_calls"] = topo.sandbox_stats()["overlappingCalls"]
     (results_dir() / "hosts.json").write_text(json.dumps(figures, indent=2))
     print(f"bench.hosts: done in {time.perf_counter() - started:.0f} s", flush=True)

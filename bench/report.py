@@ -160,16 +160,18 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                                  f"p50 {row['p50_ms']:.1f} ms, {row['errors']} errors"))
     if (h := figures.get("hosts")) is not None and not h.get("quick"):
         cut, failed = h["partition"], h["failover"]
-        found.append(_target("hosts", f"partition of {cut['cut_seconds']:.0f} s: seconds of errors seen by clients",
+        found.append(_target("hosts", f"partition of {cut['cut_seconds']:.0f} s: seconds with errors seen by clients",
                              cut["error_seconds"], "s", "a few", cut["error_seconds"] < 10,
-                             f"{len(cut['errors_after'])} errors; answers {cut['statuses']}"))
+                             f"{len(cut['errors_after'])} errors from the cut, over {cut['error_span']} s; "
+                             f"answers {cut['statuses']}"))
         found.append(_target("hosts", "partition: the cut host's properties pushed again after",
                              cut["pushed_again_after"], "s", "< 30 s", cut["pushed_again_after"] < 30,
                              f"{cut['held']} properties held by the cut host; overlapping calls "
                              f"{h['overlapping_calls']}"))
-        found.append(_target("hosts", "failover: seconds of errors seen by clients", failed["error_seconds"], "s",
+        found.append(_target("hosts", "failover: seconds with errors seen by clients", failed["error_seconds"], "s",
                              "a few", failed["error_seconds"] < 10,
-                             f"{len(failed['errors_after'])} errors; answers {failed['statuses']}"))
+                             f"{len(failed['errors_after'])} errors from the kill, over {failed['error_span']} s; "
+                             f"answers {failed['statuses']}"))
         back = failed["accepted_again_after_promotion"]
         found.append(_target("hosts", "failover: writes accepted again after the promotion", back, "s", "< 30 s",
                              back is not None and back < 30,
@@ -275,14 +277,17 @@ def _front_profile(front: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def write_report(figures: dict[str, Any], quick: bool, seconds: float, report_dir: Path) -> dict[str, Any]:
+def write_report(figures: dict[str, Any], quick: bool, seconds: float, report_dir: Path,
+                 rendered: str | None = None) -> dict[str, Any]:
+    """`rendered`: the report is drawn again from figures already in the results (`python -m
+    bench --render`), not from a run now: the header says so."""
     found = targets(figures)
     box = machine()
     plots = _plots(figures, report_dir / "plots")
     mark = {True: "met", False: "**missed**", None: "-"}
     lines = [
         "# connectapi benchmark report", "",
-        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        (rendered or f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}") +
         f"{' in quick mode (a few seconds per scenario: checks the harness, not the targets)' if quick else ''}, "
         f"{seconds / 60:.1f} minutes, on {box['cores']} cores and {box['memory_gib']} GiB "
         f"({box['platform']}, Python {box['python']}). Client, service, its sandbox channel manager and "

@@ -199,8 +199,13 @@ class Measured:
     figures: dict[str, Any]
 
     def error_span(self) -> float:
+        """From the first error the clients saw to the last."""
         errors = self.figures["errors_after"]
         return max(errors) - min(errors) if errors else 0.0
+
+    def seconds_with_errors(self) -> int:
+        """How many whole seconds (from the fault) saw at least one error."""
+        return len({int(at) for at in self.figures["errors_after"]})
 
 
 async def _pushed_again(topo: Topology, held: set[int], since_db: float, started: float, within: float) -> float:
