@@ -17,6 +17,7 @@ import trio_asyncio
 
 from .actors.booking_intake import BookingIntake, TwinsIntake
 from .actors.channel_manager import CallCounters, ChannelManagerActor
+from .actors.clock_follower import ClockFollower
 from .actors.janitors import BudgetJanitor, IdempotencyJanitor, KeyListener, RetentionJanitor
 from .actors.messages.channel_manager import ChannelMessage
 from .actors.messages.property_writer import WriterMessage
@@ -157,6 +158,10 @@ async def open_watchers(settings: Settings, db: Database, clock: Clock,
                                                       "revisions past their retention are not pruned: the record grows")
         await watchers.spawn("budget-janitor", lambda: BudgetJanitor(db, clock, BUDGET_PRUNE_EVERY),
                              mailbox_size=1, degraded="idle budget counters are not forgotten: the record grows")
+        if isinstance(clock, SystemClock):  # a test's fake clock is its own
+            system = clock
+            await watchers.spawn("clock-follower", lambda: ClockFollower(db, system), mailbox_size=1,
+                                 degraded="this host's clock dates what it records, not the database's")
         if embedded is not None:
             await watchers.spawn("record-watchdog", lambda: RecordWatchdog(embedded, settings.watchdog_seconds),
                                  mailbox_size=1, degraded="a dead embedded PostgreSQL is not started again")

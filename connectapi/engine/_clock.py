@@ -34,8 +34,23 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    """The host's clock, set to follow the database server's (`follow`): every host then
+    dates records, pauses and retries alike, whatever its own clock says (the service's
+    clock follower measures the offset: actors.clock_follower)."""
+
+    def __init__(self) -> None:
+        self._offset = timedelta(0)
+
+    def follow(self, offset_seconds: float) -> None:
+        """From now on, wall time is the host's plus `offset_seconds` (the database's minus the host's)."""
+        self._offset = timedelta(seconds=offset_seconds)
+
+    @property
+    def offset(self) -> float:
+        return self._offset.total_seconds()
+
     def now(self) -> datetime:
-        return datetime.now(UTC)
+        return datetime.now(UTC) + self._offset
 
     def monotonic(self) -> float:
         return trio.current_time()

@@ -261,6 +261,10 @@ class HeldConnection:
         return result
 
     async def _run_aio(self, work: Work[T]) -> T:
+        if self._conn is not None and _closed(self._conn):
+            # Its server went away while it sat here (a failover): the pool has detached it
+            # already; a new one, rather than a statement sent to fail.
+            self._conn = None
         if self._conn is None:
             self._conn = await self._db._acquire()
         conn = self._conn

@@ -51,6 +51,13 @@ def test_a_host_cut_from_the_database_hands_its_properties_over(topo: Topology, 
         trio.run(write_load, topo, props, cut.ledger, 5.0, 400)
     assert check_ledger(cut.ledger, record_of(topo, props)) >= PROPERTIES * 3
     assert topo.sandbox_stats()["overlappingCalls"] == 0
+    # svc3, ten minutes ahead, dated its pushes by the database's clock, and said so.
+    ahead = topo.psql(topo.primary, "SELECT count(*) FROM properties WHERE cm_last_push_at > clock_timestamp() "
+                      "+ interval '5 seconds'", db="connectapi")
+    assert int(ahead) == 0
+    if topo.skewed:
+        told = "".join(log.read_text() for log in topo.hosts[topo.skewed].logs if log.exists())
+        assert "this host's clock is 600." in told or "this host's clock is 599." in told
 
 
 def test_a_host_powered_off_is_left_by_the_balancer_and_its_properties_taken_over(
@@ -74,6 +81,9 @@ def test_failover_to_the_replica_loses_no_acknowledged_write(topo: Topology, pro
     assert set(failed.figures["statuses"]) <= {"202", "503", "None", "read 200", "read 503", "read None"}, \
         failed.figures  # never a 500
     assert check_ledger(failed.ledger, record_of(topo, props)) >= PROPERTIES * 3
+    # Errors while there is no primary, and none after: a pool's idle connections to the
+    # dead primary are replaced once one of them fails, not each when next handed out.
+    assert max(failed.figures["errors_after"], default=0) < 10, failed.figures
 
     # The old primary comes back as it was: a stale node, still read-write. Nothing may be
     # written to it, also by a service host restarted now, whose every connection is new
