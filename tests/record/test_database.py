@@ -140,8 +140,8 @@ async def test_a_connection_whose_server_ended_it_mid_statement_is_not_handed_on
 
 async def test_a_held_connection_is_kept_between_statements_and_taken_anew_after_a_failure(fresh_dsn: str) -> None:
     """The budget counter's connection: one backend for every statement while it works; a
-    server that ends it gives StorageUnavailable once, and the next statement runs on a new
-    one. Closing the pool gives it back (the pool would otherwise wait for it)."""
+    server that ends it gives StorageUnavailable at most once, and the next statement runs on
+    a new one. Closing the pool gives it back (the pool would otherwise wait for it)."""
     from connectapi.storage.database import RecordRefused
 
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db, \
@@ -160,8 +160,12 @@ async def test_a_held_connection_is_kept_between_statements_and_taken_anew_after
         again = await backend()
         assert await backend() == again
         await killer.fetchval("SELECT pg_terminate_backend($1)", again)
-        with pytest.raises(StorageUnavailable):
+        # Once the driver has heard that the server ended it, the next statement takes a new
+        # connection (test_held_connection_gone.py); before, that statement fails, once.
+        try:
             await backend()
+        except StorageUnavailable:
+            pass
         renewed = await backend()
         assert renewed != again and await backend() == renewed
         # While it is held the other statements share what is left of the pool.
