@@ -172,9 +172,6 @@ def _webhook_schemas(contract: dict[str, Any]) -> dict[str, Any]:
 
 def collect(doc: dict[str, Any], contract: dict[str, Any]) -> dict[str, Model]:
     components = {**doc["components"]["schemas"], **_webhook_schemas(contract)}
-    # Each changed field's schema is the booking's own: resolve the pointers into it.
-    for name, sub in list(components["WebhookChangedFields"]["properties"].items()):
-        components["WebhookChangedFields"]["properties"][name] = sub
     requests, answers = _operations(doc)
     collector = Collector(components)
     for name in sorted(requests):

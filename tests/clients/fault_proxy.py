@@ -13,7 +13,6 @@ import socket
 import threading
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import httpx
 
@@ -174,6 +173,3 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_PUT = do_POST = do_PATCH = do_DELETE = _any  # noqa: N815 (the http.server API)
 
-
-def as_json(seen: list[Seen]) -> list[dict[str, Any]]:
-    return [asdict(s) for s in seen]

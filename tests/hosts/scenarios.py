@@ -6,7 +6,6 @@ every answer, and does one thing to the hosts meanwhile."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -66,9 +65,6 @@ class Ledger:
         last = acked[-1]
         return {tries[last][0]} | {v for v, status, _ in tries[last + 1:] if status is None or status >= 500}
 
-    def error_seconds(self) -> float:
-        """How long clients saw errors: from the first error to the last one."""
-        return self.errors[-1] - self.errors[0] if self.errors else 0.0
 
 
 def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
@@ -188,9 +184,6 @@ def database_now(topo: Topology) -> float:
 
 
 
-TRACE: dict[float, list[str]] = {}  # HOSTS_TRACE=1: the held properties' state while waiting
-
-
 @dataclass
 class Measured:
     """What a scenario saw: the ledger of the load, and its figures (seconds from the fault)."""
@@ -212,15 +205,7 @@ async def _pushed_again(topo: Topology, held: set[int], since_db: float, started
     """Seconds from `started` until every property of `held` was pushed after `since_db`
     (the database's clock)."""
     deadline = trio.current_time() + within
-    trace = TRACE.setdefault(started, [])
     while True:
-        if os.environ.get("HOSTS_TRACE"):
-            state = await trio.to_thread.run_sync(topo.psql, topo.primary, "SELECT p.id, l.holder, "
-                                                  "extract(epoch FROM p.cm_last_push_at)::int, "
-                                                  "p.cm_last_outcome, p.cm_next_attempt_at, left(p.cm_last_error, 60) "
-                                                  "FROM properties p LEFT JOIN push_leases l ON l.property_id = p.id "
-                                                  f"WHERE p.id IN ({','.join(map(str, held))})", "connectapi")
-            trace.append(f"{time.monotonic() - started:5.1f} {state.strip()}")
         pushed = await trio.to_thread.run_sync(pushed_at, topo)
         if all(pushed.get(p, 0) > since_db for p in held):
             return time.monotonic() - started

@@ -29,7 +29,7 @@ def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
     if (why := missing()) is not None:
         pytest.fail(why)
     work = tmp_path_factory.mktemp("hosts")
-    with Topology.built(work, service_hosts=3, skewed=os.environ.get("HOSTS_SKEWED", "svc3") or None, extra_env={"CONNECTAPI_BUDGETS": LIFTED}) as built:
+    with Topology.built(work, service_hosts=3, skewed="svc3", extra_env={"CONNECTAPI_BUDGETS": LIFTED}) as built:
         yield built
 
 
@@ -64,8 +64,6 @@ def test_a_host_powered_off_is_left_by_the_balancer_and_its_properties_taken_ove
         topo: Topology, props: list[Mapped]) -> None:
     lost = scenarios.host_loss(topo, props, "svc2")
     print(f"host loss: {lost.figures}")
-    for lines in scenarios.TRACE.values():
-        print(*lines, sep="\n")
     assert lost.figures["pushed_again_after"] < 30
     assert lost.error_span() < 10, lost.figures
     assert check_ledger(lost.ledger, record_of(topo, props)) >= PROPERTIES * 3

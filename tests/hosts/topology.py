@@ -17,7 +17,6 @@ and HAProxy from Debian (`make test` installs haproxy and faketime as root).
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import secrets
 import shutil
@@ -137,7 +136,7 @@ class Topology:
         h.procs.append(proc)
         return proc
 
-    def _pg(self, host: str, *args: str) -> list[str]:
+    def _pg(self, *args: str) -> list[str]:
         return ["runuser", "-u", "postgres", "--", str(PG_BIN / args[0]), *args[1:]]
 
     def _databases(self) -> None:
@@ -147,7 +146,7 @@ class Topology:
         self._pgbase = base
         primary = base / "db1"
         self._pgdirs["db1"] = primary
-        sh(*self._pg("db1", "initdb", "-D", str(primary), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+        sh(*self._pg("initdb", "-D", str(primary), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                      "--locale=C.UTF-8"), timeout=120)
         (primary / "postgresql.auto.conf").write_text(
             f"listen_addresses = '{self.hosts['db1'].address}'\nport = {PG_PORT}\nwal_level = replica\n"
@@ -160,7 +159,7 @@ class Topology:
         self.psql("db1", "CREATE DATABASE connectapi")
         replica = base / "db2"
         self._pgdirs["db2"] = replica
-        self._in(self.hosts["db2"].ns, *self._pg("db2", "pg_basebackup", "-h", self.hosts["db1"].address, "-p",
+        self._in(self.hosts["db2"].ns, *self._pg("pg_basebackup", "-h", self.hosts["db1"].address, "-p",
                                                    str(PG_PORT), "-U", "postgres", "-D", str(replica), "-R",
                                                    "-X", "stream", "-c", "fast"))
         with (replica / "postgresql.auto.conf").open("a") as conf:
@@ -178,7 +177,7 @@ class Topology:
             time.sleep(0.2)
 
     def start_database(self, host: str) -> None:
-        self.spawn(host, self._pg(host, "postgres", "-D", str(self._pgdirs[host])), label="postgres")
+        self.spawn(host, self._pg("postgres", "-D", str(self._pgdirs[host])), label="postgres")
 
     def _wait_database(self, host: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -188,7 +187,7 @@ class Topology:
             time.sleep(0.2)
 
     def psql(self, host: str, sql: str, db: str = "postgres") -> str:
-        done = self._in(self.hosts[host].ns, *self._pg(host, "psql", "-h", self.hosts[host].address, "-p",
+        done = self._in(self.hosts[host].ns, *self._pg("psql", "-h", self.hosts[host].address, "-p",
                                                          str(PG_PORT), "-d", db, "-AtX", "-c", sql))
         return done.stdout
 
@@ -267,10 +266,6 @@ backend services
     def cm_url(self) -> str:
         return f"http://{self.hosts['cm'].address}:{CM_PORT}"
 
-    @property
-    def hook_url(self) -> str:
-        return f"http://{self.hosts['hook'].address}:{HOOK_PORT}"
-
     def wait_http(self, host: str, url: str, timeout: float = 60, headers: dict[str, str] | None = None) -> None:
         """Until `url` answers 200, asked from inside `host`."""
         deadline = time.monotonic() + timeout
@@ -337,7 +332,7 @@ backend services
         self.kill_host(self.primary)
 
     def promote(self, host: str = "db2") -> None:
-        sh(*self._pg(host, "pg_ctl", "promote", "-D", str(self._pgdirs[host]), "-w"), timeout=60)
+        sh(*self._pg("pg_ctl", "promote", "-D", str(self._pgdirs[host]), "-w"), timeout=60)
         self.primary = host
 
     def restart_stale(self, host: str = "db1") -> None:
@@ -357,10 +352,6 @@ backend services
         with self.inside("cm"):
             got = httpx.get(f"{self.cm_url}/_sandbox/stats", headers={"user-api-key": CM_KEY}, timeout=10)
         return dict(got.json()["stats"])
-
-    def deliveries(self) -> list[dict[str, object]]:
-        path = self.workdir / "deliveries.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     # ---- tearing down --------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ import httpx
 from pydantic import BaseModel
 
 from . import models
-from .errors import ApiError, error_class
+from .errors import ApiConnectionError, ApiError, error_class
 from .rate_limit import RateLimit
 
 PREFIX = "/api/v1/connect-api/v1"
@@ -305,3 +305,37 @@ def too_long(error: ApiError, max_wait: float) -> ApiError:
 def log_retry(call: Call[Any], why: str, wait: float, attempt: int) -> None:
     log.info("%s %s: %s; try %d in %.1f s (idempotency key %s)", call.method, call.path, why, attempt + 2, wait,
              call.headers.get(IDEMPOTENCY_HEADER, "none"))
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Try the call again after this many seconds."""
+
+    seconds: float
+
+
+def unanswered(call: Call[Any], failure: httpx.TransportError, attempt: int, max_retries: int) -> Wait:
+    """After no answer: the pause before the next try, or ApiConnectionError."""
+    if attempt < max_retries and may_retry_connection(call, failure):
+        pause = backoff(attempt)
+        log_retry(call, f"no answer ({type(failure).__name__})", pause, attempt)
+        return Wait(pause)
+    raise ApiConnectionError(f"{call.method} {PREFIX}{call.path}: {type(failure).__name__}: {failure}") from failure
+
+
+def answered(call: Call[M], response: httpx.Response, attempt: int, max_retries: int, max_wait: float,
+             seen: Seen) -> M | Wait:
+    """After an answer: what it tells (`seen`), then its body, the wait before the next try,
+    or its error raised."""
+    rate_limit = seen.rate_limit = RateLimit.from_headers(response.headers)
+    seen.last_response = last_response(response, call, attempt + 1)
+    if response.status_code < 400:
+        return answer_of(call, response, rate_limit)
+    error = error_of(response, rate_limit)
+    if attempt >= max_retries or not may_retry(error, attempt):
+        raise error
+    wait = retry_wait(error, attempt, max_wait)
+    if wait is None:
+        raise too_long(error, max_wait)
+    log_retry(call, f"{error.status} {error.code}", wait, attempt)
+    return Wait(wait)

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from . import _calls as calls
 from . import models
-from .errors import ApiConnectionError, BatchTimeoutError
+from .errors import BatchTimeoutError
 from .rate_limit import RateLimit
 
 M = TypeVar("M", bound=BaseModel)
@@ -229,25 +229,13 @@ class AsyncClient:
         while True:
             try:
                 response = await self._http.request(method, self.base_url + path, params=query, headers=headers,
-                                                    content=content)
+                                              content=content)
             except httpx.TransportError as failure:
-                if attempt < self.max_retries and calls.may_retry_connection(call, failure):
-                    pause = calls.backoff(attempt)
-                    calls.log_retry(call, f"no answer ({type(failure).__name__})", pause, attempt)
-                    await self._clock.sleep(pause)
-                    attempt += 1
-                    continue
-                raise ApiConnectionError(f"{method} {path}: {type(failure).__name__}: {failure}") from failure
-            rate_limit = self._seen.rate_limit = RateLimit.from_headers(response.headers)
-            self._seen.last_response = calls.last_response(response, call, attempt + 1)
-            if response.status_code < 400:
-                return calls.answer_of(call, response, rate_limit)
-            error = calls.error_of(response, rate_limit)
-            if attempt >= self.max_retries or not calls.may_retry(error, attempt):
-                raise error
-            wait = calls.retry_wait(error, attempt, self.max_wait)
-            if wait is None:
-                raise calls.too_long(error, self.max_wait)
-            calls.log_retry(call, f"{error.status} {error.code}", wait, attempt)
-            await self._clock.sleep(wait)
+                step = calls.unanswered(call, failure, attempt, self.max_retries)
+            else:
+                got = calls.answered(call, response, attempt, self.max_retries, self.max_wait, self._seen)
+                if not isinstance(got, calls.Wait):
+                    return got
+                step = got
+            await self._clock.sleep(step.seconds)
             attempt += 1
