@@ -14,7 +14,7 @@ import trio
 from connectapi.actors.webhook_sender import open_webhook_client
 from connectapi.domain.webhook_retry import SCHEDULE
 
-from .harness import Harness, eventually
+from .harness import Harness, after_janitor_rounds, eventually
 from .webhook_receiver import Receiver, signed_by
 
 
@@ -204,9 +204,12 @@ async def test_the_queue_survives_a_restart(db: Any, receiver: Receiver) -> None
         second.advance(61)
 
         async def delivered() -> bool:
-            return len(receiver.received) == 2
-        await eventually(delivered)
-        assert receiver.received[1][0]["webhook-id"] == endpoint["pingEventId"]
+            return len(receiver.received) >= 2
+        # The jump can land while a round of the new service is at the record (real time):
+        # that statement's deadline fires, and the round waits the outage out on the mock
+        # clock, which the test moves on while it waits.
+        await after_janitor_rounds(second, delivered, "the owed delivery", every=2.0)
+        assert {headers["webhook-id"] for headers, _ in receiver.received} == {endpoint["pingEventId"]}
 
 
 async def test_gone_pauses_the_endpoint_at_once(api: Harness, receiver: Receiver) -> None:
