@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import scenarios
+from tests.hosts.mixed_load import OtaSales
 from tests.hosts.topology import TOKEN, Topology, missing
 
 import json
@@ -53,15 +54,17 @@ def main() -> int:
                 return 0
         figures: dict[str, Any] = {"built_seconds": round(built, 1), "quick": args.quick}
         if not args.quick:
-            props = scenarios.make_properties(topo)
-            cut = scenarios.partition(topo, props, "svc1", args.cut_seconds)
+            props, sales = scenarios.make_properties(topo), OtaSales()
+            cut = scenarios.partition(topo, props, "svc1", args.cut_seconds, sales)
             cut.figures.pop("at")
+            cut.figures.pop("at_wall")
             figures["partition"] = {**cut.figures, "error_seconds": cut.seconds_with_errors(),
                                     "error_span": round(cut.error_span(), 1),
                                     "cut_seconds": args.cut_seconds}
             topo.wait_http("client", topo.url_of("svc1") + "/readyz", timeout=30)
-            failed = scenarios.failover(topo, props)
+            failed = scenarios.failover(topo, props, sales)
             failed.figures.pop("at")
+            failed.figures.pop("at_wall")
             figures["failover"] = {**failed.figures, "error_seconds": failed.seconds_with_errors(),
                                    "error_span": round(failed.error_span(), 1)}
             figures["overlapping_calls"] = topo.sandbox_stats()["overlappingCalls"]

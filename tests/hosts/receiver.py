@@ -1,5 +1,6 @@
 """A webhook receiver for the hosts' tests, run on a host of its own: answers 204 and keeps
-each delivery (webhook-id, its endpoint path, when) as a JSON line."""
+each delivery (its endpoint path, webhook-id, event type, the booking's reservation code,
+when) as a JSON line."""
 
 from __future__ import annotations
 
@@ -14,9 +15,13 @@ LOCK = threading.Lock()
 
 class Receiving(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (the http.server API)
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        event = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        booking = (event.get("data") or {}).get("booking")
+        code = booking["channel"]["reservationCode"] if booking else None
+        kept = {"path": self.path, "id": self.headers.get("webhook-id"), "type": event.get("type"), "code": code,
+                "at": time.time()}
         with LOCK, open(sys.argv[3], "a") as out:
-            out.write(json.dumps({"path": self.path, "id": self.headers.get("webhook-id"), "at": time.time()}) + "\n")
+            out.write(json.dumps(kept) + "\n")
         self.send_response(204)
         self.send_header("Content-Length", "0")
         self.end_headers()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -15,11 +16,14 @@ from typing import Any
 import httpx
 import trio
 
+from . import mixed_load
+from .mixed_load import BookingLedger, OtaSales
 from .topology import CM_KEY, TOKEN, Topology
 
 API = "/api/v1/connect-api/v1"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
 PROPERTIES = 12
+BOOKING_PROPERTIES = 2  # the first ones also take bookings from a booking engine; the others, the OTA's
 NIGHTS = 10
 FIRST = date.today() + timedelta(days=5)
 LIFTED = ",".join(f"{name}=1000000" for name in ("ip", "global", "requests", "property", "writes",
@@ -31,8 +35,10 @@ class Mapped:
     id: int
     key: str
     room: int
+    plan: int
     cm_property: str
     cm_room: str
+    cm_plan: str
 
 
 @dataclass
@@ -86,8 +92,19 @@ def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
                 "ratePlans": {str(prop["ratePlans"][0]["id"]): cm_plan}})
             assert mapped.status_code == 200, mapped.text
             key = http.post(f"/api/v1/admin/properties/{prop['id']}/keys", json={
-                "label": "load", "scopes": ["ari:read", "ari:write"]}).json()["data"]["key"]
-            made.append(Mapped(prop["id"], key, room, cm_prop, cm_room))
+                "label": "load", "scopes": ["ari:read", "ari:write", "bookings:read", "bookings:write"]}
+                ).json()["data"]["key"]
+            hook = http.post(f"/api/v1/admin/properties/{prop['id']}/webhooks",
+                             json={"url": f"{topo.hook_url}/hooks/{prop['id']}"})
+            assert hook.status_code == 201, hook.text
+            made.append(Mapped(prop["id"], key, room, prop["ratePlans"][0]["id"], cm_prop, cm_room, cm_plan))
+        for prop in made[:BOOKING_PROPERTIES]:  # rooms to sell on the booking engine's nights
+            since = FIRST + timedelta(days=mixed_load.BOOKING_NIGHTS_FROM)
+            until = since + timedelta(days=mixed_load.BOOKING_NIGHTS - 1)
+            opened = http.put(f"{API}/availability", headers={"Authorization": f"Bearer {prop.key}"}, json={
+                "updates": [{"roomTypeId": prop.room, "dateFrom": since.isoformat(), "dateTo": until.isoformat(),
+                             "available": 8}]})
+            assert opened.status_code == 202, opened.text
     return made
 
 
@@ -186,9 +203,12 @@ def database_now(topo: Topology) -> float:
 
 @dataclass
 class Measured:
-    """What a scenario saw: the ledger of the load, and its figures (seconds from the fault)."""
+    """What a scenario saw: the ledgers of the load, and its figures (seconds from the fault;
+    `at_wall`, the fault by the wall clock)."""
 
     ledger: Ledger
+    bookings: BookingLedger
+    sales: OtaSales
     figures: dict[str, Any]
 
     def error_span(self) -> float:
@@ -229,23 +249,31 @@ async def _held_by(topo: Topology, host: str) -> set[int]:
         await trio.sleep(0.2)
 
 
-def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: int, fault: Any) -> Measured:
-    ledger = Ledger()
+def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: int, fault: Any,
+             sales: OtaSales) -> Measured:
+    """`fault(figures)` while the mixed load runs: ARI writes and reads, bookings on the
+    first properties, OTA sales on the others."""
+    ledger, bookings = Ledger(), BookingLedger()
     figures: dict[str, Any] = {}
 
     async def scenario() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(write_load, topo, props, ledger, seconds, value_base)
+            for prop in props[:BOOKING_PROPERTIES]:
+                nursery.start_soon(mixed_load.booking_load, topo, prop, bookings, seconds, FIRST)
+            nursery.start_soon(mixed_load.ota_load, topo, props[BOOKING_PROPERTIES:], sales, seconds, FIRST)
             await fault(figures)
+            figures["at_wall"] = time.time() - (time.monotonic() - figures["at"])
 
     with topo.inside("client"):
         trio.run(scenario)
     figures["errors_after"] = [round(at - figures["at"], 2) for at in ledger.errors]
     figures["statuses"] = dict(ledger.statuses)
-    return Measured(ledger, figures)
+    figures["bookings"] = dict(Counter(str(t.status) for t in bookings.tries))
+    return Measured(ledger, bookings, sales, figures)
 
 
-def partition(topo: Topology, props: list[Mapped], host: str, cut_seconds: float) -> Measured:
+def partition(topo: Topology, props: list[Mapped], host: str, cut_seconds: float, sales: OtaSales) -> Measured:
     """`host` loses its network to both database hosts for `cut_seconds` while it pushes
     (each channel-manager call takes 300 ms: one is in flight), keeping its balancer."""
 
@@ -259,10 +287,10 @@ def partition(topo: Topology, props: list[Mapped], host: str, cut_seconds: float
         await trio.sleep(max(0.0, figures["at"] + cut_seconds - time.monotonic()))
         await trio.to_thread.run_sync(topo.heal, host)
 
-    return _measure(topo, props, 20.0 + cut_seconds, 300, fault)
+    return _measure(topo, props, 20.0 + cut_seconds, 300, fault, sales)
 
 
-def host_loss(topo: Topology, props: list[Mapped], host: str) -> Measured:
+def host_loss(topo: Topology, props: list[Mapped], host: str, sales: OtaSales) -> Measured:
     """`host` powered off: every process of it killed at once."""
 
     async def fault(figures: dict[str, Any]) -> None:
@@ -273,10 +301,10 @@ def host_loss(topo: Topology, props: list[Mapped], host: str) -> Measured:
         since = await trio.to_thread.run_sync(database_now, topo)  # pushes after it are another host's
         figures["pushed_again_after"] = round(await _pushed_again(topo, held, since, figures["at"], 40), 1)
 
-    return _measure(topo, props, 45.0, 500, fault)
+    return _measure(topo, props, 45.0, 500, fault, sales)
 
 
-def failover(topo: Topology, props: list[Mapped]) -> Measured:
+def failover(topo: Topology, props: list[Mapped], sales: OtaSales) -> Measured:
     """The primary killed (SIGKILL), the replica promoted two seconds later."""
 
     async def fault(figures: dict[str, Any]) -> None:
@@ -287,7 +315,7 @@ def failover(topo: Topology, props: list[Mapped]) -> Measured:
         await trio.to_thread.run_sync(topo.promote)
         figures["promoted_after"] = round(time.monotonic() - figures["at"], 1)
 
-    measured = _measure(topo, props, 45.0, 100, fault)
+    measured = _measure(topo, props, 45.0, 100, fault, sales)
     at = measured.figures["at"] + measured.figures["promoted_after"]
     acked = [when for tries in measured.ledger.writes.values() for _, status, when in tries
              if status == 202 and when > at]

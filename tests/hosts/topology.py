@@ -17,6 +17,7 @@ and HAProxy from Debian (`make test` installs haproxy and faketime as root).
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import secrets
 import shutil
@@ -29,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -36,6 +38,7 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 ROOT = Path(__file__).parents[2]
 TOKEN = "many-machines-operator-token-000000000001"
 CM_KEY = "many-machines-sandbox-key-0001"
+NOTIFY_SECRET = "many-machines-notify-secret-0001"
 SERVICE_PORT = 8080
 PG_PORT = 5432
 CM_PORT = 9000
@@ -197,9 +200,12 @@ class Topology:
         return f"postgresql://postgres@{hosts}/connectapi?target_session_attrs=read-write"
 
     def _channel_manager(self) -> None:
-        env = {**_clean_env(), "CONNECTAPI_CM_KEY": CM_KEY}
+        """Its booking notifications go to the balancer, as Channex's webhook would: any
+        service host may take them."""
+        env = {**_clean_env(), "CONNECTAPI_CM_KEY": CM_KEY, "CONNECTAPI_CM_NOTIFY_SECRET": NOTIFY_SECRET}
         self.spawn("cm", [sys.executable, "-m", "connectapi", "sandbox-cm", "--host", self.hosts["cm"].address,
-                          "--port", str(CM_PORT), "--call-ms", "300"], env, label="sandbox")
+                          "--port", str(CM_PORT), "--call-ms", "300",
+                          "--notify-url", f"{self.url}/api/v1/channel-manager/notify"], env, label="sandbox")
         self.wait_http("cm", f"http://{self.hosts['cm'].address}:{CM_PORT}/_sandbox/stats",
                        headers={"user-api-key": CM_KEY})
 
@@ -211,6 +217,7 @@ class Topology:
     def service_env(self, host: str) -> dict[str, str]:
         return {**_clean_env(), "DATABASE_URL": self.database_url, "CONNECTAPI_ADMIN_TOKEN": TOKEN,
                 "CONNECTAPI_CM_URL": f"http://{self.hosts['cm'].address}:{CM_PORT}", "CONNECTAPI_CM_KEY": CM_KEY,
+                "CONNECTAPI_CM_NOTIFY_SECRET": NOTIFY_SECRET,
                 "CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1", "CONNECTAPI_DATA_DIR": str(self.workdir / host),
                 "CONNECTAPI_TRUSTED_PROXIES": self.hosts["lb"].address, **self.extra_env}
 
@@ -347,6 +354,15 @@ backend services
         """The service host whose process a lease holder (`hostname:pid:random`) is."""
         pid = int(holder.split(":")[1])
         return next((name for name in self.service_names if pid in self.pids(name)), None)
+
+    @property
+    def hook_url(self) -> str:
+        return f"http://{self.hosts['hook'].address}:{HOOK_PORT}"
+
+    def deliveries(self) -> list[dict[str, Any]]:
+        """What the webhook receiver was sent, in arrival order (tests/hosts/receiver.py)."""
+        kept = self.workdir / "deliveries.jsonl"
+        return [json.loads(line) for line in kept.read_text().splitlines()] if kept.exists() else []
 
     def sandbox_stats(self) -> dict[str, object]:
         with self.inside("cm"):

@@ -1,0 +1,204 @@
+"""The rest of the several-hosts tests' mixed load, beside scenarios.write_load's ARI writes:
+bookings from a booking engine, pressed against their budget, and OTA bookings sold at the
+channel manager, whose revisions come back as webhooks to the receiver host. Each part
+keeps a ledger and has a check the tests run on it afterwards."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+import httpx
+import trio
+
+from .topology import CM_KEY, Topology
+
+API = "/api/v1/connect-api/v1"
+# The bookings' nights, and the OTA's, clear of the ARI load's first ten.
+BOOKING_NIGHTS_FROM = 30
+BOOKING_NIGHTS = 300
+OTA_NIGHTS_FROM = BOOKING_NIGHTS_FROM + BOOKING_NIGHTS + 1
+OTA_SELL_EVERY = 3.0
+# The first copy of a webhook sent twice was sent by an attempt under way at the fault: its
+# lease read (at most the command timeout, 10 s) and the attempt (at most 10 s) began
+# before it. Only such a copy may come again, once its sending lease has run out.
+AT_LEAST_ONCE_BEFORE, AT_LEAST_ONCE_AFTER = 11.0, 21.0
+
+
+@dataclass
+class BookingTry:
+    key: str
+    ref: str
+    sent: float  # time.monotonic() when sent, and when answered
+    answered: float
+    status: int | None
+    booking_id: int | None
+
+
+@dataclass
+class BookingLedger:
+    tries: list[BookingTry] = field(default_factory=list)
+
+    def admitted(self, key: str) -> list[BookingTry]:
+        """Bookings made (201): each charged its key's `bookings` budget once, somewhere
+        between its sending and its answer. (A replay, 200, charges nothing.)"""
+        return [t for t in self.tries if t.key == key and t.status == 201]
+
+
+def booking_body(prop: Any, ref: str, n: int, first: date) -> dict[str, Any]:
+    night = first + timedelta(days=BOOKING_NIGHTS_FROM + n % BOOKING_NIGHTS)
+    return {"externalReference": ref, "checkIn": night.isoformat(), "checkOut": (night + timedelta(days=1)).isoformat(),
+            "currency": "EUR", "guest": {"name": f"Guest {n}", "phone": f"+35191{prop.id:03d}{n % 10000:04d}"},
+            "rooms": [{"roomTypeId": prop.room, "ratePlanId": prop.plan, "adults": 2, "nightlyRate": "100.00"}]}
+
+
+async def booking_load(topo: Topology, prop: Any, ledger: BookingLedger, seconds: float, first: date) -> None:
+    """A booking engine that books as fast as its budget lets it: after a 429 it waits the
+    Retry-After and comes again, so its bookings land at the window's edge, where an
+    over-admission would show. A booking without an answer, or with a 5xx, is sent again as
+    it was (its externalReference makes a repeat a replay) until it gets one."""
+    deadline = trio.current_time() + seconds
+    run = secrets.token_hex(3)
+    n = 0
+    auth = {"Authorization": f"Bearer {prop.key}"}
+    async with httpx.AsyncClient(base_url=topo.url, timeout=10) as http:
+        while trio.current_time() < deadline:
+            ref = f"be-{run}-{n}"
+            body = booking_body(prop, ref, n, first)
+            while trio.current_time() < deadline:
+                sent = time.monotonic()
+                try:
+                    got: httpx.Response | None = await http.post(f"{API}/bookings", json=body, headers=auth)
+                except httpx.HTTPError:
+                    got = None
+                status = None if got is None else got.status_code
+                made = got.json()["data"]["bookingId"] if got is not None and status in (200, 201) else None
+                ledger.tries.append(BookingTry(prop.key, ref, sent, time.monotonic(), status, made))
+                if status in (200, 201):
+                    break
+                if status == 429:
+                    assert got is not None
+                    await trio.sleep(float(got.headers["retry-after"]))
+                elif status is None or status >= 500:
+                    await trio.sleep(0.5)
+                else:
+                    raise AssertionError(f"booking {ref}: {status} {got.text if got is not None else ''}")
+            n += 1
+
+
+def most_admitted_in_a_window(tries: list[BookingTry], window: float) -> int:
+    """The most bookings certainly charged within one window: those sent at or after some
+    booking's sending and answered before a window later."""
+    ordered = sorted(tries, key=lambda t: t.sent)
+    return max((sum(1 for t in ordered[i:] if t.answered < start.sent + window)
+                for i, start in enumerate(ordered)), default=0)
+
+
+def check_bookings(topo: Topology, props: list[Any], ledger: BookingLedger, limit: int | None,
+                   window: float = 60.0) -> int:
+    """Every booking answered 2xx is in the record, as it was answered; no key was admitted
+    more than its budget (`limit`; None: not checked) in any window. Answers how many
+    bookings were checked."""
+    checked = 0
+    with topo.inside("client"), httpx.Client(base_url=topo.url, timeout=30) as http:
+        for prop in props:
+            made = {t.ref: t.booking_id for t in ledger.tries if t.key == prop.key and t.booking_id is not None}
+            for ref, booking_id in made.items():
+                got = http.get(f"{API}/bookings/{booking_id}", headers={"Authorization": f"Bearer {prop.key}"})
+                assert got.status_code == 200, (ref, got.text)
+                assert got.json()["data"]["externalReference"] == ref
+                checked += 1
+            answered = [t.booking_id for t in ledger.tries if t.key == prop.key and t.booking_id is not None]
+            assert len(set(answered)) == len(made), "one externalReference answered with two bookings"
+            most = most_admitted_in_a_window(ledger.admitted(prop.key), window)
+            assert limit is None or most <= limit, f"property {prop.id}: {most} bookings admitted in one window (budget {limit})"
+    return checked
+
+
+# ---- OTA bookings, and the webhooks they bring ----------------------------------------------
+
+@dataclass
+class OtaSales:
+    """What the OTA did: reservation code -> the property and the events it should bring."""
+
+    kinds: dict[str, list[str]] = field(default_factory=dict)
+    property_of: dict[str, int] = field(default_factory=dict)
+
+
+async def ota_load(topo: Topology, props: list[Any], sales: OtaSales, seconds: float, first: date) -> None:
+    """An OTA selling a one-night stay every OTA_SELL_EVERY seconds, round the properties;
+    every third sale also changes the one two before it, every fifth cancels the one four
+    before it. Straight to the channel manager's host, as the OTA would."""
+    deadline = trio.current_time() + seconds
+    sold: list[str] = []
+    async with httpx.AsyncClient(base_url=topo.cm_url, headers={"user-api-key": CM_KEY}, timeout=10) as cm:
+        n = len(sales.kinds)
+        while trio.current_time() < deadline:
+            prop = props[n % len(props)]
+            arrival = first + timedelta(days=OTA_NIGHTS_FROM + n % 30)
+            made = await cm.post("/_sandbox/ota-bookings", json={
+                "property_id": prop.cm_property, "room_type_id": prop.cm_room, "rate_plan_id": prop.cm_plan,
+                "arrival_date": arrival.isoformat(), "departure_date": (arrival + timedelta(days=1)).isoformat(),
+                "customer": {"name": "Guest", "surname": str(n)}, "amount": "100.00"})
+            assert made.status_code == 201, made.text
+            code = made.json()["data"]["attributes"]["ota_reservation_code"]
+            sales.kinds[code], sales.property_of[code] = ["created"], prop.id
+            sold.append(code)
+            for every, back, how in ((3, 2, "modify"), (5, 4, "cancel")):
+                if len(sold) > back and len(sold) % every == 0 and sales.kinds[sold[-1 - back]][-1] != "cancelled":
+                    earlier = sold[-1 - back]
+                    changed = await cm.post(f"/_sandbox/ota-bookings/{earlier}/{how}",
+                                            json={"amount": "120.00"} if how == "modify" else {})
+                    assert changed.status_code == 201, changed.text
+                    sales.kinds[earlier].append("modified" if how == "modify" else "cancelled")
+            n += 1
+            await trio.sleep(OTA_SELL_EVERY)
+
+
+def hook_path(prop: Any) -> str:
+    return f"/hooks/{prop.id}"
+
+
+def told(deliveries: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """reservation code -> the booking events its endpoint was sent, each once, in order."""
+    seen: set[tuple[str, str]] = set()
+    events: dict[str, list[str]] = defaultdict(list)
+    for got in deliveries:
+        if got["code"] is None or (got["path"], got["id"]) in seen:
+            continue
+        seen.add((got["path"], got["id"]))
+        events[got["code"]].append(got["type"].removeprefix("channel.booking."))
+    return events
+
+
+def check_webhooks(topo: Topology, sales: OtaSales, faults_at: list[float], within: float = 90.0) -> dict[str, int]:
+    """Every revision the OTA made reached its property's endpoint, in order, each event
+    once, but for a copy an attempt under way at a fault (wall-clock `faults_at`) had sent
+    before its sender lost the record. Waits for them (`within` seconds) first; answers
+    the counts seen."""
+    deadline = time.monotonic() + within
+    while True:
+        deliveries = topo.deliveries()
+        events = told(deliveries)
+        if all(events.get(code) == kinds for code, kinds in sales.kinds.items()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    wrong = {code: (kinds, events.get(code)) for code, kinds in sales.kinds.items() if events.get(code) != kinds}
+    assert not wrong, f"{len(wrong)} of {len(sales.kinds)} OTA bookings not told as they happened: {wrong}"
+    for got in deliveries:
+        if got["code"] is not None:
+            assert got["path"] == f"/hooks/{sales.property_of[got['code']]}", got  # its own property's endpoint
+    times = Counter((got["path"], got["id"]) for got in deliveries)
+    first_at: dict[tuple[str, str], float] = {}
+    for got in deliveries:
+        first_at.setdefault((got["path"], got["id"]), got["at"])
+    again = [key for key, count in times.items() if count > 1]
+    for key in again:
+        assert any(fault - AT_LEAST_ONCE_BEFORE <= first_at[key] <= fault + AT_LEAST_ONCE_AFTER
+                   for fault in faults_at), f"{key} delivered {times[key]} times, first away from any fault"
+    return {"events": len(times), "sent_again": len(again),
+            "revisions": sum(len(kinds) for kinds in sales.kinds.values())}
