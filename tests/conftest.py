@@ -200,7 +200,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     run the ones that need neither processes nor a browser nor a build: `pg` when it uses
     the session's PostgreSQL, `processes` for tests/e2e, tests/browser, tests/clients and
     tests/hosts (they start `connectapi serve`, the sandbox, the CLI, node, namespaces)
-    and any test marked so by hand, `browser` for tests/browser, `dist` for the tests
+    and any test marked so by hand, `browser` for tests/browser, `hosts` for tests/hosts,
+    `dist` for the tests
     that build packages (the one-file executable, the client libraries')."""
     for item in items:
         where = Path(str(item.fspath)).relative_to(TESTS).parts
@@ -208,6 +209,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.processes)
         if where[0] == "browser":
             item.add_marker(pytest.mark.browser)
+        if where[0] == "hosts":
+            item.add_marker(pytest.mark.hosts)
         if where[-1] in ("test_dist.py", "test_client_packages.py"):
             item.add_marker(pytest.mark.dist)
         if "pg_server" in getattr(item, "fixturenames", ()):
