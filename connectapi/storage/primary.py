@@ -8,6 +8,11 @@ takes the one that accepts writes on the newest timeline (the first listed among
 and never one older than a timeline this process has already used: a stale primary is
 never written to while the new one is away (the service answers 503 meanwhile).
 
+A host that did not answer the last ask at all (cut off, or powered off: no refusal, only
+the connect timeout) is still asked, but not waited for beyond a moment once a primary no
+older than the one in use has answered: without that, every new connection of the pool
+cost the connect timeout while the host was away.
+
 A process that starts while only a stale primary can be reached cannot tell it is stale:
 docs/operations.md ("Several machines") says to keep the old primary down until it has
 been made a replica of the new one.
@@ -23,6 +28,9 @@ from typing import Any
 import asyncpg
 
 log = logging.getLogger("connectapi.storage")
+# How long a new connection waits for a host that was silent last time, once it has a
+# primary in hand. A silent host that answers within it is counted again.
+SILENT_GRACE_SECONDS = 0.25
 
 _WHO = """SELECT pg_is_in_recovery() AS replica,
                  CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_walfile_name(pg_current_wal_lsn()) END AS wal"""
@@ -42,6 +50,7 @@ class PrimaryFinder:
     def __init__(self, hosts: list[str]) -> None:
         self.hosts = hosts
         self.timeline = 0  # the newest this process has used
+        self.silent: set[int] = set()  # hosts that gave no answer at all when last asked
 
     async def _ask(self, n: int, url: str, kwargs: dict[str, Any]) -> _Answer:
         conn = await asyncpg.connect(url, **kwargs)
@@ -54,10 +63,37 @@ class PrimaryFinder:
         timeline = 0 if row["wal"] is None else int(str(row["wal"])[:8], 16)
         return _Answer(n, conn, bool(row["replica"]), timeline)
 
+    async def _ask_all(self, kwargs: dict[str, Any]) -> list[_Answer | BaseException]:
+        """Every host's answer (or failure), in the hosts' order; a silent host's wait is cut
+        short once another host is a primary as new as the one in use."""
+        asking = [asyncio.ensure_future(self._ask(n, url, kwargs)) for n, url in enumerate(self.hosts)]
+        try:
+            if heard := [t for n, t in enumerate(asking) if n not in self.silent]:
+                await asyncio.wait(heard)
+            if not all(t.done() for t in asking) and any(
+                    isinstance(a, _Answer) and not a.replica and a.timeline >= self.timeline
+                    for a in (t.result() for t in asking if t.done() and t.exception() is None)):
+                await asyncio.wait(asking, timeout=SILENT_GRACE_SECONDS)
+            else:
+                await asyncio.wait(asking)
+        finally:
+            for task in asking:
+                task.cancel()  # a silent host's ask left behind (or all of them, when we are cancelled)
+            await asyncio.gather(*asking, return_exceptions=True)
+        answers: list[_Answer | BaseException] = []
+        for n, task in enumerate(asking):
+            answer = asyncio.TimeoutError("not waited for: silent when last asked") if task.cancelled() \
+                else (task.exception() or task.result())
+            if isinstance(answer, asyncio.TimeoutError):
+                self.silent.add(n)
+            else:
+                self.silent.discard(n)
+            answers.append(answer)
+        return answers
+
     async def connect(self, dsn: str | None = None, **kwargs: Any) -> asyncpg.Connection:
         kwargs.pop("loop", None)
-        asked = await asyncio.gather(*(self._ask(n, url, kwargs) for n, url in enumerate(self.hosts)),
-                                     return_exceptions=True)
+        asked = await self._ask_all(kwargs)
         answers = [a for a in asked if isinstance(a, _Answer)]
         writable = [a for a in answers if not a.replica]
         best = max(writable, key=lambda a: (a.timeline, -a.host)) if writable else None

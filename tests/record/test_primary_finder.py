@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import trio
 import trio_asyncio
 
 from connectapi.storage.database import open_database
@@ -22,6 +25,49 @@ def nowhere() -> str:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
     return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+@contextmanager
+def silent_host() -> Iterator[str]:
+    """A host that takes the connection and never says a word (a server cut off or powered
+    off answers no better): only the connect timeout ends a wait for it."""
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(8)  # the kernel completes handshakes; nothing ever accepts them
+        yield f"postgresql://postgres@127.0.0.1:{listening.getsockname()[1]}/postgres"
+
+
+async def test_a_silent_host_is_waited_for_once_then_only_a_moment(pg_server: str) -> None:
+    async with trio_asyncio.open_loop():
+        with silent_host() as silent:
+            finder = PrimaryFinder([silent, pg_server])
+            first = await trio_asyncio.aio_as_trio(finder.connect)(timeout=0.5)
+            assert finder.silent == {0}
+            # Had the silent host been waited for again, this connect would take 600 s.
+            with trio.fail_after(30):
+                second = await trio_asyncio.aio_as_trio(finder.connect)(timeout=600)
+            assert finder.silent == {0}
+            for conn in (first, second):
+                assert await trio_asyncio.aio_as_trio(conn.fetchval)("SELECT pg_is_in_recovery()") is False
+                await trio_asyncio.aio_as_trio(conn.close)()
+            # With no other primary it is waited for (it might be the primary): until the
+            # connect timeout, and no primary.
+            finder = PrimaryFinder([nowhere(), silent])
+            finder.silent = {1}
+            with pytest.raises(ConnectionRefusedError, match="TimeoutError"):
+                await trio_asyncio.aio_as_trio(finder.connect)(timeout=0.5)
+            assert finder.silent == {1}
+
+
+async def test_a_silent_host_that_answers_again_is_counted_again(pg_server: str) -> None:
+    """Silent last time, the primary now: with no other primary in hand it is waited for,
+    taken, and no longer silent; all hosts silent is no different."""
+    async with trio_asyncio.open_loop():
+        for finder in (PrimaryFinder([pg_server, nowhere()]), PrimaryFinder([pg_server, pg_server])):
+            finder.silent = {0, 1}
+            conn = await trio_asyncio.aio_as_trio(finder.connect)(timeout=3)
+            await trio_asyncio.aio_as_trio(conn.close)()
+            assert finder.silent == set() and finder.timeline >= 1
 
 
 async def test_the_live_primary_is_chosen_among_hosts_that_are_down(pg_server: str) -> None:
