@@ -28,6 +28,12 @@ log = logging.getLogger("connectapi.storage")
 ACQUIRE_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 3.0
 COMMAND_TIMEOUT = 10.0
+# A transaction of ours never waits between its statements on anything but this process.
+# One whose process was cut off from the server mid-transaction (a partition: no reset, so
+# the server sees nothing end) would keep its row locks, and every other process's writes
+# of that property would wait on them, for as long as the cut lasts: the server ends such
+# a session after this long (issue 31's partition test found it).
+IDLE_IN_TRANSACTION_TIMEOUT = "5s"
 CLOSE_TIMEOUT = 3.0
 # A connection inside a transaction, as storage functions take it. Code outside storage
 # only hands it from `Database.transaction` to storage functions, never calls it.
@@ -350,7 +356,7 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
         reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,
-        connect=connect,
+        connect=connect, server_settings={"idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_TIMEOUT},
     )
     db = Database(pool, dsn)
     try:

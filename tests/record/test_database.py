@@ -178,3 +178,34 @@ async def test_a_held_connection_is_kept_between_statements_and_taken_anew_after
         async with open_database(fresh_dsn, min_size=1, max_size=1) as db:
             held = db.held()
             await held.run(lambda conn: conn.fetchval("SELECT 1"))
+
+
+async def test_a_transaction_left_idle_gives_its_locks_back(fresh_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process cut off from the server mid-transaction says nothing more: the server ends
+    its session after IDLE_IN_TRANSACTION_TIMEOUT, and another process's write of the rows
+    it had locked goes through (it waited the cut out, before: issue 31's partition)."""
+    import asyncio
+
+    import trio_asyncio
+
+    from connectapi.storage import database
+
+    monkeypatch.setattr(database, "IDLE_IN_TRANSACTION_TIMEOUT", "300ms")
+    async with open_database(fresh_dsn, min_size=1, max_size=1) as cut, \
+            open_database(fresh_dsn, min_size=1, max_size=1) as other:
+        await other.execute("CREATE TABLE t (id int PRIMARY KEY, v int)")
+        await other.execute("INSERT INTO t VALUES (1, 0)")
+        locked = asyncio.Event()
+
+        async def left_idle(tx: database.Tx) -> None:
+            await tx.execute("UPDATE t SET v = 1 WHERE id = 1")
+            locked.set()
+            await asyncio.Event().wait()  # its process gone quiet, as the server sees it
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cut.transaction, left_idle)
+            await trio_asyncio.aio_as_trio(locked.wait)()
+            with trio.fail_after(8):  # the command timeout is 10 s: it would be a 503
+                await other.execute("UPDATE t SET v = 2 WHERE id = 1")
+            nursery.cancel_scope.cancel()
+        assert await other.fetchval("SELECT v FROM t WHERE id = 1") == 2  # the idle one rolled back
