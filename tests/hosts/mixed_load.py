@@ -1,7 +1,7 @@
-"""The rest of the several-hosts tests' mixed load, beside scenarios.write_load's ARI writes:
-bookings from a booking engine, pressed against their budget, and OTA bookings sold at the
-channel manager, whose revisions come back as webhooks to the receiver host. Each part
-keeps a ledger and has a check the tests run on it afterwards."""
+"""The rest of the several-hosts tests' mixed load, beside scenarios.write_load's paced ARI
+integrators: a booking engine and a greedy reader, each pressing a budget to its edge, and
+OTA bookings sold at the channel manager, whose revisions come back as webhooks to the
+receiver host. Each part keeps a ledger and has a check the tests run on it afterwards."""
 
 from __future__ import annotations
 
@@ -30,23 +30,34 @@ AT_LEAST_ONCE_BEFORE, AT_LEAST_ONCE_AFTER = 11.0, 21.0
 
 
 @dataclass
-class BookingTry:
+class Try:
     key: str
-    ref: str
     sent: float  # time.monotonic() when sent, and when answered
     answered: float
     status: int | None
-    booking_id: int | None
+    ref: str | None = None  # a booking's externalReference, and the booking answered
+    booking_id: int | None = None
 
 
 @dataclass
-class BookingLedger:
-    tries: list[BookingTry] = field(default_factory=list)
+class PressedLedger:
+    """Every try of the clients that press their budgets."""
 
-    def admitted(self, key: str) -> list[BookingTry]:
-        """Bookings made (201): each charged its key's `bookings` budget once, somewhere
-        between its sending and its answer. (A replay, 200, charges nothing.)"""
-        return [t for t in self.tries if t.key == key and t.status == 201]
+    tries: list[Try] = field(default_factory=list)
+
+    def admitted(self, key: str, status: int) -> list[Try]:
+        """The key's tries answered `status`: each charged its budget once, somewhere
+        between its sending and its answer."""
+        return [t for t in self.tries if t.key == key and t.status == status]
+
+
+async def _spent(got: httpx.Response | None) -> None:
+    """A pressing client's pause: the Retry-After of a 429, so that its next try lands at
+    the window's edge, where an over-admission would show."""
+    if got is not None and got.status_code == 429:
+        await trio.sleep(float(got.headers["retry-after"]))
+    else:
+        await trio.sleep(0.5)  # no answer, or a 5xx: a moment, then the same again
 
 
 def booking_body(prop: Any, ref: str, n: int, first: date) -> dict[str, Any]:
@@ -56,53 +67,69 @@ def booking_body(prop: Any, ref: str, n: int, first: date) -> dict[str, Any]:
             "rooms": [{"roomTypeId": prop.room, "ratePlanId": prop.plan, "adults": 2, "nightlyRate": "100.00"}]}
 
 
-async def booking_load(topo: Topology, prop: Any, ledger: BookingLedger, seconds: float, first: date) -> None:
-    """A booking engine that books as fast as its budget lets it: after a 429 it waits the
-    Retry-After and comes again, so its bookings land at the window's edge, where an
-    over-admission would show. A booking without an answer, or with a 5xx, is sent again as
-    it was (its externalReference makes a repeat a replay) until it gets one."""
+async def booking_load(http: httpx.AsyncClient, prop: Any, ledger: PressedLedger, seconds: float,
+                       first: date) -> None:
+    """A booking engine that books as fast as its `bookings` budget lets it. A booking
+    without an answer, or with a 5xx, is sent again as it was (its externalReference makes
+    a repeat a replay) until it gets one."""
     deadline = trio.current_time() + seconds
     run = secrets.token_hex(3)
     n = 0
     auth = {"Authorization": f"Bearer {prop.key}"}
-    async with httpx.AsyncClient(base_url=topo.url, timeout=10) as http:
+    while trio.current_time() < deadline:
+        ref = f"be-{run}-{n}"
+        body = booking_body(prop, ref, n, first)
         while trio.current_time() < deadline:
-            ref = f"be-{run}-{n}"
-            body = booking_body(prop, ref, n, first)
-            while trio.current_time() < deadline:
-                sent = time.monotonic()
-                try:
-                    got: httpx.Response | None = await http.post(f"{API}/bookings", json=body, headers=auth)
-                except httpx.HTTPError:
-                    got = None
-                status = None if got is None else got.status_code
-                made = got.json()["data"]["bookingId"] if got is not None and status in (200, 201) else None
-                ledger.tries.append(BookingTry(prop.key, ref, sent, time.monotonic(), status, made))
-                if status in (200, 201):
-                    break
-                if status == 429:
-                    assert got is not None
-                    await trio.sleep(float(got.headers["retry-after"]))
-                elif status is None or status >= 500:
-                    await trio.sleep(0.5)
-                else:
-                    raise AssertionError(f"booking {ref}: {status} {got.text if got is not None else ''}")
-            n += 1
+            sent = time.monotonic()
+            try:
+                got: httpx.Response | None = await http.post(f"{API}/bookings", json=body, headers=auth)
+            except httpx.HTTPError:
+                got = None
+            status = None if got is None else got.status_code
+            made = got.json()["data"]["bookingId"] if got is not None and status in (200, 201) else None
+            ledger.tries.append(Try(prop.key, sent, time.monotonic(), status, ref, made))
+            if status in (200, 201):
+                break
+            if status is not None and status < 500 and status != 429:
+                raise AssertionError(f"booking {ref}: {status} {got.text if got is not None else ''}")
+            await _spent(got)
+        n += 1
 
 
-def most_admitted_in_a_window(tries: list[BookingTry], window: float) -> int:
-    """The most bookings certainly charged within one window: those sent at or after some
-    booking's sending and answered before a window later."""
+async def greedy_reads(http: httpx.AsyncClient, key: str, ledger: PressedLedger, seconds: float) -> None:
+    """An integrator that reads as fast as its `requests` budget lets it."""
+    deadline = trio.current_time() + seconds
+    while trio.current_time() < deadline:
+        sent = time.monotonic()
+        try:
+            got: httpx.Response | None = await http.get(f"{API}/availability",
+                                                        headers={"Authorization": f"Bearer {key}"})
+        except httpx.HTTPError:
+            got = None
+        ledger.tries.append(Try(key, sent, time.monotonic(), None if got is None else got.status_code))
+        if got is None or got.status_code != 200:
+            await _spent(got)
+
+
+def most_admitted_in_a_window(tries: list[Try], window: float) -> int:
+    """The most tries certainly charged within one window: those sent at or after some
+    try's sending and answered before a window later."""
     ordered = sorted(tries, key=lambda t: t.sent)
     return max((sum(1 for t in ordered[i:] if t.answered < start.sent + window)
                 for i, start in enumerate(ordered)), default=0)
 
 
-def check_bookings(topo: Topology, props: list[Any], ledger: BookingLedger, limit: int | None,
-                   window: float = 60.0) -> int:
-    """Every booking answered 2xx is in the record, as it was answered; no key was admitted
-    more than its budget (`limit`; None: not checked) in any window. Answers how many
-    bookings were checked."""
+def check_budget(ledger: PressedLedger, key: str, status: int, limit: int, window: float = 60.0) -> int:
+    """No more than `limit` tries of `key` answered `status` in any window; answers the
+    most seen in one."""
+    most = most_admitted_in_a_window(ledger.admitted(key, status), window)
+    assert most <= limit, f"{most} answers {status} to one key in one window (budget {limit})"
+    return most
+
+
+def check_bookings(topo: Topology, props: list[Any], ledger: PressedLedger) -> int:
+    """Every booking answered 2xx is in the record, as it was answered. Answers how many
+    were checked."""
     checked = 0
     with topo.inside("client"), httpx.Client(base_url=topo.url, timeout=30) as http:
         for prop in props:
@@ -114,8 +141,6 @@ def check_bookings(topo: Topology, props: list[Any], ledger: BookingLedger, limi
                 checked += 1
             answered = [t.booking_id for t in ledger.tries if t.key == prop.key and t.booking_id is not None]
             assert len(set(answered)) == len(made), "one externalReference answered with two bookings"
-            most = most_admitted_in_a_window(ledger.admitted(prop.key), window)
-            assert limit is None or most <= limit, f"property {prop.id}: {most} bookings admitted in one window (budget {limit})"
     return checked
 
 

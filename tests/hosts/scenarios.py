@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -17,7 +18,7 @@ import httpx
 import trio
 
 from . import mixed_load
-from .mixed_load import BookingLedger, OtaSales
+from .mixed_load import OtaSales, PressedLedger
 from .topology import CM_KEY, TOKEN, Topology
 
 API = "/api/v1/connect-api/v1"
@@ -26,8 +27,11 @@ PROPERTIES = 12
 BOOKING_PROPERTIES = 2  # the first ones also take bookings from a booking engine; the others, the OTA's
 NIGHTS = 10
 FIRST = date.today() + timedelta(days=5)
-LIFTED = ",".join(f"{name}=1000000" for name in ("ip", "global", "requests", "property", "writes",
-                                                  "property-writes")) + ",cells=100000000"
+# Every budget as the contract sets it: the load is paced under them (each integrator from
+# an address of its own, as the `ip` budgets expect), and two clients press theirs to the
+# edge, where an over-admission across hosts would show (mixed_load).
+REQUESTS_BUDGET = 120  # the contract's `requests` budget per key and minute
+BOOKINGS_BUDGET = 20  # and its `bookings` one
 
 
 @dataclass
@@ -39,6 +43,7 @@ class Mapped:
     cm_property: str
     cm_room: str
     cm_plan: str
+    reader_key: str = ""  # the last property's second key: a greedy reader's (mixed_load)
 
 
 @dataclass
@@ -46,20 +51,21 @@ class Ledger:
     """Each write the load made: (property, night) -> [(value, status or None, when)]."""
 
     writes: dict[tuple[int, date], list[tuple[int, int | None, float]]] = field(default_factory=dict)
-    errors: list[float] = field(default_factory=list)  # when an answer was not 2xx (or none came)
+    errors: list[float] = field(default_factory=list)  # when an answer `failed` (or none came)
     statuses: dict[str, int] = field(default_factory=dict)
 
     def note(self, cell: tuple[int, date], value: int, status: int | None) -> None:
         at = time.monotonic()
         self.writes.setdefault(cell, []).append((value, status, at))
         self.statuses[str(status)] = self.statuses.get(str(status), 0) + 1
-        if status is None or status >= 300:
+        if failed(status):
             self.errors.append(at)
 
     def note_read(self, status: int | None) -> None:
         self.statuses[f"read {status}"] = self.statuses.get(f"read {status}", 0) + 1
-        if status is None or status >= 300:
+        if failed(status):
             self.errors.append(time.monotonic())
+
 
     def allowed(self, cell: tuple[int, date]) -> set[int]:
         """What the record may hold for the cell: the last value answered 202, or any value
@@ -71,6 +77,11 @@ class Ledger:
         last = acked[-1]
         return {tries[last][0]} | {v for v, status, _ in tries[last + 1:] if status is None or status >= 500}
 
+
+def failed(status: int | None) -> bool:
+    """An error a client sees: no answer, or one it did not ask for. A 429 is a budget
+    spent, answered as the contract says, not a failure of the service."""
+    return status is None or (status >= 300 and status != 429)
 
 
 def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
@@ -98,6 +109,8 @@ def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
                              json={"url": f"{topo.hook_url}/hooks/{prop['id']}"})
             assert hook.status_code == 201, hook.text
             made.append(Mapped(prop["id"], key, room, prop["ratePlans"][0]["id"], cm_prop, cm_room, cm_plan))
+        made[-1].reader_key = http.post(f"/api/v1/admin/properties/{made[-1].id}/keys", json={
+            "label": "greedy reader", "scopes": ["ari:read"]}).json()["data"]["key"]
         for prop in made[:BOOKING_PROPERTIES]:  # rooms to sell on the booking engine's nights
             since = FIRST + timedelta(days=mixed_load.BOOKING_NIGHTS_FROM)
             until = since + timedelta(days=mixed_load.BOOKING_NIGHTS - 1)
@@ -113,47 +126,67 @@ def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
 WRITE_EVERY = 7.0
 
 
-async def _answered(ledger: Ledger, call: Any) -> int | None:
+async def _answered(call: Any) -> tuple[int | None, float]:
+    """The status of a call (None: no answer), and how long to wait before the next try:
+    a 429's Retry-After, a moment after a failure, none after success."""
     try:
         got = await call
     except httpx.HTTPError:
-        return None
+        return None, 0.2
     if got.status_code == 503:  # ours says when to come back; the balancer's own page does not
         assert got.headers.get("retry-after") or "<html>" in got.text, got.text
-    return int(got.status_code)
+    if got.status_code == 429:
+        return 429, float(got.headers["retry-after"])
+    return int(got.status_code), 0.0 if got.status_code < 300 else 0.2
+
+
+# Each integrator reads its property this often between its writes: with its writes and
+# (on the booking properties) its bookings, under the key's `requests` budget.
+READ_EVERY = 0.75
+
+
+def from_address(topo: Topology, n: int, **kwargs: Any) -> httpx.AsyncClient:
+    """A client of the balancer speaking from the client host's `n`th address."""
+    return httpx.AsyncClient(base_url=topo.url, timeout=10,
+                             transport=httpx.AsyncHTTPTransport(local_address=topo.client_address(n)), **kwargs)
 
 
 async def write_load(topo: Topology, props: list[Mapped], ledger: Ledger, seconds: float,
                      value_base: int) -> None:
-    """A steady load through the balancer: each property's availability written every
-    WRITE_EVERY seconds (one night at a time, each cell's writes one after the other: the
-    ledger knows what the record must hold), and reads of it in between, as fast as
-    answers come (their errors are counted too)."""
+    """A steady load through the balancer, one integrator per property, each from an
+    address of its own: its availability written every WRITE_EVERY seconds (one night at
+    a time, each cell's writes one after the other: the ledger knows what the record must
+    hold), and read every READ_EVERY seconds in between (errors of reads count too)."""
+    async with trio.open_nursery() as nursery:
+        for n, prop in enumerate(props):
+            nursery.start_soon(_integrator, topo, n, prop, ledger, seconds, value_base,
+                               n * WRITE_EVERY / len(props))
+
+
+async def _integrator(topo: Topology, n: int, prop: Mapped, ledger: Ledger, seconds: float, value_base: int,
+                      offset: float) -> None:
     deadline = trio.current_time() + seconds
-    due = {p.id: trio.current_time() + n * WRITE_EVERY / len(props) for n, p in enumerate(props)}
-    written = {p.id: 0 for p in props}
-    async with httpx.AsyncClient(base_url=topo.url, timeout=10) as http:
+    due = trio.current_time() + offset
+    written = 0
+    auth = {"Authorization": f"Bearer {prop.key}"}
+    async with from_address(topo, n) as http:
         while trio.current_time() < deadline:
-            prop = min(props, key=lambda p: due[p.id])
-            auth = {"Authorization": f"Bearer {prop.key}"}
-            if due[prop.id] > trio.current_time():  # nothing to write yet: a read
-                status = await _answered(ledger, http.get(f"{API}/availability", headers=auth))
+            if due > trio.current_time():  # nothing to write yet: a read
+                status, wait = await _answered(http.get(f"{API}/availability", headers=auth))
                 ledger.note_read(status)
-                if status != 200:
-                    await trio.sleep(0.2)
+                await trio.sleep(max(READ_EVERY, wait))
                 continue
-            n = written[prop.id]
-            night = FIRST + timedelta(days=n % NIGHTS)
-            value = value_base + n % 7
+            night = FIRST + timedelta(days=written % NIGHTS)
+            value = value_base + written % 7
             body = {"updates": [{"roomTypeId": prop.room, "dateFrom": night.isoformat(), "dateTo": night.isoformat(),
                                  "available": value}]}
-            status = await _answered(ledger, http.put(f"{API}/availability", json=body, headers=auth))
+            status, wait = await _answered(http.put(f"{API}/availability", json=body, headers=auth))
             ledger.note((prop.id, night), value, status)
             if status == 202:
-                written[prop.id] += 1
-                due[prop.id] += WRITE_EVERY
+                written += 1
+                due += WRITE_EVERY
             else:
-                await trio.sleep(0.2)  # tried again: the same cell, its next value
+                await trio.sleep(wait)  # tried again: the same cell, its next value
 
 
 def record_of(topo: Topology, props: list[Mapped]) -> dict[tuple[int, date], int]:
@@ -207,7 +240,7 @@ class Measured:
     `at_wall`, the fault by the wall clock)."""
 
     ledger: Ledger
-    bookings: BookingLedger
+    pressed: PressedLedger
     sales: OtaSales
     figures: dict[str, Any]
 
@@ -251,16 +284,20 @@ async def _held_by(topo: Topology, host: str) -> set[int]:
 
 def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: int, fault: Any,
              sales: OtaSales) -> Measured:
-    """`fault(figures)` while the mixed load runs: ARI writes and reads, bookings on the
-    first properties, OTA sales on the others."""
-    ledger, bookings = Ledger(), BookingLedger()
+    """`fault(figures)` while the mixed load runs: the ARI integrators, a booking engine on
+    each of the first properties and a greedy reader on the last (each from an address of
+    its own), OTA sales on the others."""
+    ledger, pressed = Ledger(), PressedLedger()
     figures: dict[str, Any] = {}
 
     async def scenario() -> None:
-        async with trio.open_nursery() as nursery:
+        async with AsyncExitStack() as clients, trio.open_nursery() as nursery:  # clients outlive the tasks
             nursery.start_soon(write_load, topo, props, ledger, seconds, value_base)
-            for prop in props[:BOOKING_PROPERTIES]:
-                nursery.start_soon(mixed_load.booking_load, topo, prop, bookings, seconds, FIRST)
+            for n, prop in enumerate(props[:BOOKING_PROPERTIES]):
+                http = await clients.enter_async_context(from_address(topo, len(props) + n))
+                nursery.start_soon(mixed_load.booking_load, http, prop, pressed, seconds, FIRST)
+            http = await clients.enter_async_context(from_address(topo, len(props) + BOOKING_PROPERTIES))
+            nursery.start_soon(mixed_load.greedy_reads, http, props[-1].reader_key, pressed, seconds)
             nursery.start_soon(mixed_load.ota_load, topo, props[BOOKING_PROPERTIES:], sales, seconds, FIRST)
             await fault(figures)
             figures["at_wall"] = time.time() - (time.monotonic() - figures["at"])
@@ -269,8 +306,9 @@ def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: in
         trio.run(scenario)
     figures["errors_after"] = [round(at - figures["at"], 2) for at in ledger.errors]
     figures["statuses"] = dict(ledger.statuses)
-    figures["bookings"] = dict(Counter(str(t.status) for t in bookings.tries))
-    return Measured(ledger, bookings, sales, figures)
+    for what, key in (("bookings", props[0].key), ("greedy reads", props[-1].reader_key)):
+        figures[what] = dict(Counter(str(t.status) for t in pressed.tries if t.key == key))
+    return Measured(ledger, pressed, sales, figures)
 
 
 def partition(topo: Topology, props: list[Mapped], host: str, cut_seconds: float, sales: OtaSales) -> Measured:

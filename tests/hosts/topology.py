@@ -43,6 +43,7 @@ SERVICE_PORT = 8080
 PG_PORT = 5432
 CM_PORT = 9000
 HOOK_PORT = 9100
+CLIENT_ADDRESSES = 32
 _CLONE_NEWNET = 0x40000000
 
 
@@ -124,6 +125,13 @@ class Topology:
             self._in(ns, "ip", "link", "set", inside, "name", "eth0")
             self._in(ns, "ip", "addr", "add", f"{host.address}/24", "dev", "eth0")
             self._in(ns, "ip", "link", "set", "eth0", "up")
+        # The client host speaks for many integrators, each from an address of its own, as
+        # the `ip` budgets expect: `client_address(n)`.
+        for n in range(CLIENT_ADDRESSES):
+            self._in(self.hosts["client"].ns, "ip", "addr", "add", f"{self.client_address(n)}/24", "dev", "eth0")
+
+    def client_address(self, n: int) -> str:
+        return f"{self.subnet}.{100 + n}"
 
     def _in(self, ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return sh("ip", "netns", "exec", ns, *args, check=check)
