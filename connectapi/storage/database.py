@@ -33,7 +33,7 @@ COMMAND_TIMEOUT = 10.0
 # the server sees nothing end) would keep its row locks, and every other process's writes
 # of that property would wait on them, for as long as the cut lasts: the server ends such
 # a session after this long (issue 31's partition test found it).
-IDLE_IN_TRANSACTION_TIMEOUT = "5s"
+IDLE_IN_TRANSACTION_TIMEOUT = "5s"  # decision 0119
 CLOSE_TIMEOUT = 3.0
 # A connection inside a transaction, as storage functions take it. Code outside storage
 # only hands it from `Database.transaction` to storage functions, never calls it.
