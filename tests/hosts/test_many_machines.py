@@ -78,6 +78,7 @@ def test_a_host_cut_from_the_database_hands_its_properties_over(topo: Topology, 
     beside it, and nothing answered 2xx is lost."""
     cut = scenarios.partition(topo, props, "svc1", CUT_SECONDS, sales)
     print(f"partition: {cut.figures}")
+    assert cut.figures["call_in_flight_at_cut"], cut.figures
     assert cut.figures["pushed_again_after"] < 30
     assert cut.error_span() < 10, cut.figures
     topo.wait_http("client", topo.url_of("svc1") + "/readyz", timeout=30)  # healed: ready again

@@ -373,9 +373,16 @@ backend services
         return [json.loads(line) for line in kept.read_text().splitlines()] if kept.exists() else []
 
     def sandbox_stats(self) -> dict[str, object]:
+        return dict(self._sandbox_state()["stats"])
+
+    def sandbox_pushing(self) -> dict[str, float]:
+        """The channel manager's properties with an ARI call under way, and for how long."""
+        return dict(self._sandbox_state()["pushing"])
+
+    def _sandbox_state(self) -> dict[str, Any]:
         with self.inside("cm"):
             got = httpx.get(f"{self.cm_url}/_sandbox/stats", headers={"user-api-key": CM_KEY}, timeout=10)
-        return dict(got.json()["stats"])
+        return dict(got.json())
 
     # ---- tearing down --------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import trio
 from quart import Response, request
 from quart_trio import QuartTrio
 
@@ -44,7 +45,12 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
 
     @app.get("/_sandbox/stats")
     async def stats() -> Response:
-        return answers.json_answer({"stats": state.stats.view()})
+        """The counts so far, and the properties with an ARI call under way now, with how
+        long it has been under way in seconds (`pushing`: a test cuts a service off the
+        record while its call is in flight)."""
+        now = trio.current_time()
+        return answers.json_answer({"stats": state.stats.view(), "pushing": {
+            pid: round(now - state.push_opened[pid], 3) for pid, open in state.open_pushes.items() if open}})
 
     @app.get("/_sandbox/grid")
     async def grid() -> Response:

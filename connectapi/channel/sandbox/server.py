@@ -182,6 +182,7 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         if any(state.open_pushes[pid] for pid in properties):
             state.stats.overlapping_calls += 1
         state.open_pushes.update(properties)
+        state.push_opened.update(dict.fromkeys(properties, trio.current_time()))
         try:
             if state.call_seconds:
                 await trio.sleep(state.call_seconds)

@@ -162,6 +162,7 @@ class SandboxState:
         # window in which another push for the same property counts as overlapping.
         self.call_seconds = call_seconds
         self.open_pushes: Counter[str] = Counter()
+        self.push_opened: dict[str, float] = {}  # property id -> when its latest push came (trio's clock)
         self.stats = Stats()
         self.faults = Faults()
         self.properties: dict[str, Property] = {}
