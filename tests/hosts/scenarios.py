@@ -54,15 +54,16 @@ class Ledger:
     errors: list[float] = field(default_factory=list)  # when an answer `failed` (or none came)
     statuses: dict[str, int] = field(default_factory=dict)
 
-    def note(self, cell: tuple[int, date], value: int, status: int | None) -> None:
+    def note(self, cell: tuple[int, date], value: int, status: int | None, by: str = "") -> None:
+        """`by`: " balancer" when the balancer answered, not a service host."""
         at = time.monotonic()
         self.writes.setdefault(cell, []).append((value, status, at))
-        self.statuses[str(status)] = self.statuses.get(str(status), 0) + 1
+        self.statuses[f"{status}{by}"] = self.statuses.get(f"{status}{by}", 0) + 1
         if failed(status):
             self.errors.append(at)
 
-    def note_read(self, status: int | None) -> None:
-        self.statuses[f"read {status}"] = self.statuses.get(f"read {status}", 0) + 1
+    def note_read(self, status: int | None, by: str = "") -> None:
+        self.statuses[f"read {status}{by}"] = self.statuses.get(f"read {status}{by}", 0) + 1
         if failed(status):
             self.errors.append(time.monotonic())
 
@@ -126,18 +127,20 @@ def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
 WRITE_EVERY = 7.0
 
 
-async def _answered(call: Any) -> tuple[int | None, float]:
-    """The status of a call (None: no answer), and how long to wait before the next try:
-    a 429's Retry-After, a moment after a failure, none after success."""
+async def _answered(call: Any) -> tuple[int | None, float, str]:
+    """The status of a call (None: no answer); how long to wait before the next try (a
+    429's Retry-After, a moment after a failure, none after success); and who answered:
+    " balancer" for the balancer's own page (no service host to send to), else ""."""
     try:
         got = await call
     except httpx.HTTPError:
-        return None, 0.2
-    if got.status_code == 503:  # ours says when to come back; the balancer's own page does not
-        assert got.headers.get("retry-after") or "<html>" in got.text, got.text
+        return None, 0.2, ""
+    by = " balancer" if "<html>" in got.text else ""
+    if got.status_code == 503 and not by:  # ours says when to come back
+        assert got.headers.get("retry-after"), got.text
     if got.status_code == 429:
-        return 429, float(got.headers["retry-after"])
-    return int(got.status_code), 0.0 if got.status_code < 300 else 0.2
+        return 429, float(got.headers["retry-after"]), by
+    return int(got.status_code), 0.0 if got.status_code < 300 else 0.2, by
 
 
 # Each integrator reads its property this often between its writes: with its writes and
@@ -172,16 +175,16 @@ async def _integrator(topo: Topology, n: int, prop: Mapped, ledger: Ledger, seco
     async with from_address(topo, n) as http:
         while trio.current_time() < deadline:
             if due > trio.current_time():  # nothing to write yet: a read
-                status, wait = await _answered(http.get(f"{API}/availability", headers=auth))
-                ledger.note_read(status)
+                status, wait, by = await _answered(http.get(f"{API}/availability", headers=auth))
+                ledger.note_read(status, by)
                 await trio.sleep(max(READ_EVERY, wait))
                 continue
             night = FIRST + timedelta(days=written % NIGHTS)
             value = value_base + written % 7
             body = {"updates": [{"roomTypeId": prop.room, "dateFrom": night.isoformat(), "dateTo": night.isoformat(),
                                  "available": value}]}
-            status, wait = await _answered(http.put(f"{API}/availability", json=body, headers=auth))
-            ledger.note((prop.id, night), value, status)
+            status, wait, by = await _answered(http.put(f"{API}/availability", json=body, headers=auth))
+            ledger.note((prop.id, night), value, status, by)
             if status == 202:
                 written += 1
                 due += WRITE_EVERY

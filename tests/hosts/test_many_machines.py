@@ -113,9 +113,11 @@ def test_failover_to_the_replica_loses_no_acknowledged_write(topo: Topology, pro
     failed = scenarios.failover(topo, props, sales)
     print(f"failover: {failed.figures}")
     assert failed.figures["accepted_again_after_promotion"] is not None
-    assert failed.figures["accepted_again_after_promotion"] < 30
+    assert failed.figures["accepted_again_after_promotion"] < 5  # no wait for the checks to rise
+    # Never a 500; and while no host was ready the balancer still sent to them (its backup
+    # servers), so every 503 was the contract's, with Retry-After, not the balancer's page.
     assert set(failed.figures["statuses"]) <= {"202", "429", "503", "None", "read 200", "read 429", "read 503",
-                                               "read None"}, failed.figures  # never a 500
+                                               "read None"}, failed.figures
     assert check_ledger(failed.ledger, record_of(topo, props)) >= PROPERTIES * 3
     assert set(failed.figures["bookings"]) <= {"201", "200", "429", "503", "None"}, failed.figures
     # The promoted replica's budgets start empty (docs/operations.md): not exact across it.

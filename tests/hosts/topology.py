@@ -245,8 +245,14 @@ class Topology:
         self.start_service(host)
 
     def _balancer(self) -> None:
+        # Each host twice: checked on /readyz, and as an unchecked backup, used only when no
+        # host is ready (no primary database: every host answers the contract's 503 with
+        # Retry-After, where HAProxy's own page has neither; and the first request after a
+        # promotion is served, without waiting for the checks to rise again).
         servers = "\n".join(f"    server {name} {self.hosts[name].address}:{SERVICE_PORT} check inter 1s fall 2 "
-                            "rise 2" for name in self.service_names)
+                            "rise 2" for name in self.service_names) + "\n" + "\n".join(
+            f"    server {name}-unready {self.hosts[name].address}:{SERVICE_PORT} backup"
+            for name in self.service_names)
         config = self.workdir / "haproxy.cfg"
         config.write_text(f"""global
     maxconn 2000
@@ -265,6 +271,7 @@ backend services
     balance roundrobin
     option httpchk GET /readyz
     http-check expect status 200
+    option allbackups
 {servers}
 """)
         self.spawn("lb", ["haproxy", "-f", str(config), "-db"], label="haproxy")
