@@ -16,6 +16,7 @@ import trio
 import trio_asyncio
 
 from connectapi.storage.database import open_database
+from connectapi.storage import primary
 from connectapi.storage.primary import PrimaryFinder
 
 
@@ -42,21 +43,47 @@ async def test_a_silent_host_is_waited_for_once_then_only_a_moment(pg_server: st
         with silent_host() as silent:
             finder = PrimaryFinder([silent, pg_server])
             first = await trio_asyncio.aio_as_trio(finder.connect)(timeout=0.5)
-            assert finder.silent == {0}
+            assert set(finder.silent) == {0}
             # Had the silent host been waited for again, this connect would take 600 s.
             with trio.fail_after(30):
                 second = await trio_asyncio.aio_as_trio(finder.connect)(timeout=600)
-            assert finder.silent == {0}
+            assert set(finder.silent) == {0}
             for conn in (first, second):
                 assert await trio_asyncio.aio_as_trio(conn.fetchval)("SELECT pg_is_in_recovery()") is False
                 await trio_asyncio.aio_as_trio(conn.close)()
             # With no other primary it is waited for (it might be the primary): until the
             # connect timeout, and no primary.
             finder = PrimaryFinder([nowhere(), silent])
-            finder.silent = {1}
+            finder.silent = {1: trio.current_time()}
             with pytest.raises(ConnectionRefusedError, match="TimeoutError"):
                 await trio_asyncio.aio_as_trio(finder.connect)(timeout=0.5)
-            assert finder.silent == {1}
+            assert set(finder.silent) == {1}
+
+
+async def test_a_silent_host_is_asked_in_full_again_after_a_while(pg_server: str) -> None:
+    """Passed over, a silent host could be a new primary that answers slowly: after
+    SILENT_RECHECK_SECONDS it is waited for in full once more (and marked again)."""
+    async with trio_asyncio.open_loop():
+        with silent_host() as silent:
+            finder = PrimaryFinder([silent, pg_server])
+            marked = trio.current_time() - primary.SILENT_RECHECK_SECONDS - 1
+            finder.silent = {0: marked}
+            started = trio.current_time()
+            conn = await trio_asyncio.aio_as_trio(finder.connect)(timeout=0.5)
+            await trio_asyncio.aio_as_trio(conn.close)()
+            assert trio.current_time() - started >= 0.5  # waited for it in full
+            assert finder.silent[0] > marked
+
+
+async def test_a_primary_older_than_the_one_in_use_does_not_cut_the_wait_short(pg_server: str) -> None:
+    async with trio_asyncio.open_loop():
+        with silent_host() as silent:
+            finder = PrimaryFinder([pg_server, silent])
+            finder.timeline = 99  # this process has used a newer primary than the one answering
+            finder.silent = {1: trio.current_time()}
+            with pytest.raises(ConnectionRefusedError, match="TimeoutError: ") as refused:
+                await trio_asyncio.aio_as_trio(finder.connect)(timeout=0.5)
+            assert "not waited for" not in str(refused.value)  # the silent host was heard out
 
 
 async def test_a_silent_host_that_answers_again_is_counted_again(pg_server: str) -> None:
@@ -64,10 +91,10 @@ async def test_a_silent_host_that_answers_again_is_counted_again(pg_server: str)
     taken, and no longer silent; all hosts silent is no different."""
     async with trio_asyncio.open_loop():
         for finder in (PrimaryFinder([pg_server, nowhere()]), PrimaryFinder([pg_server, pg_server])):
-            finder.silent = {0, 1}
+            finder.silent = {0: trio.current_time(), 1: trio.current_time()}
             conn = await trio_asyncio.aio_as_trio(finder.connect)(timeout=3)
             await trio_asyncio.aio_as_trio(conn.close)()
-            assert finder.silent == set() and finder.timeline >= 1
+            assert finder.silent == {} and finder.timeline >= 1
 
 
 async def test_the_live_primary_is_chosen_among_hosts_that_are_down(pg_server: str) -> None:
