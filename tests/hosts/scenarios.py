@@ -5,6 +5,7 @@ every answer, and does one thing to the hosts meanwhile."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections import Counter
@@ -43,7 +44,7 @@ class Mapped:
     cm_property: str
     cm_room: str
     cm_plan: str
-    reader_key: str = ""  # the last property's second key: a greedy reader's (mixed_load)
+    checker_key: str = ""  # the test's own, to read the record afterwards with a budget of its own
 
 
 @dataclass
@@ -110,8 +111,9 @@ def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
                              json={"url": f"{topo.hook_url}/hooks/{prop['id']}"})
             assert hook.status_code == 201, hook.text
             made.append(Mapped(prop["id"], key, room, prop["ratePlans"][0]["id"], cm_prop, cm_room, cm_plan))
-        made[-1].reader_key = http.post(f"/api/v1/admin/properties/{made[-1].id}/keys", json={
-            "label": "greedy reader", "scopes": ["ari:read"]}).json()["data"]["key"]
+        for prop in made:
+            prop.checker_key = http.post(f"/api/v1/admin/properties/{prop.id}/keys", json={
+                "label": "checker", "scopes": ["ari:read", "bookings:read"]}).json()["data"]["key"]
         for prop in made[:BOOKING_PROPERTIES]:  # rooms to sell on the booking engine's nights
             since = FIRST + timedelta(days=mixed_load.BOOKING_NIGHTS_FROM)
             until = since + timedelta(days=mixed_load.BOOKING_NIGHTS - 1)
@@ -197,7 +199,8 @@ def record_of(topo: Topology, props: list[Mapped]) -> dict[tuple[int, date], int
     with topo.inside("client"), httpx.Client(base_url=topo.url, timeout=30) as http:
         for prop in props:
             last = FIRST + timedelta(days=NIGHTS - 1)
-            got = http.get(f"{API}/availability?from={FIRST}&to={last}", headers={"Authorization": f"Bearer {prop.key}"})
+            got = http.get(f"{API}/availability?from={FIRST}&to={last}",
+                           headers={"Authorization": f"Bearer {prop.checker_key}"})
             assert got.status_code == 200, got.text
             for night in got.json()["data"]["roomTypes"][0]["nights"]:
                 held[(prop.id, date.fromisoformat(night["date"]))] = night["available"]
@@ -238,11 +241,39 @@ def database_now(topo: Topology) -> float:
 
 
 @dataclass
+class Pressing:
+    """A scenario's clients that press their budgets, each with a key of its own, new for
+    the scenario (a budget window still full from the one before would hold it back): a
+    booking engine per booking property, and a greedy reader of one property."""
+
+    booking_keys: dict[int, str]
+    reader: tuple[int, str]
+
+
+_scenarios = itertools.count()
+
+
+def pressing_keys(topo: Topology, props: list[Mapped]) -> Pressing:
+    """New keys for the pressing clients. The greedy reader takes another property each
+    scenario: the one before's reads still count in that property's budget for a minute."""
+    read = props[-1 - next(_scenarios) % (len(props) - BOOKING_PROPERTIES)]
+    with topo.inside("client"), httpx.Client(base_url=topo.url, headers=ADMIN, timeout=30) as http:
+        def key(prop: Mapped, label: str, scopes: list[str]) -> str:
+            made = http.post(f"/api/v1/admin/properties/{prop.id}/keys", json={"label": label, "scopes": scopes})
+            assert made.status_code == 201, made.text
+            return str(made.json()["data"]["key"])
+
+        return Pressing({p.id: key(p, "booking engine", ["bookings:read", "bookings:write"])
+                         for p in props[:BOOKING_PROPERTIES]}, (read.id, key(read, "greedy reader", ["ari:read"])))
+
+
+@dataclass
 class Measured:
     """What a scenario saw: the ledgers of the load, and its figures (seconds from the fault;
     `at_wall`, the fault by the wall clock)."""
 
     ledger: Ledger
+    pressing: Pressing
     pressed: PressedLedger
     sales: OtaSales
     figures: dict[str, Any]
@@ -314,7 +345,7 @@ def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: in
     """`fault(figures)` while the mixed load runs: the ARI integrators, a booking engine on
     each of the first properties and a greedy reader on the last (each from an address of
     its own), OTA sales on the others."""
-    ledger, pressed = Ledger(), PressedLedger()
+    ledger, pressed, pressing = Ledger(), PressedLedger(), pressing_keys(topo, props)
     figures: dict[str, Any] = {}
 
     async def scenario() -> None:
@@ -322,9 +353,10 @@ def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: in
             nursery.start_soon(write_load, topo, props, ledger, seconds, value_base)
             for n, prop in enumerate(props[:BOOKING_PROPERTIES]):
                 http = await clients.enter_async_context(from_address(topo, len(props) + n))
-                nursery.start_soon(mixed_load.booking_load, http, prop, pressed, seconds, FIRST)
+                nursery.start_soon(mixed_load.booking_load, http, prop, pressing.booking_keys[prop.id], pressed,
+                                   seconds, FIRST)
             http = await clients.enter_async_context(from_address(topo, len(props) + BOOKING_PROPERTIES))
-            nursery.start_soon(mixed_load.greedy_reads, http, props[-1].reader_key, pressed, seconds)
+            nursery.start_soon(mixed_load.greedy_reads, http, pressing.reader[1], pressed, seconds)
             nursery.start_soon(mixed_load.ota_load, topo, props[BOOKING_PROPERTIES:], sales, seconds, FIRST)
             await fault(figures)
             figures["at_wall"] = time.time() - (time.monotonic() - figures["at"])
@@ -333,9 +365,9 @@ def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: in
         trio.run(scenario)
     figures["errors_after"] = [round(at - figures["at"], 2) for at in ledger.errors]
     figures["statuses"] = dict(ledger.statuses)
-    for what, key in (("bookings", props[0].key), ("greedy reads", props[-1].reader_key)):
+    for what, key in (("bookings", pressing.booking_keys[props[0].id]), ("greedy reads", pressing.reader[1])):
         figures[what] = dict(Counter(str(t.status) for t in pressed.tries if t.key == key))
-    return Measured(ledger, pressed, sales, figures)
+    return Measured(ledger, pressing, pressed, sales, figures)
 
 
 def partition(topo: Topology, props: list[Mapped], host: str, cut_seconds: float, sales: OtaSales) -> Measured:

@@ -58,14 +58,16 @@ def check_mixed_load(topo: Topology, props: list[Mapped], measured: scenarios.Me
     """Every booking answered 2xx is in the record; the pressing clients were admitted no
     more than their budgets in any window (`budget_exact`); every OTA revision was told."""
     faults.append(measured.figures["at_wall"])
-    booked = check_bookings(topo, props[:BOOKING_PROPERTIES], measured.pressed)
-    assert booked >= 20, measured.figures["bookings"]
-    most = {"bookings": max(len(measured.pressed.admitted(p.key, 201)) for p in props[:BOOKING_PROPERTIES]),
-            "reads": len(measured.pressed.admitted(props[-1].reader_key, 200))}
+    keys, (_, reader) = measured.pressing.booking_keys, measured.pressing.reader
+    booked = check_bookings(topo, props[:BOOKING_PROPERTIES], keys, measured.pressed)
+    assert booked >= BOOKINGS_BUDGET, measured.figures["bookings"]
+    most = {"bookings": max(len(measured.pressed.admitted(key, 201)) for key in keys.values()),
+            "reads": len(measured.pressed.admitted(reader, 200))}  # in the whole run
+    # Across a failover, what operations.md says: one more window's worth at most.
+    assert most["bookings"] <= 2 * BOOKINGS_BUDGET and most["reads"] <= 2 * REQUESTS_BUDGET, most
     if budget_exact:
-        most = {"bookings": max(check_budget(measured.pressed, p.key, 201, BOOKINGS_BUDGET)
-                                for p in props[:BOOKING_PROPERTIES]),
-                "reads": check_budget(measured.pressed, props[-1].reader_key, 200, REQUESTS_BUDGET)}
+        most = {"bookings": max(check_budget(measured.pressed, key, 201, BOOKINGS_BUDGET) for key in keys.values()),
+                "reads": check_budget(measured.pressed, reader, 200, REQUESTS_BUDGET)}
     told = check_webhooks(topo, measured.sales, faults)
     print(f"bookings {measured.figures['bookings']}, greedy reads {measured.figures['greedy reads']}, most in a "
           f"window {most}, webhooks {told}")

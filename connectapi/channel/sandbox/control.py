@@ -50,7 +50,7 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
         record while its call is in flight)."""
         now = trio.current_time()
         return answers.json_answer({"stats": state.stats.view(), "pushing": {
-            pid: round(now - state.push_opened[pid], 3) for pid, open in state.open_pushes.items() if open}})
+            pid: round(now - state.push_opened[pid], 3) for pid, count in state.open_pushes.items() if count}})
 
     @app.get("/_sandbox/grid")
     async def grid() -> Response:
