@@ -150,9 +150,6 @@ class PrimaryFinder:
                 answer.conn.terminate()
         if best is None:
             failures = [a for a in asked if isinstance(a, BaseException)]
-            for failure in failures:
-                if not isinstance(failure, Exception):
-                    raise failure  # a cancellation
             reasons = "; ".join(f"{type(f).__name__}: {f}" for f in failures) or "every host is a replica"
             raise ConnectionRefusedError(f"no primary among the {len(self.hosts)} database hosts ({reasons})")
         if best.timeline > self.timeline:
