@@ -83,7 +83,8 @@ class PushLeases:
 
     async def take(self, property_id: int, kind: str) -> float | None:
         """Join the property's lease for `kind`'s work. None: this process holds it (it
-        did, or took it now); a number: another process does, for that many seconds more."""
+        did, or took it now); a number: another process does, for that many seconds more
+        from now (at most: from when the record looked)."""
         async with self._turn(property_id):
             held = self._held.get(property_id)
             started = self._clock.monotonic()
@@ -101,7 +102,10 @@ class PushLeases:
             if held is not None:
                 log.warning("the push lease of property %d went to another process", property_id)
                 del self._held[property_id]
-            return max(0.0, lease.remaining)
+            # The record measured what remains when the statement ran: counted from now, the
+            # time the answer took to come back is already gone (a slow record otherwise
+            # puts the look again that much after the lease runs out, each time).
+            return max(0.0, lease.remaining - (self._clock.monotonic() - started))
 
     async def ensure(self, property_id: int, need: float = CALL_NEEDS) -> float | None:
         """Before a call: when (monotonic) this process's lease on the property runs out,

@@ -145,7 +145,7 @@ async def test_an_hour_of_outage_is_caught_up_coalesced_without_a_burst(api: Har
     # time until the cells are clean.
     for _ in range(30):
         try:
-            await settled(api, prop["id"], tries=300)
+            await settled(api, prop["id"], seconds=0.25)
             break
         except AssertionError:
             api.advance(1)

@@ -12,7 +12,7 @@ import trio.testing
 from connectapi.actors.messages.reconciler import CheckProperty
 from connectapi.storage import pushes
 
-from .harness import API, Harness
+from .harness import API, Harness, eventually
 
 
 @pytest.fixture
@@ -20,14 +20,20 @@ def env() -> dict[str, str]:
     return {"CONNECTAPI_PUSH_PAUSED": "0"}
 
 
-async def settled(api: Harness, property_id: int, tries: int = 3_000) -> None:
-    """Until no cell of the property is dirty. Bounded by tries: the mock clock stands still."""
-    for _ in range(tries):
-        counts = await pushes.dirty_counts(api.ctx.db, property_id)
-        if not any(counts.values()):
-            return
-        await trio.sleep(0)
-    raise AssertionError(f"still dirty: {counts}")
+async def settled(api: Harness, property_id: int, seconds: float = 15.0) -> None:
+    """Until no cell of the property is dirty. The mock clock stands still meanwhile: what
+    is left is real-time work (the record, the sandbox over HTTP), bounded by `seconds` of
+    real time, a ceiling for a failing test."""
+    last: dict[str, int] = {}
+
+    async def clean() -> bool:
+        last.update(await pushes.dirty_counts(api.ctx.db, property_id))
+        return not any(last.values())
+
+    try:
+        await eventually(clean, "no dirty cell", seconds)
+    except AssertionError:
+        raise AssertionError(f"still dirty: {last}") from None
 
 
 def grid(api: Harness, prop: dict[str, Any]) -> Any:

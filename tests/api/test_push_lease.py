@@ -4,12 +4,16 @@ holds a property through a pause and gives it back once it is clean."""
 
 from __future__ import annotations
 
-from datetime import date
+import math
+from datetime import date, datetime, timedelta
+from typing import Any
 
 import pytest
+import trio
 
-from connectapi.actors.push_leases import LEASE_SECONDS
+from connectapi.actors.push_leases import LEASE_SECONDS, LOOK_AGAIN_AFTER
 from connectapi.storage import leases, pushes
+from connectapi.storage.database import Database
 
 from .harness import Harness, eventually
 from .test_pacing import let_run, sandbox_value, set_night
@@ -28,27 +32,74 @@ async def calls(api: Harness) -> int:
     return api.ctx.channel.sandbox.stats.availability_calls
 
 
+def pushed_at(api: Harness, prop: dict[str, Any]) -> list[datetime]:
+    """When (the fake clock) the sandbox took each availability call for the property."""
+    assert api.ctx.channel.sandbox is not None
+    cm_id = next(p.id for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
+    return [c.at for c in api.ctx.channel.sandbox.calls if c.kind == "availability" and cm_id in c.property_ids]
+
+
+async def steps(api: Harness, seconds: int) -> None:
+    """The clock on, a second at a time, letting what is due run in between. What runs in
+    real time (the record, the sandbox over HTTP) may still be on its way at the next step:
+    the assertions after the steps wait for it (settled), never for another step."""
+    for _ in range(seconds):
+        api.advance(1)
+        await let_run()
+
+
 async def test_a_property_another_process_pushes_is_left_to_it_until_its_lease_runs_out(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
     held = await leases.take_push(api.ctx.db, prop["id"], "another-process", api.ctx.clock.shared_time(),
                                   LEASE_SECONDS)
     assert held.holder == "another-process"
-    before = await calls(api)
+    lease_ends = api.ctx.clock.now() + timedelta(seconds=LEASE_SECONDS)
+    seeded = pushed_at(api, prop)
     await set_night(api, key, room, NIGHT, 3)  # accepted here: this process's pusher is woken
-    for _ in range(int(LEASE_SECONDS) - 1):  # the other process pushes it (it would: it is alive)
-        await let_run()
-        api.advance(1)
     await let_run()
-    assert await calls(api) == before and (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"] == 1
-    for _ in range(5):  # its lease runs out (it died): this process takes the property over
-        api.advance(1)
-        await let_run()
-        if not (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"]:
-            break
+    await steps(api, int(LEASE_SECONDS) - 1)  # the other process pushes it (it would: it is alive)
+    assert pushed_at(api, prop) == seeded and (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"] == 1
+    # Its lease runs out (it died): this process takes the property over, once it looks
+    # again (LOOK_AGAIN_AFTER past the end, counted from when the record said it was held).
+    await steps(api, 1 + math.ceil(LOOK_AGAIN_AFTER))
     await settled(api, prop["id"])
     assert sandbox_value(api, prop, NIGHT) == 3
+    taken_over = pushed_at(api, prop)[len(seeded):]
+    assert len(taken_over) == 1 and taken_over[0] >= lease_ends, (taken_over, lease_ends)
     await eventually(lambda: given_back(api), "the lease given back")
+
+
+async def test_a_slow_answer_from_the_record_does_not_put_the_take_over_later(
+        api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record says how long the other process's lease runs as the statement ran: the
+    look again is counted from then, not from when the answer came back (three seconds
+    later here, each time), or every slow answer would put the take-over that much later."""
+    taking = leases.take_push
+    slowed: list[float | None] = []
+
+    async def slow_answer(db: Database, property_id: int, holder: str, now: float | None,
+                          seconds: float) -> leases.PushLease:
+        lease = await taking(db, property_id, holder, now, seconds)
+        if lease.holder != holder:
+            slowed.append(now)
+            api.advance(3)  # the clock moved on while the answer was on its way
+        return lease
+
+    prop, key = await api.keyed_property()
+    await leases.take_push(api.ctx.db, prop["id"], "another-process", api.ctx.clock.shared_time(), LEASE_SECONDS)
+    lease_ends = api.ctx.clock.now() + timedelta(seconds=LEASE_SECONDS)
+    look_again = trio.current_time() + LEASE_SECONDS + LOOK_AGAIN_AFTER
+    seeded = pushed_at(api, prop)
+    monkeypatch.setattr(leases, "take_push", slow_answer)
+    await set_night(api, key, prop["roomTypes"][0]["id"], NIGHT, 4)
+    await let_run()
+    while trio.current_time() < look_again:
+        await steps(api, 1)
+    await settled(api, prop["id"])
+    taken_over = pushed_at(api, prop)[len(seeded):]
+    assert len(taken_over) == 1 and taken_over[0] >= lease_ends, (taken_over, lease_ends)
+    assert slowed
 
 
 async def test_a_property_left_dirty_by_a_dead_process_is_taken_over_within_30_seconds(api: Harness) -> None:
@@ -56,18 +107,17 @@ async def test_a_property_left_dirty_by_a_dead_process_is_taken_over_within_30_s
     dirty cells, and the property is pushed once the dead process's lease runs out."""
     prop, _ = await api.keyed_property()
     await let_run()
-    api.advance(1)  # past the sweep at start
-    await let_run()
+    await steps(api, 1)  # past the sweep at start
+    seeded = pushed_at(api, prop)
     await leases.take_push(api.ctx.db, prop["id"], "a-dead-process", api.ctx.clock.shared_time(), LEASE_SECONDS)
+    lease_ends = api.ctx.clock.now() + timedelta(seconds=LEASE_SECONDS)
     await api.ctx.db.execute("UPDATE availability_cells SET available = 5, version = version + 1 "
                              "WHERE property_id = $1 AND night = $2", prop["id"], NIGHT)
-    for second in range(1, 31):
-        api.advance(1)
-        await let_run()
-        if not any((await pushes.dirty_counts(api.ctx.db, prop["id"])).values()):
-            break
-    assert LEASE_SECONDS <= second <= 30
+    await steps(api, 30)  # the clock stops there: pushed within 30 s, or never settled
+    await settled(api, prop["id"])
     assert sandbox_value(api, prop, NIGHT) == 5
+    taken_over = pushed_at(api, prop)[len(seeded):]
+    assert len(taken_over) == 1 and taken_over[0] >= lease_ends, (taken_over, lease_ends)
 
 
 async def test_the_lease_is_held_through_a_pause_and_given_back_once_clean(api: Harness) -> None:

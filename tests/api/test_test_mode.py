@@ -8,14 +8,14 @@ from datetime import date
 from typing import Any
 
 import pytest
-import trio
 
 from connectapi.actors.messages.channel_manager import Push
 from connectapi.domain import api_keys as keyfmt
 from connectapi.domain.channel_values import AvailabilityValue
-from connectapi.storage import pushes, twins
+from connectapi.storage import twins
 
 from .harness import API, Harness, eventually
+from .test_pipeline import settled
 from .webhook_receiver import Receiver, serving, signed_by
 
 NIGHT = "2026-12-01"
@@ -115,14 +115,6 @@ async def test_test_traffic_never_spends_a_live_budget(api: Harness) -> None:
     wrong = "cak_test_" + "A" * 43
     assert (await api.call("GET", f"{API}/property", key=wrong)).data["scope"] == "ip"
     assert (await api.call("GET", f"{API}/property", key=live)).data["scope"] == "requests"
-
-
-async def settled(api: Harness, property_id: int, tries: int = 3_000) -> None:
-    for _ in range(tries):
-        if not any((await pushes.dirty_counts(api.ctx.db, property_id)).values()):
-            return
-        await trio.sleep(0)
-    raise AssertionError("still dirty")
 
 
 @pytest.mark.parametrize("env", [{"CONNECTAPI_PUSH_PAUSED": "0"}])
