@@ -88,12 +88,14 @@ class BookingIntake(RoundsActor[Wake]):
         self._holder = holder or leases.process_holder()
 
     async def round(self) -> NextRound:
+        asked = self._clock.monotonic()
         lease = await leases.take_round(self._db, LEASE_NAME, self._holder, self._clock.shared_time(),
                                         LEASE.total_seconds())
         if not lease.taken:
             # Another process is in a round: it runs one more when it ends (we left it
-            # `again`). Look again when its lease would run out, in case it died.
-            return NextRound(due_in=max(0.0, lease.remaining) + 1.0)
+            # `again`). Look again when its lease would run out, in case it died: counted
+            # from when the record looked, not from its answer (push_leases.take).
+            return NextRound(due_in=max(0.0, lease.remaining - (self._clock.monotonic() - asked)) + 1.0)
         done: Round | None = None
         again = False
         try:
