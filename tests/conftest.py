@@ -187,8 +187,9 @@ async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def db(fresh_dsn: str) -> AsyncIterator[Database]:
-    # No command timeout: tests jump the mock clock, which asyncpg's timeouts run on.
-    async with open_database(fresh_dsn, min_size=1, max_size=4, command_timeout=None) as database:
+    # No command or acquire timeout: tests jump the mock clock, which they run on.
+    async with open_database(fresh_dsn, min_size=1, max_size=4, command_timeout=None,
+                             acquire_timeout=None) as database:
         yield database
 
 

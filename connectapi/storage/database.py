@@ -149,9 +149,10 @@ def _ours(exc: Exception) -> Exception:
 
 
 class Database:
-    def __init__(self, pool: asyncpg.Pool, dsn: str) -> None:
+    def __init__(self, pool: asyncpg.Pool, dsn: str, acquire_timeout: float | None = ACQUIRE_TIMEOUT) -> None:
         self._pool = pool
         self.dsn = dsn  # for the few things that need a connection of their own (LISTEN)
+        self._acquire_timeout = acquire_timeout
         self._held: list[HeldConnection] = []
 
     async def run(self, work: Work[T]) -> T:
@@ -173,7 +174,7 @@ class Database:
             # Bounds the wait for a free connection and a connect (TimeoutError). Not the
             # pool's own `timeout=`: it wraps the wait in a task of its own (asyncio.wait_for),
             # which under trio-asyncio cost more than a short statement.
-            async with asyncio.timeout(ACQUIRE_TIMEOUT):
+            async with asyncio.timeout(self._acquire_timeout):
                 conn: asyncpg.Connection = await self._pool.acquire()
         except Exception as exc:
             raise _ours(exc) from exc
@@ -334,11 +335,14 @@ def connect_failures_in_a_line(record: logging.LogRecord) -> bool:
 
 @asynccontextmanager
 async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
-                        command_timeout: float | None = COMMAND_TIMEOUT) -> AsyncIterator[Database]:
+                        command_timeout: float | None = COMMAND_TIMEOUT,
+                        acquire_timeout: float | None = ACQUIRE_TIMEOUT) -> AsyncIterator[Database]:
     """A pool for the life of the block. Needs a running trio-asyncio loop.
 
-    asyncpg times queries on the event loop's clock, which under trio-asyncio is Trio's:
-    tests that jump a MockClock pass `command_timeout=None`.
+    asyncpg times queries on the event loop's clock, which under trio-asyncio is Trio's, and
+    so is the wait for a free connection: tests that jump a MockClock pass
+    `command_timeout=None` and `acquire_timeout=None` (a jump while a statement waits for a
+    connection in real time would time it out).
 
     No idle-connection expiry (`max_inactive_connection_lifetime=0`): asyncpg arms a
     five-minute timer on every release and cancels it on the next acquire, and under
@@ -358,7 +362,7 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
         reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,
         connect=connect, server_settings={"idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_TIMEOUT},
     )
-    db = Database(pool, dsn)
+    db = Database(pool, dsn, acquire_timeout)
     try:
         yield db
     finally:

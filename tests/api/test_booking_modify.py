@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import trio
 
-from connectapi.storage import pushes
 
 from .harness import API, Answer, Harness
+from .test_pipeline import settled
 from .test_bookings import available, book, counts, desk_and_ota_copies, sent_notifications, setup, stay
 
 ROOMY = "bookings=1000,property-bookings=1000,requests=10000,property=10000,writes=1000,property-writes=1000"
@@ -449,14 +449,6 @@ async def test_the_sandbox_grid_after_a_change_equals_the_record(api: Harness) -
     assert guest_only.status == 200
     await settled(api, prop["id"])
     assert stats.availability_calls == calls + 1  # nothing to push
-
-
-async def settled(api: Harness, property_id: int) -> None:
-    for _ in range(3_000):
-        if not any((await pushes.dirty_counts(api.ctx.db, property_id)).values()):
-            return
-        await trio.sleep(0)
-    raise AssertionError("cells still dirty")
 
 
 def grid(api: Harness, prop: dict[str, Any]) -> Any:

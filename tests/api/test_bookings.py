@@ -114,12 +114,17 @@ async def test_the_owner_is_told_and_the_guest_only_when_switched_on(api: Harnes
 
 async def sent_notifications(api: Harness, property_id: int, expected: int) -> list[dict[str, Any]]:
     """The property's e-mails once `expected` of them are sent (the outbox runs after the commit)."""
-    for _ in range(2_000):
-        notes = (await api.admin("GET", f"/properties/{property_id}/notifications")).data
-        if len(notes) == expected and all(n["sentAt"] for n in notes):
-            return list(notes)
-        await trio.sleep(0)
-    raise AssertionError(f"e-mails not sent: {notes}")
+    notes: list[dict[str, Any]] = []
+
+    async def all_sent() -> bool:
+        notes[:] = (await api.admin("GET", f"/properties/{property_id}/notifications")).data
+        return len(notes) == expected and all(n["sentAt"] for n in notes)
+
+    try:
+        await eventually(all_sent, "the e-mails sent")
+    except AssertionError:
+        raise AssertionError(f"e-mails not sent: {notes}") from None
+    return notes
 
 
 async def test_the_guest_is_found_by_normalised_phone(api: Harness) -> None:

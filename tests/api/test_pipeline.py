@@ -107,11 +107,11 @@ async def test_only_changed_cells_are_sent(api: Harness) -> None:
 
 
 async def until_outcome(api: Harness, property_id: int, outcome: str) -> None:
-    for _ in range(100_000):
-        if await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", property_id) == outcome:
-            return
-        await trio.sleep(0)
-    raise AssertionError(f"never {outcome}")
+    async def reached() -> bool:
+        found = await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", property_id)
+        return bool(found == outcome)
+
+    await eventually(reached, f"the outcome {outcome}")
 
 
 async def test_a_failed_push_is_reported_and_retried_after_backoff(api: Harness) -> None:

@@ -27,13 +27,16 @@ async def until_deliveries(api: Harness, endpoint_id: int, expected: list[tuple[
     """Until the endpoint's deliveries (newest first) are (status, attempts) as expected: the
     receiver has the request a moment before the sender records the answer."""
     seen: list[tuple[str, int]] = []
-    for _ in range(2_000):
+
+    async def as_expected() -> bool:
         found = (await api.admin("GET", f"/webhooks/{endpoint_id}/deliveries")).data
-        seen = [(d["status"], d["attempt"]) for d in found]
-        if seen == expected:
-            return
-        await trio.sleep(0)
-    raise AssertionError(f"deliveries {seen}, expected {expected}")
+        seen[:] = [(d["status"], d["attempt"]) for d in found]
+        return seen == expected
+
+    try:
+        await eventually(as_expected, "the deliveries")
+    except AssertionError:
+        raise AssertionError(f"deliveries {seen}, expected {expected}") from None
 
 
 async def register(api: Harness, receiver: Receiver) -> tuple[dict[str, Any], dict[str, Any]]:
