@@ -91,6 +91,7 @@ class _Answer:
 
     status: int | None = None
     retry_after: float | None = None
+    answered: float = 0.0  # monotonic: when the status came
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +218,10 @@ class WebhookSender(RoundsActor[Wake]):
             log.exception("webhook %s to endpoint %d: the attempt failed inside the sender", item.event_id,
                           item.endpoint.id)
             error = "the attempt failed inside the service"
-        return Attempt(now, started, answer.status, error, answer.retry_after)
+        # The next attempt is timed from this one's start: a Retry-After counts from the
+        # answer that carried it, which came that much later (up to ATTEMPT_SECONDS).
+        retry_after = None if answer.retry_after is None else answer.retry_after + (answer.answered - started)
+        return Attempt(now, started, answer.status, error, retry_after)
 
     async def _send(self, item: webhooks.Due, now: datetime, answer: _Answer) -> None:
         endpoint = item.endpoint
@@ -237,7 +241,7 @@ class WebhookSender(RoundsActor[Wake]):
         async with self._client.stream("POST", url, content=item.body.encode(),
                                        headers={**headers, "Content-Type": "application/json", "Host": host},
                                        extensions={"sni_hostname": server_name}) as response:
-            answer.status = response.status_code
+            answer.status, answer.answered = response.status_code, self._clock.monotonic()
             answer.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             await read_at_most(response, ANSWER_BYTES_MAX)
 

@@ -137,11 +137,41 @@ async def test_retry_after_is_honoured(api: Harness, receiver: Receiver) -> None
     async def once() -> bool:
         return len(receiver.received) == 1
     await eventually(once)
+    # The answer read (a minute from then), before the clock moves.
+    await until_deliveries(api, endpoint["id"], [("pending", 1)])
     api.advance(30)
     for _ in range(200):
         await trio.sleep(0)
     assert len(receiver.received) == 1
     api.advance(31)
+
+    async def twice() -> bool:
+        return len(receiver.received) == 2
+    await eventually(twice)
+    await until_deliveries(api, endpoint["id"], [("delivered", 2)])
+
+
+async def test_retry_after_counts_from_the_answer_that_carried_it(api: Harness, receiver: Receiver) -> None:
+    _, endpoint = await register(api, receiver)
+
+    async def slow_refusal(receiver: Receiver, stream: trio.SocketStream) -> None:
+        receiver.misbehave = None  # the next attempt is answered 204
+        await trio.sleep(8)  # the answer comes 8 s into the attempt (within its 10 s)
+        await stream.send_all(b"HTTP/1.1 503 X\r\nretry-after: 60\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        await stream.aclose()
+
+    receiver.misbehave = slow_refusal
+
+    async def once() -> bool:
+        return len(receiver.received) == 1
+    await eventually(once)
+    api.advance(8)
+    await until_deliveries(api, endpoint["id"], [("pending", 1)])  # failed once, to be tried again
+    api.advance(61 - 8)  # a minute and a second after the attempt began: not yet a minute after the answer
+    for _ in range(200):
+        await trio.sleep(0)
+    assert len(receiver.received) == 1
+    api.advance(8)
 
     async def twice() -> bool:
         return len(receiver.received) == 2
