@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import date, timedelta
 from typing import Any
 
 import pytest
-import trio
-import trio.testing
 
 from connectapi.actors.messages.reconciler import CheckProperty
 from connectapi.storage import pushes
@@ -106,6 +105,12 @@ async def test_only_changed_cells_are_sent(api: Harness) -> None:
     assert api.ctx.channel.sandbox.stats.cells == sent + 1
 
 
+def failed_in_a_row(api: Harness, property_id: int, count: int) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return await api.cm_failures(property_id) == count
+    return check
+
+
 async def until_outcome(api: Harness, property_id: int, outcome: str) -> None:
     async def reached() -> bool:
         found = await api.ctx.db.fetchval("SELECT cm_last_outcome FROM properties WHERE id = $1", property_id)
@@ -150,17 +155,10 @@ async def test_sync_through_failure_and_recovery(api: Harness) -> None:
     assert sync.data["inventory"] == {"state": "BACKING_OFF", "dirtyCells": 1, "refusedCells": 0}
     assert sync.data["newestPendingBatch"] == {"batchId": made.data["batchId"], "pendingCells": 1}
     assert "HTTP 500" in sync.data["projector"]["lastError"] and sync.data["projector"]["nextAttemptAt"]
-    for _ in range(2):  # two more failures: three in a row
+    for failures in (2, 3):  # two more failures: three in a row
+        # Each pause (at most 300 s) is counted from its failure, recorded before the clock moves.
         api.advance(300)
-        await trio.testing.wait_all_tasks_blocked()
-        for _ in range(1000):
-            if api.ctx.channel.sandbox.faults.remaining == 0 or await api.cm_failures(prop["id"]) >= 3:
-                break
-            await trio.sleep(0)
-    for _ in range(100_000):
-        if await api.cm_failures(prop["id"]) >= 3:
-            break
-        await trio.sleep(0)
+        await eventually(failed_in_a_row(api, prop["id"], failures), f"{failures} failures in a row")
     assert (await api.call("GET", f"{API}/sync", key=key)).data["inventory"]["state"] == "FAILING"
     api.advance(300)  # the faults are used up: the next try goes through
     await settled(api, prop["id"])
