@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from connectapi.storage.database import open_database
+from connectapi.storage.database import _closed, open_database
 
 
 async def test_a_held_connection_gone_while_idle_is_replaced(fresh_dsn: str, pg_server: str) -> None:
@@ -15,6 +15,8 @@ async def test_a_held_connection_gone_while_idle_is_replaced(fresh_dsn: str, pg_
         held = db.held()
         first = await held.run(lambda conn: conn.fetchval("SELECT pg_backend_pid()"))
         assert await admin.fetchval("SELECT pg_terminate_backend($1)", first)
-        await trio.sleep(0.2)  # the driver hears of it: the connection died while idle
+        with trio.fail_after(5):  # the driver hears of it: the connection died while idle
+            while held._conn is not None and not _closed(held._conn):
+                await trio.sleep(0.01)
         second = await held.run(lambda conn: conn.fetchval("SELECT pg_backend_pid()"))
         assert second != first
