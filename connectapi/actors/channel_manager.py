@@ -184,9 +184,10 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                  else self._budgets.restrictions_per_minute)
         wait = await self._charge(f"cm-{kind}", str(message.property_id), limit)
         if wait is not None:
-            # From when the record was asked (the wait is its, as the statement ran), not
-            # from its answer: a slow answer would put every deferred push that much later.
-            return PushOutcome(False, retry_at=now + wait, deferred=True)
+            # From the answer, not from `now`: the record reads its instant only once it
+            # holds the budget's rows (after any wait for a connection or a lock), so the
+            # wait runs from then, and counted from before the statement it would be early.
+            return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
         self.counters.calls += 1
         try:
             # At an instant, not after a span: the budget's statement took time, and the
@@ -210,10 +211,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         return PushOutcome(True, answer)
 
     async def _read(self, message: ReadGrid) -> GridRead:
-        asked = self._clock.monotonic()
         wait = await self._charge("cm-reads", "", self._budgets.reads_per_minute)
         if wait is not None:
-            return GridRead(None, retry_at=asked + wait)  # from when the record was asked (_push)
+            return GridRead(None, retry_at=self._clock.monotonic() + wait)
         self.counters.calls += 1
         self._count(f"read-{message.kind}", "made")
         try:
