@@ -91,7 +91,7 @@ class _Answer:
 
     status: int | None = None
     retry_after: float | None = None
-    answered: float = 0.0  # monotonic: when the status came
+    answered: float | None = None  # monotonic: when the status came
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +220,10 @@ class WebhookSender(RoundsActor[Wake]):
             error = "the attempt failed inside the service"
         # The next attempt is timed from this one's start: a Retry-After counts from the
         # answer that carried it, which came that much later (up to ATTEMPT_SECONDS).
-        retry_after = None if answer.retry_after is None else answer.retry_after + (answer.answered - started)
+        retry_after = answer.retry_after
+        if retry_after is not None:
+            assert answer.answered is not None  # set with the status, before the Retry-After is read
+            retry_after += answer.answered - started
         return Attempt(now, started, answer.status, error, retry_after)
 
     async def _send(self, item: webhooks.Due, now: datetime, answer: _Answer) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -37,6 +37,12 @@ async def until_deliveries(api: Harness, endpoint_id: int, expected: list[tuple[
         await eventually(as_expected, "the deliveries")
     except AssertionError:
         raise AssertionError(f"deliveries {seen}, expected {expected}") from None
+
+
+async def next_attempt_at(api: Harness, endpoint_id: int) -> datetime:
+    """When the endpoint's newest delivery is to be tried again, as the record has it."""
+    found = (await api.admin("GET", f"/webhooks/{endpoint_id}/deliveries")).data
+    return datetime.fromisoformat(found[0]["nextAttemptAt"])
 
 
 async def register(api: Harness, receiver: Receiver) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -137,8 +143,10 @@ async def test_retry_after_is_honoured(api: Harness, receiver: Receiver) -> None
     async def once() -> bool:
         return len(receiver.received) == 1
     await eventually(once)
+    begun = api.ctx.clock.now()  # the attempt's start: the clock has not moved since
     # The answer read (a minute from then), before the clock moves.
     await until_deliveries(api, endpoint["id"], [("pending", 1)])
+    assert await next_attempt_at(api, endpoint["id"]) == begun + timedelta(seconds=60)
     api.advance(30)
     for _ in range(200):
         await trio.sleep(0)
@@ -165,8 +173,11 @@ async def test_retry_after_counts_from_the_answer_that_carried_it(api: Harness, 
     async def once() -> bool:
         return len(receiver.received) == 1
     await eventually(once)
+    begun = api.ctx.clock.now()  # the attempt's start: the clock has not moved since
     api.advance(8)
     await until_deliveries(api, endpoint["id"], [("pending", 1)])  # failed once, to be tried again
+    # A minute from the answer, not from the attempt's start.
+    assert await next_attempt_at(api, endpoint["id"]) == begun + timedelta(seconds=8 + 60)
     api.advance(61 - 8)  # a minute and a second after the attempt began: not yet a minute after the answer
     for _ in range(200):
         await trio.sleep(0)
