@@ -45,6 +45,11 @@ async def next_attempt_at(api: Harness, endpoint_id: int) -> datetime:
     return datetime.fromisoformat(found[0]["nextAttemptAt"])
 
 
+async def until_received(receiver: Receiver, count: int) -> None:
+    """Until the receiver has been sent `count` requests (it answers in real time)."""
+    await eventually(lambda: len(receiver.received) == count, f"{count} request(s) at the receiver")
+
+
 async def register(api: Harness, receiver: Receiver) -> tuple[dict[str, Any], dict[str, Any]]:
     prop = await api.create_property()
     made = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "description": "PMS"})
@@ -56,9 +61,7 @@ async def test_registration_sends_a_signed_ping(api: Harness, receiver: Receiver
     prop, endpoint = await register(api, receiver)
     assert endpoint["secret"].startswith("whsec_") and endpoint["status"] == "active"
 
-    async def arrived() -> bool:
-        return len(receiver.received) == 1
-    await eventually(arrived)
+    await until_received(receiver, 1)
     headers, body = receiver.received[0]
     assert signed_by(endpoint["secret"], headers, body)
     event = json.loads(body)
@@ -82,17 +85,13 @@ async def test_after_a_rotation_both_secrets_sign_for_a_day(api: Harness, receiv
     assert rotated.status == 201 and rotated.data["secret"] != endpoint["secret"]
     assert (await api.admin("POST", f"/webhooks/{endpoint['id']}/test")).status == 202
 
-    async def both() -> bool:
-        return len(receiver.received) == 2
-    await eventually(both)
+    await until_received(receiver, 2)
     headers, body = receiver.received[1]
     assert signed_by(rotated.data["secret"], headers, body) and signed_by(endpoint["secret"], headers, body)
     api.advance(24 * 3600)
     await api.admin("POST", f"/webhooks/{endpoint['id']}/test")
 
-    async def three() -> bool:
-        return len(receiver.received) == 3
-    await eventually(three)
+    await until_received(receiver, 3)
     headers, body = receiver.received[2]
     assert signed_by(rotated.data["secret"], headers, body) and not signed_by(endpoint["secret"], headers, body)
 
@@ -102,9 +101,7 @@ async def test_a_day_of_failures_pauses_the_endpoint_and_resuming_sends_what_wai
     prop, endpoint = await register(api, receiver)
     receiver.answers = [500] * 8
     for attempt in range(1, 9):
-        async def tried(n: int = attempt) -> bool:
-            return len(receiver.received) == n
-        await eventually(tried)
+        await until_received(receiver, attempt)
         if attempt <= len(SCHEDULE):
             api.advance(SCHEDULE[attempt - 1].total_seconds() * 1.1 + 1)  # past the wait and its jitter
     # the same event every time, each attempt signed afresh
@@ -128,9 +125,7 @@ async def test_a_day_of_failures_pauses_the_endpoint_and_resuming_sends_what_wai
     resumed = await api.admin("POST", f"/webhooks/{endpoint['id']}/resume")
     assert resumed.data["status"] == "active"
 
-    async def caught_up() -> bool:
-        return len(receiver.received) == 10
-    await eventually(caught_up)
+    await until_received(receiver, 10)
     ids = [json.loads(body)["id"] for _, body in receiver.received[8:]]
     assert ids[0] == endpoint["pingEventId"]  # in order of occurrence
     await until_deliveries(api, endpoint["id"], [("delivered", 1), ("delivered", 1)])
@@ -140,9 +135,7 @@ async def test_retry_after_is_honoured(api: Harness, receiver: Receiver) -> None
     _, endpoint = await register(api, receiver)
     receiver.answers = [(503, 60)]  # the schedule's next wait is 5 s; the receiver asks for a minute
 
-    async def once() -> bool:
-        return len(receiver.received) == 1
-    await eventually(once)
+    await until_received(receiver, 1)
     begun = api.ctx.clock.now()  # the attempt's start: the clock has not moved since
     # The answer read (a minute from then), before the clock moves.
     await until_deliveries(api, endpoint["id"], [("pending", 1)])
@@ -153,9 +146,7 @@ async def test_retry_after_is_honoured(api: Harness, receiver: Receiver) -> None
     assert len(receiver.received) == 1
     api.advance(31)
 
-    async def twice() -> bool:
-        return len(receiver.received) == 2
-    await eventually(twice)
+    await until_received(receiver, 2)
     await until_deliveries(api, endpoint["id"], [("delivered", 2)])
 
 
@@ -164,15 +155,13 @@ async def test_retry_after_counts_from_the_answer_that_carried_it(api: Harness, 
 
     async def slow_refusal(receiver: Receiver, stream: trio.SocketStream) -> None:
         receiver.misbehave = None  # the next attempt is answered 204
-        await trio.sleep(8)  # the answer comes 8 s into the attempt (within its 10 s)
+        await trio.sleep(8)  # the test's clock: the answer comes 8 s into the attempt (within its 10 s)
         await stream.send_all(b"HTTP/1.1 503 X\r\nretry-after: 60\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
         await stream.aclose()
 
     receiver.misbehave = slow_refusal
 
-    async def once() -> bool:
-        return len(receiver.received) == 1
-    await eventually(once)
+    await until_received(receiver, 1)
     begun = api.ctx.clock.now()  # the attempt's start: the clock has not moved since
     api.advance(8)
     await until_deliveries(api, endpoint["id"], [("pending", 1)])  # failed once, to be tried again
@@ -184,9 +173,7 @@ async def test_retry_after_counts_from_the_answer_that_carried_it(api: Harness, 
     assert len(receiver.received) == 1
     api.advance(8)
 
-    async def twice() -> bool:
-        return len(receiver.received) == 2
-    await eventually(twice)
+    await until_received(receiver, 2)
     await until_deliveries(api, endpoint["id"], [("delivered", 2)])
 
 
@@ -205,15 +192,10 @@ async def test_redeliver_one_event_and_recover_everything_since(api: Harness, re
     api.advance(3600)
     second = (await api.admin("POST", f"/webhooks/{endpoint['id']}/test")).data["eventId"]
 
-    async def count(n: int) -> None:
-        async def reached() -> bool:
-            return len(receiver.received) == n
-        await eventually(reached)
-
-    await count(2)
+    await until_received(receiver, 2)
     again = await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": endpoint["pingEventId"]})
     assert again.status == 202
-    await count(3)
+    await until_received(receiver, 3)
     assert receiver.received[2][0]["webhook-id"] == endpoint["pingEventId"]  # same id: receivers drop repeats
     missing = await api.admin("POST", f"/webhooks/{endpoint['id']}/redeliver", {"eventId": "evt_nope"})
     assert (missing.status, missing.code) == (404, "EVENT_NOT_FOUND")
@@ -221,7 +203,7 @@ async def test_redeliver_one_event_and_recover_everything_since(api: Harness, re
     recovered = await api.admin("POST", f"/webhooks/{endpoint['id']}/recover", {"since": since})
     assert (recovered.status, recovered.data["events"]) == (202, 1)
     assert set(recovered.data) == {"events", "keptSince"}  # how far back recover reaches: the retention
-    await count(4)
+    await until_received(receiver, 4)
     assert receiver.received[3][0]["webhook-id"] == second
     naive = await api.admin("POST", f"/webhooks/{endpoint['id']}/recover", {"since": "2026-11-22T10:30:00"})
     assert naive.code == "VALIDATION"
@@ -239,9 +221,7 @@ async def test_the_queue_survives_a_restart(db: Any, receiver: Receiver) -> None
     async with open_harness(db, env) as first:
         _, endpoint = await register(first, receiver)
 
-        async def failed_once() -> bool:
-            return len(receiver.received) == 1
-        await eventually(failed_once)
+        await until_received(receiver, 1)
     # a new service on the same record: the pending delivery is still owed, and sent once the
     # first one's sending lease has run out (the first stopped before recording its attempt)
     async with open_harness(db, env) as second:
@@ -319,7 +299,7 @@ async def test_a_send_goes_to_the_address_checked_with_the_host_name_kept(db: An
         url = f"http://hooks.partner.example:{receiver.port}/hooks"
         made = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": url})
         assert made.status == 201, made.body
-        await eventually(lambda: len(receiver.received) == 1, "the ping at the receiver")
+        await until_received(receiver, 1)  # the ping
         headers, _ = receiver.received[0]
         # Connected to the one address resolved and checked, never resolving again.
         assert headers["host"] == f"hooks.partner.example:{receiver.port}"
