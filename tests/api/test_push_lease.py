@@ -17,7 +17,7 @@ from connectapi.storage.database import Database
 
 from .harness import Harness, eventually
 from .test_pacing import let_run, sandbox_value, set_night
-from .test_pipeline import settled
+from .test_pipeline import grid, settled
 
 NIGHT = date(2026, 11, 23)
 
@@ -27,15 +27,10 @@ def env() -> dict[str, str]:
     return {"CONNECTAPI_PUSH_PAUSED": "0"}
 
 
-async def calls(api: Harness) -> int:
-    assert api.ctx.channel.sandbox is not None
-    return api.ctx.channel.sandbox.stats.availability_calls
-
-
 def pushed_at(api: Harness, prop: dict[str, Any]) -> list[datetime]:
     """When (the fake clock) the sandbox took each availability call for the property."""
     assert api.ctx.channel.sandbox is not None
-    cm_id = next(p.id for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
+    cm_id = grid(api, prop).id
     return [c.at for c in api.ctx.channel.sandbox.calls if c.kind == "availability" and cm_id in c.property_ids]
 
 
