@@ -41,11 +41,13 @@ CASA_AZUL: dict[str, Any] = {
 }
 
 
-async def eventually(check: Callable[[], Any], what: str = "the condition", seconds: float = 15.0) -> None:
+async def eventually(check: Callable[[], Any], what: str | Callable[[], str] = "the condition",
+                     seconds: float = 15.0) -> None:
     """Until `check()` (plain or async) holds. The mock clock stands still but PostgreSQL and
     the sandbox still answer in real time, so the bound is real time: a ceiling for a failing
     test, not a window waited out. `wait_all_tasks_blocked` alone is not enough: a task
-    waiting on a socket counts as blocked."""
+    waiting on a socket counts as blocked. `what` may be a function, to say at the end
+    what the last look saw."""
     give_up = time.monotonic() + seconds
     while True:
         held = check()
@@ -54,7 +56,7 @@ async def eventually(check: Callable[[], Any], what: str = "the condition", seco
         if held:
             return
         if time.monotonic() > give_up:
-            raise AssertionError(f"{what} never held")
+            raise AssertionError(f"{what() if callable(what) else what} never held")
         await trio.sleep(0)
 
 

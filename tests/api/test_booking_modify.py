@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 import trio
 
-
 from .harness import API, Answer, Harness
-from .test_pipeline import settled
 from .test_bookings import available, book, counts, desk_and_ota_copies, sent_notifications, setup, stay
+from .test_pipeline import grid, settled
 
 ROOMY = "bookings=1000,property-bookings=1000,requests=10000,property=10000,writes=1000,property-writes=1000"
 
@@ -451,9 +450,6 @@ async def test_the_sandbox_grid_after_a_change_equals_the_record(api: Harness) -
     assert stats.availability_calls == calls + 1  # nothing to push
 
 
-def grid(api: Harness, prop: dict[str, Any]) -> Any:
-    assert api.ctx.channel.sandbox is not None
-    return next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
 
 
 async def test_a_booking_stored_under_older_rules_can_still_change(api: Harness) -> None:

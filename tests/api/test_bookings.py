@@ -120,10 +120,7 @@ async def sent_notifications(api: Harness, property_id: int, expected: int) -> l
         notes[:] = (await api.admin("GET", f"/properties/{property_id}/notifications")).data
         return len(notes) == expected and all(n["sentAt"] for n in notes)
 
-    try:
-        await eventually(all_sent, "the e-mails sent")
-    except AssertionError:
-        raise AssertionError(f"e-mails not sent: {notes}") from None
+    await eventually(all_sent, lambda: f"the e-mails sent ({notes})")
     return notes
 
 

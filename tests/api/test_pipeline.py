@@ -29,10 +29,7 @@ async def settled(api: Harness, property_id: int, seconds: float = 15.0) -> None
         last.update(await pushes.dirty_counts(api.ctx.db, property_id))
         return not any(last.values())
 
-    try:
-        await eventually(clean, "no dirty cell", seconds)
-    except AssertionError:
-        raise AssertionError(f"still dirty: {last}") from None
+    await eventually(clean, lambda: f"no dirty cell (still dirty: {last})", seconds)
 
 
 def grid(api: Harness, prop: dict[str, Any]) -> Any:

@@ -33,10 +33,7 @@ async def until_deliveries(api: Harness, endpoint_id: int, expected: list[tuple[
         seen[:] = [(d["status"], d["attempt"]) for d in found]
         return seen == expected
 
-    try:
-        await eventually(as_expected, "the deliveries")
-    except AssertionError:
-        raise AssertionError(f"deliveries {seen}, expected {expected}") from None
+    await eventually(as_expected, lambda: f"deliveries {expected} (seen {seen})")
 
 
 async def next_attempt_at(api: Harness, endpoint_id: int) -> datetime:
