@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,15 +87,14 @@ class PrimaryFinder:
         started = loop.time()
         passed_over = self._passed_over(started)
         finished: dict[int, float] = {}
-        asking = [asyncio.ensure_future(self._ask(n, url, kwargs)) for n, url in enumerate(self.hosts)]
 
-        def timed(n: int) -> Callable[[asyncio.Future[_Answer]], None]:
-            def done(_: asyncio.Future[_Answer]) -> None:
+        async def timed(n: int, url: str) -> _Answer:
+            try:
+                return await self._ask(n, url, kwargs)
+            finally:
                 finished[n] = loop.time()
-            return done
 
-        for n, task in enumerate(asking):
-            task.add_done_callback(timed(n))
+        asking = [asyncio.ensure_future(timed(n, url)) for n, url in enumerate(self.hosts)]
         try:
             if heard := [t for n, t in enumerate(asking) if n not in passed_over]:
                 await asyncio.wait(heard)
