@@ -9,6 +9,7 @@ import itertools
 import secrets
 import time
 from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -76,9 +77,7 @@ async def booking_load(http: httpx.AsyncClient, prop: Any, key: str, ledger: Pre
                        first: date) -> None:
     """A booking engine (with `key`) that books as fast as its `bookings` budget lets it,
     PRESSING_AT_ONCE bookings at a time."""
-    async with trio.open_nursery() as nursery:
-        for _ in range(PRESSING_AT_ONCE):
-            nursery.start_soon(_booking_engine, http, prop, key, ledger, seconds, first)
+    await _at_once(_booking_engine, http, prop, key, ledger, seconds, first)
 
 
 async def _booking_engine(http: httpx.AsyncClient, prop: Any, key: str, ledger: PressedLedger, seconds: float,
@@ -111,9 +110,14 @@ async def _booking_engine(http: httpx.AsyncClient, prop: Any, key: str, ledger: 
 async def greedy_reads(http: httpx.AsyncClient, key: str, ledger: PressedLedger, seconds: float) -> None:
     """An integrator that reads as fast as its `requests` budget lets it, PRESSING_AT_ONCE
     reads at a time."""
+    await _at_once(_greedy_reader, http, key, ledger, seconds)
+
+
+async def _at_once(client: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """PRESSING_AT_ONCE of `client(*args)` side by side, until each is done."""
     async with trio.open_nursery() as nursery:
         for _ in range(PRESSING_AT_ONCE):
-            nursery.start_soon(_greedy_reader, http, key, ledger, seconds)
+            nursery.start_soon(client, *args)
 
 
 async def _greedy_reader(http: httpx.AsyncClient, key: str, ledger: PressedLedger, seconds: float) -> None:

@@ -59,15 +59,15 @@ class Ledger:
         """`by`: " balancer" when the balancer answered, not a service host."""
         at = time.monotonic()
         self.writes.setdefault(cell, []).append((value, status, at))
-        self.statuses[f"{status}{by}"] = self.statuses.get(f"{status}{by}", 0) + 1
-        if failed(status):
-            self.errors.append(at)
+        self._count(f"{status}{by}", status, at)
 
     def note_read(self, status: int | None, by: str = "") -> None:
-        self.statuses[f"read {status}{by}"] = self.statuses.get(f"read {status}{by}", 0) + 1
-        if failed(status):
-            self.errors.append(time.monotonic())
+        self._count(f"read {status}{by}", status, time.monotonic())
 
+    def _count(self, label: str, status: int | None, at: float) -> None:
+        self.statuses[label] = self.statuses.get(label, 0) + 1
+        if failed(status):
+            self.errors.append(at)
 
     def allowed(self, cell: tuple[int, date]) -> set[int]:
         """What the record may hold for the cell: the last value answered 202, or any value
@@ -84,6 +84,13 @@ def failed(status: int | None) -> bool:
     """An error a client sees: no answer, or one it did not ask for. A 429 is a budget
     spent, answered as the contract says, not a failure of the service."""
     return status is None or (status >= 300 and status != 429)
+
+
+def new_key(http: httpx.Client, property_id: int, label: str, scopes: list[str]) -> str:
+    """A new key of the property's, through the admin API (`http` carries the operator's token)."""
+    made = http.post(f"/api/v1/admin/properties/{property_id}/keys", json={"label": label, "scopes": scopes})
+    assert made.status_code == 201, made.text
+    return str(made.json()["data"]["key"])
 
 
 def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
@@ -104,16 +111,12 @@ def make_properties(topo: Topology, count: int = PROPERTIES) -> list[Mapped]:
                 "cmPropertyId": cm_prop, "roomTypes": {str(room): cm_room},
                 "ratePlans": {str(prop["ratePlans"][0]["id"]): cm_plan}})
             assert mapped.status_code == 200, mapped.text
-            key = http.post(f"/api/v1/admin/properties/{prop['id']}/keys", json={
-                "label": "load", "scopes": ["ari:read", "ari:write", "bookings:read", "bookings:write"]}
-                ).json()["data"]["key"]
+            key = new_key(http, prop["id"], "load", ["ari:read", "ari:write", "bookings:read", "bookings:write"])
             hook = http.post(f"/api/v1/admin/properties/{prop['id']}/webhooks",
                              json={"url": f"{topo.hook_url}/hooks/{prop['id']}"})
             assert hook.status_code == 201, hook.text
-            made.append(Mapped(prop["id"], key, room, prop["ratePlans"][0]["id"], cm_prop, cm_room, cm_plan))
-        for prop in made:
-            prop.checker_key = http.post(f"/api/v1/admin/properties/{prop.id}/keys", json={
-                "label": "checker", "scopes": ["ari:read", "bookings:read"]}).json()["data"]["key"]
+            made.append(Mapped(prop["id"], key, room, prop["ratePlans"][0]["id"], cm_prop, cm_room, cm_plan,
+                               new_key(http, prop["id"], "checker", ["ari:read", "bookings:read"])))
         for prop in made[:BOOKING_PROPERTIES]:  # rooms to sell on the booking engine's nights
             since = FIRST + timedelta(days=mixed_load.BOOKING_NIGHTS_FROM)
             until = since + timedelta(days=mixed_load.BOOKING_NIGHTS - 1)
@@ -258,13 +261,9 @@ def pressing_keys(topo: Topology, props: list[Mapped]) -> Pressing:
     scenario: the one before's reads still count in that property's budget for a minute."""
     read = props[-1 - next(_scenarios) % (len(props) - BOOKING_PROPERTIES)]
     with topo.inside("client"), httpx.Client(base_url=topo.url, headers=ADMIN, timeout=30) as http:
-        def key(prop: Mapped, label: str, scopes: list[str]) -> str:
-            made = http.post(f"/api/v1/admin/properties/{prop.id}/keys", json={"label": label, "scopes": scopes})
-            assert made.status_code == 201, made.text
-            return str(made.json()["data"]["key"])
-
-        return Pressing({p.id: key(p, "booking engine", ["bookings:read", "bookings:write"])
-                         for p in props[:BOOKING_PROPERTIES]}, (read.id, key(read, "greedy reader", ["ari:read"])))
+        return Pressing({p.id: new_key(http, p.id, "booking engine", ["bookings:read", "bookings:write"])
+                         for p in props[:BOOKING_PROPERTIES]}, (read.id, new_key(http, read.id, "greedy reader",
+                                                                                   ["ari:read"])))
 
 
 @dataclass

@@ -127,8 +127,8 @@ class Topology:
             self._in(ns, "ip", "link", "set", "eth0", "up")
         # The client host speaks for many integrators, each from an address of its own, as
         # the `ip` budgets expect: `client_address(n)`.
-        for n in range(CLIENT_ADDRESSES):
-            self._in(self.hosts["client"].ns, "ip", "addr", "add", f"{self.client_address(n)}/24", "dev", "eth0")
+        sh("ip", "-n", self.hosts["client"].ns, "-batch", "-",
+           input="".join(f"addr add {self.client_address(n)}/24 dev eth0\n" for n in range(CLIENT_ADDRESSES)))
 
     def client_address(self, n: int) -> str:
         return f"{self.subnet}.{100 + n}"
