@@ -34,6 +34,17 @@ COMMAND_TIMEOUT = 10.0
 # of that property would wait on them, for as long as the cut lasts: the server ends such
 # a session after this long (issue 31's partition test found it).
 IDLE_IN_TRANSACTION_TIMEOUT = "5s"  # decision 0119
+# Nor is every such session idle in a transaction: asyncpg prepares a statement new to its
+# connection with Parse, Describe and Flush (no Sync), and until the Bind comes the server
+# waits "active" (ClientRead), which no timeout of the server's ends, locks held. Only TCP
+# can tell it that the client is gone: probes after 2 s of silence, and a session whose
+# data stays unacknowledged for 5 s is closed by the server's kernel (decision 0120). The
+# settings are the session's own; over a Unix socket, where no network can be cut, they
+# are ignored.
+CLIENT_GONE_AFTER = {
+    "tcp_keepalives_idle": "2", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3",
+    "tcp_user_timeout": "5000",  # milliseconds
+}
 CLOSE_TIMEOUT = 3.0
 # A connection inside a transaction, as storage functions take it. Code outside storage
 # only hands it from `Database.transaction` to storage functions, never calls it.
@@ -360,7 +371,8 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
         reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,
-        connect=connect, server_settings={"idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_TIMEOUT},
+        connect=connect, server_settings={
+            "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_TIMEOUT, **CLIENT_GONE_AFTER},
     )
     db = Database(pool, dsn, acquire_timeout)
     try:

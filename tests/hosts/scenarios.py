@@ -5,8 +5,11 @@ every answer, and does one thing to the hosts meanwhile."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
+import threading
 import time
 from collections import Counter
 from contextlib import AsyncExitStack
@@ -17,6 +20,9 @@ from typing import Any
 
 import httpx
 import trio
+import trio_asyncio
+
+from connectapi.storage.database import Tx, open_database
 
 from . import mixed_load
 from .mixed_load import OtaSales, PressedLedger
@@ -54,20 +60,22 @@ class Ledger:
     writes: dict[tuple[int, date], list[tuple[int, int | None, float]]] = field(default_factory=dict)
     errors: list[float] = field(default_factory=list)  # when an answer `failed` (or none came)
     statuses: dict[str, int] = field(default_factory=dict)
+    failed_by: Counter[str] = field(default_factory=Counter)  # "status property N": whose failed
 
     def note(self, cell: tuple[int, date], value: int, status: int | None, by: str = "") -> None:
         """`by`: " balancer" when the balancer answered, not a service host."""
         at = time.monotonic()
         self.writes.setdefault(cell, []).append((value, status, at))
-        self._count(f"{status}{by}", status, at)
+        self._count(f"{status}{by}", status, at, cell[0])
 
-    def note_read(self, status: int | None, by: str = "") -> None:
-        self._count(f"read {status}{by}", status, time.monotonic())
+    def note_read(self, property_id: int, status: int | None, by: str = "") -> None:
+        self._count(f"read {status}{by}", status, time.monotonic(), property_id)
 
-    def _count(self, label: str, status: int | None, at: float) -> None:
+    def _count(self, label: str, status: int | None, at: float, property_id: int) -> None:
         self.statuses[label] = self.statuses.get(label, 0) + 1
         if failed(status):
             self.errors.append(at)
+            self.failed_by[f"{label} property {property_id}"] += 1
 
     def allowed(self, cell: tuple[int, date]) -> set[int]:
         """What the record may hold for the cell: the last value answered 202, or any value
@@ -181,7 +189,7 @@ async def _integrator(topo: Topology, n: int, prop: Mapped, ledger: Ledger, seco
         while trio.current_time() < deadline:
             if due > trio.current_time():  # nothing to write yet: a read
                 status, wait, by = await _answered(http.get(f"{API}/availability", headers=auth))
-                ledger.note_read(status, by)
+                ledger.note_read(prop.id, status, by)
                 await trio.sleep(max(READ_EVERY, wait))
                 continue
             night = FIRST + timedelta(days=written % NIGHTS)
@@ -363,6 +371,8 @@ def _measure(topo: Topology, props: list[Mapped], seconds: float, value_base: in
     with topo.inside("client"):
         trio.run(scenario)
     figures["errors_after"] = [round(at - figures["at"], 2) for at in ledger.errors]
+    figures["failed_by"] = dict(ledger.failed_by)
+    figures["slow_at_balancer"] = topo.slow_requests(figures["at_wall"] - 5, 5000)
     figures["statuses"] = dict(ledger.statuses)
     for what, key in (("bookings", pressing.booking_keys[props[0].id]), ("greedy reads", pressing.reader[1])):
         figures[what] = dict(Counter(str(t.status) for t in pressed.tries if t.key == key))
@@ -415,3 +425,55 @@ def failover(topo: Topology, props: list[Mapped], sales: OtaSales) -> Measured:
              if status == 202 and when > at]
     measured.figures["accepted_again_after_promotion"] = round(min(acked) - at, 1) if acked else None
     return measured
+
+
+def cut_mid_statement(topo: Topology, prop: Mapped, host: str, other: str) -> dict[str, Any]:
+    """A transaction of the service's own pool on `host` takes the property's lock and is
+    left where asyncpg leaves the server between preparing a statement (Parse, Describe,
+    Flush: no Sync) and binding it, the server waiting "active" for the client; then `host`
+    is cut from the databases. Answers how the session looked before the cut, how a write
+    of the property on `other` went (its status, the seconds it took), and whether the
+    session was gone from the server by then."""
+    ready, release = threading.Event(), threading.Event()
+    backend: list[int] = []
+
+    async def hold(tx: Tx) -> None:
+        backend.append(await tx.fetchval("SELECT pg_backend_pid()"))
+        await tx.execute("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", prop.id)
+        await tx.prepare("SELECT $1::bigint + 1")  # new to the connection: no Sync after it
+        ready.set()
+        while not release.is_set():
+            await asyncio.sleep(0.05)
+
+    async def holding() -> None:
+        async with trio_asyncio.open_loop(), open_database(topo.database_url, min_size=0, max_size=1) as db:
+            with contextlib.suppress(Exception):  # cut under it
+                await db.transaction(hold)
+
+    def run() -> None:
+        with topo.inside(host):
+            trio.run(holding)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(30), "the holding transaction never took the property's lock"
+    session = (f"FROM pg_stat_activity WHERE pid = {backend[0]} AND client_addr = '{topo.hosts[host].address}' "
+               "AND state = 'active' AND wait_event = 'ClientRead'")
+    seen = topo.psql(topo.primary, f"SELECT count(*) {session}", "connectapi").strip() == "1"
+    night = (FIRST - timedelta(days=1)).isoformat()  # a night no other scenario writes
+    body = {"updates": [{"roomTypeId": prop.room, "dateFrom": night, "dateTo": night, "available": 3}]}
+    try:
+        topo.cut_from_databases(host)
+        started = time.monotonic()
+        with topo.inside("client"), httpx.Client(base_url=topo.url_of(other), timeout=30) as http:
+            got = http.put(f"{API}/availability", json=body, headers={"Authorization": f"Bearer {prop.key}"})
+        waited = time.monotonic() - started
+        gone = topo.psql(topo.primary, f"SELECT count(*) {session}", "connectapi").strip() == "0"
+    finally:
+        topo.heal(host)
+        release.set()
+        # Should the server still keep it, its lock would stop every test after this one.
+        topo.psql(topo.primary, f"SELECT pg_terminate_backend(pid) {session}", "connectapi")
+        thread.join(30)
+    return {"waiting_for_its_client": seen, "status": got.status_code, "waited": round(waited, 1),
+            "session_gone": gone}

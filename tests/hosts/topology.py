@@ -254,10 +254,15 @@ class Topology:
             f"    server {name}-unready {self.hosts[name].address}:{SERVICE_PORT} backup"
             for name in self.service_names)
         config = self.workdir / "haproxy.cfg"
+        # Each request logged (its accept time, total ms, server, status, termination state,
+        # client, request line): a failing scenario says where its slow requests went.
         config.write_text(f"""global
     maxconn 2000
+    log stdout format raw local0
 defaults
     mode http
+    log global
+    log-format "%Ts.%ms %Ta %s %ST %tsc %ci %{{+Q}}r"
     timeout connect 2s
     timeout client 30s
     timeout server 30s
@@ -276,6 +281,21 @@ backend services
 """)
         self.spawn("lb", ["haproxy", "-f", str(config), "-db"], label="haproxy")
         self.wait_http("lb", f"{self.url}/healthz")
+
+    def slow_requests(self, since: float, over_ms: int, most: int = 20) -> list[str]:
+        """The balancer's log lines of requests accepted after `since` (wall clock) that took
+        over `over_ms` or got no answer: "seconds-from-since ms server status state client request"."""
+        log = self.workdir / "lb-haproxy.log"
+        slow = []
+        for line in (log.read_text(errors="replace").splitlines() if log.exists() else []):
+            fields = line.split(" ", 2)
+            try:
+                at, took = float(fields[0]), int(fields[1])
+            except (ValueError, IndexError):
+                continue
+            if at >= since and (took > over_ms or took < 0):
+                slow.append(f"{at - since:.2f} {fields[1]} {fields[2]}")
+        return slow[:most]
 
     @property
     def url(self) -> str:
