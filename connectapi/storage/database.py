@@ -36,11 +36,10 @@ COMMAND_TIMEOUT = 10.0
 IDLE_IN_TRANSACTION_TIMEOUT = "5s"  # decision 0119
 # Nor is every such session idle in a transaction: asyncpg prepares a statement new to its
 # connection with Parse, Describe and Flush (no Sync), and until the Bind comes the server
-# waits "active" (ClientRead), which no timeout of the server's ends, locks held. Only TCP
-# can tell it that the client is gone: probes after 2 s of silence, and a session whose
-# data stays unacknowledged for 5 s is closed by the server's kernel (decision 0120). The
-# settings are the session's own; over a Unix socket, where no network can be cut, they
-# are ignored.
+# waits "active" (ClientRead), locks held, which the idle timeout does not cover. TCP tells
+# it that the client is gone: probes after 2 s of silence, and the server's kernel closes a
+# session whose data or probes stay unacknowledged for 5 s (decision 0120; PostgreSQL 12+).
+# The settings are the session's own; over a Unix socket they are ignored.
 CLIENT_GONE_AFTER = {
     "tcp_keepalives_idle": "2", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3",
     "tcp_user_timeout": "5000",  # milliseconds

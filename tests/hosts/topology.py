@@ -254,7 +254,8 @@ class Topology:
             f"    server {name}-unready {self.hosts[name].address}:{SERVICE_PORT} backup"
             for name in self.service_names)
         config = self.workdir / "haproxy.cfg"
-        # Each request logged (its accept time, total ms, server, status, termination state,
+        # Each request logged (its accept time, idle ms before it on a kept-alive connection,
+        # total ms, ms the server took to answer or -1, server, status, termination state,
         # client, request line): a failing scenario says where its slow requests went.
         config.write_text(f"""global
     maxconn 2000
@@ -262,7 +263,7 @@ class Topology:
 defaults
     mode http
     log global
-    log-format "%Ts.%ms %Ta %s %ST %tsc %ci %{{+Q}}r"
+    log-format "%Ts.%ms %Ti %Ta %Tr %s %ST %tsc %ci %{{+Q}}r"
     timeout connect 2s
     timeout client 30s
     timeout server 30s
@@ -283,18 +284,22 @@ backend services
         self.wait_http("lb", f"{self.url}/healthz")
 
     def slow_requests(self, since: float, over_ms: int, most: int = 20) -> list[str]:
-        """The balancer's log lines of requests accepted after `since` (wall clock) that took
-        over `over_ms` or got no answer: "seconds-from-since ms server status state client request"."""
+        """The balancer's log lines of requests that came after `since` (wall clock) and took
+        over `over_ms`, got no answer from a server, or ended abnormally (a client that gave
+        up, a server that closed): "seconds-from-since total-ms server-ms server status
+        state client request"."""
         log = self.workdir / "lb-haproxy.log"
         slow = []
         for line in (log.read_text(errors="replace").splitlines() if log.exists() else []):
-            fields = line.split(" ", 2)
+            fields = line.split(" ", 5)
             try:
-                at, took = float(fields[0]), int(fields[1])
+                accepted, idle, took, answered = float(fields[0]), int(fields[1]), int(fields[2]), int(fields[3])
+                state = fields[5].split(" ", 2)[1]
             except (ValueError, IndexError):
-                continue
-            if at >= since and (took > over_ms or took < 0):
-                slow.append(f"{at - since:.2f} {fields[1]} {fields[2]}")
+                continue  # HAProxy's own notices
+            at = accepted + max(idle, 0) / 1000  # the accept date of a kept-alive request is its idle start
+            if at >= since and (took > over_ms or answered < 0 or not state.startswith("--")):
+                slow.append(f"{at - since:.2f} {took} {answered} {fields[4]} {fields[5]}")
         return slow[:most]
 
     @property
