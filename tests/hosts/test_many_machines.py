@@ -74,10 +74,10 @@ def check_mixed_load(topo: Topology, props: list[Mapped], measured: scenarios.Me
 
 
 def test_a_session_left_mid_statement_by_a_cut_host_ends_within_seconds(topo: Topology, props: list[Mapped]) -> None:
-    """A host cut while the server waits for the rest of a statement of its (asyncpg's
-    prepare, then nothing) leaves a session no timeout of the server's ends, holding its
-    locks: TCP must tell the server the client is gone (decision 0120), or every write of
-    the property waits on that lock for as long as the cut lasts."""
+    """A host cut while the server waits for the rest of one of its statements (asyncpg's
+    prepare, then nothing) leaves a session that the idle-in-transaction timeout does not
+    end, holding its locks: TCP must tell the server the client is gone (decision 0120), or
+    every write of the property waits on that lock for as long as the cut lasts."""
     cut = scenarios.cut_mid_statement(topo, props[-1], "svc1", "svc2")
     print(f"cut mid-statement: {cut}")
     assert cut["before_cut"] == "active ClientRead", cut
