@@ -18,7 +18,7 @@ import trio
 import trio_asyncio
 
 from .api_keys import find_by_digest
-from .database import Database
+from .database import CLIENT_GONE_AFTER, Database
 from .records import KeyWithProperty
 
 log = logging.getLogger("connectapi.storage")
@@ -83,7 +83,9 @@ class KeyDirectory:
         lost = trio.Event()
         conn: asyncpg.Connection | None = None
         try:
-            conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(self._dsn, timeout=CONNECT_TIMEOUT)
+            # The pool's TCP settings too: a host cut off leaves no listener on the server.
+            conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(self._dsn, timeout=CONNECT_TIMEOUT,
+                                                                   server_settings=dict(CLIENT_GONE_AFTER))
             conn.add_termination_listener(lambda _conn: lost.set())
             await trio_asyncio.aio_as_trio(conn.add_listener)(CHANNEL, self._on_notify)
             # Anything cached before we listened may already be stale.

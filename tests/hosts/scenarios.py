@@ -472,6 +472,7 @@ def cut_mid_statement(topo: Topology, prop: Mapped, host: str, other: str) -> di
             got = http.put(f"{API}/availability", json=body, headers={"Authorization": f"Bearer {prop.key}"})
         waited = time.monotonic() - started
         gone = topo.psql(topo.primary, f"SELECT count(*) {session}", "connectapi").strip() == "0"
+        left = _sessions_left(topo, host, started + 10)
     finally:
         release.set()
         topo.heal(host)
@@ -480,4 +481,17 @@ def cut_mid_statement(topo: Topology, prop: Mapped, host: str, other: str) -> di
                 topo.psql(topo.primary, f"SELECT pg_terminate_backend(pid) {session}", "connectapi")
         thread.join(30)
     assert not thread.is_alive(), "the holding transaction's thread never ended"
-    return {"before_cut": seen, "status": got.status_code, "waited": round(waited, 1), "session_gone": gone}
+    return {"before_cut": seen, "status": got.status_code, "waited": round(waited, 1), "session_gone": gone,
+            "sessions_left": left}
+
+
+def _sessions_left(topo: Topology, host: str, until: float) -> str:
+    """The server's sessions of `host` (cut off) still there at `until` (monotonic), each
+    as its state, wait event and last statement; "" once none is left."""
+    while True:
+        left = topo.psql(topo.primary, "SELECT string_agg(state || ' ' || coalesce(wait_event, '') || ' ' || "
+                         f"left(query, 40), '; ') FROM pg_stat_activity WHERE client_addr = '{topo.hosts[host].address}'",
+                         "connectapi").strip()
+        if not left or time.monotonic() > until:
+            return left
+        time.sleep(0.5)

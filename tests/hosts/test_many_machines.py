@@ -83,6 +83,8 @@ def test_a_session_left_mid_statement_by_a_cut_host_ends_within_seconds(topo: To
     assert cut["before_cut"] == "active ClientRead", cut
     assert cut["status"] == 202 and cut["waited"] < 8, cut
     assert cut["session_gone"], cut
+    # Nor does anything else of the cut host's stay: its pools' idle sessions, its listener.
+    assert cut["sessions_left"] == "", cut
     topo.wait_http("client", topo.url_of("svc1") + "/readyz", timeout=30)  # healed: ready again
 
 
