@@ -187,9 +187,9 @@ async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def db(fresh_dsn: str) -> AsyncIterator[Database]:
-    # No command or acquire timeout: tests jump the mock clock, which they run on.
+    # No command, acquire or connect timeout: tests jump the mock clock, which they run on.
     async with open_database(fresh_dsn, min_size=1, max_size=4, command_timeout=None,
-                             acquire_timeout=None) as database:
+                             acquire_timeout=None, connect_timeout=None) as database:
         yield database
 
 

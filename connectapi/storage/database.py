@@ -346,13 +346,15 @@ def connect_failures_in_a_line(record: logging.LogRecord) -> bool:
 @asynccontextmanager
 async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
                         command_timeout: float | None = COMMAND_TIMEOUT,
-                        acquire_timeout: float | None = ACQUIRE_TIMEOUT) -> AsyncIterator[Database]:
+                        acquire_timeout: float | None = ACQUIRE_TIMEOUT,
+                        connect_timeout: float | None = CONNECT_TIMEOUT) -> AsyncIterator[Database]:
     """A pool for the life of the block. Needs a running trio-asyncio loop.
 
     asyncpg times queries on the event loop's clock, which under trio-asyncio is Trio's, and
-    so is the wait for a free connection: tests that jump a MockClock pass
-    `command_timeout=None` and `acquire_timeout=None` (a jump while a statement waits for a
-    connection in real time would time it out).
+    so are the wait for a free connection and the making of a new one: tests that jump a
+    MockClock pass `command_timeout=None`, `acquire_timeout=None` and `connect_timeout=None`
+    (a jump while a statement, a wait for a connection or a connect runs in real time would
+    time it out).
 
     No idle-connection expiry (`max_inactive_connection_lifetime=0`): asyncpg arms a
     five-minute timer on every release and cancels it on the next acquire, and under
@@ -369,7 +371,7 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
     connect = PrimaryFinder(hosts).connect if len(hosts) > 1 else None
     pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=command_timeout,
-        reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=CONNECT_TIMEOUT,
+        reset=_release_without_reset_query, max_inactive_connection_lifetime=0, timeout=connect_timeout,
         connect=connect, server_settings={
             "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_TIMEOUT, **CLIENT_GONE_AFTER},
     )
