@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from connectapi.actors.booking_intake import LEASE, LEASE_NAME, ROUND_BATCH, BookingIntake
+from connectapi.actors.booking_intake import ASK_TIMEOUT, LEASE, LEASE_NAME, ROUND_BATCH, BookingIntake
 from connectapi.actors.channel_manager import ChannelManagerActor
 from connectapi.channel.client import FEED_MAX_PAGES
 from connectapi.actors.messages.channel_manager import ChannelMessage
@@ -367,15 +367,16 @@ async def test_pages_holding_nothing_to_take_wait_for_the_timer(
         await eventually(lambda: "hold nothing it can take" in caplog.text, "the round to say so")
         await trio.testing.wait_all_tasks_blocked()
         assert reads == 1  # no round straight after: the channel manager is not read in a loop
-        looks = 0
 
-        def jumped() -> bool:
-            # The round gives the intake's lease back after saying so (the record answers in
-            # real time): one that ends after a jump has its timer a minute after it ends.
-            nonlocal looks
-            looks += 1
-            if looks % 50 == 1:
-                mock_clock.jump(61)
+        async def jumped() -> bool:
+            # The round gives the intake's lease back after saying so and sets its timer once
+            # the record has answered (real time), so the clock moves in steps, and only while
+            # the record shows the lease free: never under a give-back still on its way, and,
+            # a step being half an ask's timeout, never far enough to time out the read the
+            # timer's round asks the channel manager for (its lease is taken before it asks).
+            if reads < 2 and await db.fetchval("SELECT held_by IS NULL FROM round_leases WHERE name = $1",
+                                               LEASE_NAME):
+                mock_clock.jump(ASK_TIMEOUT / 2)
             return reads >= 2
 
         await eventually(jumped, "the timer's round")
