@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import asyncpg
@@ -185,11 +185,16 @@ async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
         yield dsn
 
 
+def mock_clock_database(dsn: str) -> AbstractAsyncContextManager[Database]:
+    """A pool for tests on the mock clock: no command, acquire or connect timeout, which
+    asyncpg would time on that clock (open_database)."""
+    return open_database(dsn, min_size=1, max_size=4, command_timeout=None, acquire_timeout=None,
+                         connect_timeout=None)
+
+
 @pytest.fixture
 async def db(fresh_dsn: str) -> AsyncIterator[Database]:
-    # No command, acquire or connect timeout: tests jump the mock clock, which they run on.
-    async with open_database(fresh_dsn, min_size=1, max_size=4, command_timeout=None,
-                             acquire_timeout=None, connect_timeout=None) as database:
+    async with mock_clock_database(fresh_dsn) as database:
         yield database
 
 

@@ -12,8 +12,7 @@ import trio_asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectapi.storage.database import open_database
-from tests.conftest import template_copy
+from tests.conftest import mock_clock_database, template_copy
 
 from .conftest import open_harness
 from .harness import API, Harness
@@ -114,8 +113,7 @@ def test_record_equals_the_model(pg_template: str, sequence: list[tuple[str, lis
 
     async def example() -> None:
         async with trio_asyncio.open_loop(), template_copy(pg_template) as dsn:
-            async with open_database(dsn, min_size=1, max_size=4, command_timeout=None,
-                                     acquire_timeout=None, connect_timeout=None) as db, open_harness(db) as api:
+            async with mock_clock_database(dsn) as db, open_harness(db) as api:
                 await check_against_model(api, sequence)
 
     trio.run(example, clock=trio.testing.MockClock())

@@ -428,6 +428,11 @@ def failover(topo: Topology, props: list[Mapped], sales: OtaSales) -> Measured:
     return measured
 
 
+def in_record(topo: Topology, sql: str) -> str:
+    """What the primary's service database answers to `sql` (psql's unaligned rows)."""
+    return topo.psql(topo.primary, sql, "connectapi").strip()
+
+
 def cut_mid_statement(topo: Topology, prop: Mapped, host: str, other: str) -> dict[str, Any]:
     """A transaction of the service's own pool on `host` takes the property's lock and is
     left where asyncpg leaves the server between preparing a statement (Parse, Describe,
@@ -462,23 +467,23 @@ def cut_mid_statement(topo: Topology, prop: Mapped, host: str, other: str) -> di
     body = {"updates": [{"roomTypeId": prop.room, "dateFrom": night, "dateTo": night, "available": 3}]}
     try:
         assert ready.wait(30), "the holding transaction never took the property's lock"
-        started_at = topo.psql(topo.primary, f"SELECT backend_start FROM pg_stat_activity WHERE pid = {backend[0]} "
-                               f"AND client_addr = '{topo.hosts[host].address}'", "connectapi").strip()
+        started_at, _, seen = in_record(topo, "SELECT backend_start, state || ' ' || wait_event FROM pg_stat_activity "
+                                        f"WHERE pid = {backend[0]} AND client_addr = '{topo.hosts[host].address}'"
+                                        ).partition("|")
         session = f"FROM pg_stat_activity WHERE pid = {backend[0]} AND backend_start = '{started_at}'"
-        seen = topo.psql(topo.primary, f"SELECT state || ' ' || wait_event {session}", "connectapi").strip()
         topo.cut_from_databases(host)
         started = time.monotonic()
         with topo.inside("client"), httpx.Client(base_url=topo.url_of(other), timeout=30) as http:
             got = http.put(f"{API}/availability", json=body, headers={"Authorization": f"Bearer {prop.key}"})
         waited = time.monotonic() - started
-        gone = topo.psql(topo.primary, f"SELECT count(*) {session}", "connectapi").strip() == "0"
+        gone = in_record(topo, f"SELECT count(*) {session}") == "0"
         left = _sessions_left(topo, host, started + 10)
     finally:
         release.set()
         topo.heal(host)
         if backend and started_at:  # should the server still keep it, its lock would stop every test after
             with contextlib.suppress(subprocess.CalledProcessError):
-                topo.psql(topo.primary, f"SELECT pg_terminate_backend(pid) {session}", "connectapi")
+                in_record(topo, f"SELECT pg_terminate_backend(pid) {session}")
         thread.join(30)
     assert not thread.is_alive(), "the holding transaction's thread never ended"
     return {"before_cut": seen, "status": got.status_code, "waited": round(waited, 1), "session_gone": gone,
@@ -489,9 +494,8 @@ def _sessions_left(topo: Topology, host: str, until: float) -> str:
     """The server's sessions of `host` (cut off) still there at `until` (monotonic), each
     as its state, wait event and last statement; "" once none is left."""
     while True:
-        left = topo.psql(topo.primary, "SELECT string_agg(state || ' ' || coalesce(wait_event, '') || ' ' || "
-                         f"left(query, 40), '; ') FROM pg_stat_activity WHERE client_addr = '{topo.hosts[host].address}'",
-                         "connectapi").strip()
+        left = in_record(topo, "SELECT string_agg(state || ' ' || coalesce(wait_event, '') || ' ' || left(query, 40), "
+                         f"'; ') FROM pg_stat_activity WHERE client_addr = '{topo.hosts[host].address}'")
         if not left or time.monotonic() > until:
             return left
         time.sleep(0.5)
