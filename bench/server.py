@@ -21,6 +21,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from quart import Blueprint, Response
 
+from connectapi.collector import tune_for_serving
 from connectapi.config import Settings
 from connectapi.domain import api_keys as keyfmt
 from connectapi.domain.budget_charges import Charge, Counted
@@ -105,6 +106,8 @@ async def main(port: int, dsn: str | None) -> None:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(lambda task_status: serve(
                         app, config, shutdown_trigger=stop.wait, task_status=task_status))
+                    if not os.environ.get("BENCH_GC_DEFAULTS"):  # as `connectapi serve` does once it serves
+                        tune_for_serving()
                     print(json.dumps({"port": port, "key": secret, "dsn": app_dsn, "property": prop.id, "many": many,
                                       "timezone": prop.timezone,
                                       "ratePlans": [p.id for p in catalog.rate_plans]}), flush=True)

@@ -35,6 +35,7 @@ from .channel.client import open_channel_manager
 from .channel.sandbox.serve import serve_sandbox
 from .channel.sandbox.state import SandboxState
 from .actors.channel_routes import ChannelRoutes
+from .collector import tune_for_serving
 from .config import Settings, resolve_admin_token
 from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
@@ -442,6 +443,7 @@ async def _run_front(settings: Settings, db: Database, token: str, embedded: Emb
                                             is_proxy=ctx.proxies.is_proxy,
                                             idle_drain=idle_drain),
                                         ctx.stopping)
+            tune_for_serving()
             await serving(binds)
             await ctx.stopping.wait()
             log.info("stopping: finishing the requests in flight")

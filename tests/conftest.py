@@ -20,6 +20,7 @@ import pytest
 import trio
 import trio_asyncio
 
+from connectapi.collector import tune_for_serving
 from connectapi.storage.database import Database, open_database
 from connectapi.storage.embedded import dsn_for_database
 from connectapi.storage.migrations import migrate
@@ -221,3 +222,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.dist)
         if "pg_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.pg)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collector set as a serving process sets it: the modules and the collected tests
+    frozen, young collections rarer. With the defaults, full collections walking that heap
+    took about a tenth of the tests' CPU."""
+    tune_for_serving()
