@@ -10,6 +10,12 @@ TEST_STAMP := $(VENV)/.test-installed
 # (but the contract's second run, with test keys); make test runs them all in parallel.
 QUICK_TESTS := not processes and not browser and not dist and not slow
 BENCH_STAMP := $(VENV)/.bench-installed
+# Python writes the bytecode of what it compiles (the service's modules, the tests as
+# pytest rewrites their asserts) and reads it on the next run: an environment that says
+# otherwise (PYTHONDONTWRITEBYTECODE=1, as some containers do) made every test process
+# and every `connectapi serve` a test starts compile them all again, a sixth of `make
+# check`. The files go in __pycache__, which git ignores.
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: install dist client-packages client-docs run chromium hosts-tools check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
