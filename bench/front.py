@@ -78,7 +78,7 @@ def main() -> int:
     print(f"({args.connections} connections, {args.rounds} rounds of {args.seconds:.0f}s each, cores: {os.cpu_count()})")
 
     print()
-    print("where the time goes, CPU µs per request (py-spy, bench/front_profile.py):")
+    print("where the time goes, CPU µs per request (the kernel's count, divided as py-spy's samples; bench/front_profile.py):")
     print(f"{'':<22}{'GET /property':>14}{'bare route':>12}")
     for name in front_profile.BUCKETS:
         print(f"{name:<22}{profile['api'][name]:>14.1f}{profile['bare'][name]:>12.1f}")
@@ -117,9 +117,11 @@ async def _profile(port: int, auth: dict[str, str], pid: int, connections: int,
             # Recording from before the load starts to after it ends: every request's samples.
             recording = front_profile.start_recording(pid, seconds + 1.5, raw)
             await trio.sleep(0.5)
+            cpu_before = front_profile.process_cpu_seconds(pid)
             run = await load(port, path, headers, connections, seconds)
+            cpu_seconds = front_profile.process_cpu_seconds(pid) - cpu_before
             await trio.to_thread.run_sync(front_profile.finish_recording, recording)
-            found[name] = front_profile.buckets(raw, run.requests)
+            found[name] = front_profile.buckets(raw, run.requests, cpu_seconds)
     return found
 
 

@@ -259,9 +259,9 @@ def _front_profile(front: dict[str, Any] | None) -> list[str]:
         return []
     api, bare = profile["api"], profile["bare"]
     lines = ["", "## Where GET /property's time goes", "",
-             "CPU µs per request in the server, sampled by py-spy while each route is under the same load "
-             "(`bench/front_profile.py` says what each line holds). The difference is what the contract's gates "
-             "cost over a bare route.", "",
+             "CPU µs per request in the server while each route is under the same load: the kernel's count of "
+             "the server's CPU time, divided as py-spy's samples divide (`bench/front_profile.py` says what each "
+             "line holds). The difference is what the contract's gates cost over a bare route.", "",
              "| | GET /property | bare route | difference |", "|---|---|---|---|"]
     for name in api:
         lines.append(f"| {name} | {api[name]:.0f} | {bare[name]:.0f} | {api[name] - bare[name]:+.0f} |")

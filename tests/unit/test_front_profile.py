@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
-from bench.front_profile import BUCKETS, SAMPLES_PER_SECOND, bucket_of, buckets
+from bench.front_profile import BUCKETS, SAMPLES_PER_SECOND, bucket_of, buckets, process_cpu_seconds
 
 ROOT = ["_run_module_as_main (<frozen runpy>:198)", "<module> (bench/server.py:157)", "run (trio/_core/_run.py:2532)",
         "unrolled_run (trio/_core/_run.py:2866)"]
@@ -44,3 +46,20 @@ def test_samples_become_microseconds_per_request(tmp_path: Path) -> None:
     assert per_request["trio"] == round(50 * sample_us / 100, 1)
     assert per_request["route"] == round(25 * sample_us / 100, 1)
     assert sum(per_request.values()) == round(75 * sample_us / 100, 1)
+
+
+def test_the_kernels_cpu_time_is_divided_as_the_samples_divide(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.txt"
+    raw.write_text(";".join(ROOT) + " 30\n" + ";".join(REQUEST + ["read_property (connectapi/http/api/property.py:20)"])
+                   + " 10\n")
+    per_request = buckets(raw, requests=1000, cpu_seconds=0.5)  # 500 µs a request, however many samples
+    assert per_request["trio"] == 375.0 and per_request["route"] == 125.0
+    assert sum(per_request.values()) == 500.0
+
+
+def test_a_process_cpu_time_grows_as_it_works() -> None:
+    before = process_cpu_seconds(os.getpid())
+    end = time.process_time() + 0.05
+    while time.process_time() < end:
+        pass
+    assert process_cpu_seconds(os.getpid()) - before >= 0.04
