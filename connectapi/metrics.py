@@ -6,9 +6,14 @@ the webhook backlog) are read from it when /metrics is scraped.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, GCCollector, Gauge, Histogram, ProcessCollector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+# The process's memory and CPU, and the garbage collector's work by generation, read when
+# /metrics is scraped: what to watch with the collector set for serving
+# (docs/decisions/0121-the-collector-set-for-serving.md).
+ProcessCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
 
 REQUESTS = Counter("connectapi_requests", "HTTP requests answered, by route and status",
                    ["method", "route", "status"], registry=REGISTRY)

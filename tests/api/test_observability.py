@@ -51,6 +51,7 @@ async def test_metrics_need_the_operator_token_and_count(api: Harness) -> None:
     assert 'connectapi_request_seconds_bucket{le="0.005",method="GET",route="/api/v1/connect-api/v1/property"}' in text
     assert 'connectapi_dirty_cells{resource="availability"} 3.0' in text
     assert "connectapi_webhook_backlog 0.0" in text and "connectapi_webhook_failures_total" in text
+    assert "process_resident_memory_bytes " in text and 'python_gc_collections_total{generation="2"}' in text
 
 
 async def test_a_client_chosen_method_never_becomes_a_label_or_a_long_line(
