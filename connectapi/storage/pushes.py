@@ -9,6 +9,7 @@ version and stays dirty.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -41,6 +42,33 @@ def pushable(table: str, alias: str, now: str) -> str:
     return (f"{alias}.version > {alias}.pushed_version AND ({alias}.refused_version <> {alias}.version "
             f"OR NOT EXISTS (SELECT 1 FROM channel_refusals r WHERE r.property_id = {alias}.property_id "
             f"AND r.kind = '{kind}' AND r.retry_at > {now}))")
+
+
+# The lock the property's writers take first (ari.lock_property, connectapi_lock_for_bookings).
+_PROPERTY_LOCK = "SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE"
+
+
+async def update_cells(db: Database, property_id: int,
+                       statement: Callable[[asyncpg.Connection], Awaitable[str]]) -> int:
+    """A pipe's update of several of a property's cells, run after taking the property's
+    lock as its writers do; answers how many rows it changed
+    (docs/decisions/0123-the-pipe-updates-cells-behind-the-property-lock.md).
+
+    A writer locks the property, then its cells statement by statement, in the order of
+    what it writes (a run of bookings: one booking's nights, then the next one's, earlier
+    or later). A statement that updated several cells without the property's lock took
+    them in an order of its own, and could hold one the writer wanted next while waiting
+    for one the writer held: a deadlock, which the server broke after a second by failing
+    one of the two (seen in the bookings bench, a run of bookings against the pusher
+    marking cells pushed). Behind the property's lock, such a statement holds no cell
+    while it waits.
+    """
+    async def work(conn: asyncpg.Connection) -> int:
+        await conn.execute(_PROPERTY_LOCK, property_id)
+        status = await statement(conn)
+        return int(status.split()[-1])
+
+    return await db.transaction(work)
 
 
 def _dirty(table: str, id_column: str) -> str:
@@ -92,6 +120,7 @@ async def drop_past(db: Database, property_id: int, kind: str, today: date) -> i
     tables = ("availability_cells",) if kind == "availability" else ("rate_cells", "restriction_cells")
 
     async def work(conn: asyncpg.Connection) -> int:
+        await conn.execute(_PROPERTY_LOCK, property_id)  # as update_cells does, for the same reason
         dropped = 0
         for table in tables:
             status: str = await conn.execute(
@@ -106,35 +135,31 @@ async def drop_past(db: Database, property_id: int, kind: str, today: date) -> i
     return await db.transaction(work)
 
 
-async def _mark(conn: asyncpg.Connection, table: str, id_column: str, pushed_column: str, cast: str,
+async def _mark(db: Database, table: str, id_column: str, pushed_column: str, cast: str,
                 property_id: int, cells: list[DirtyCell]) -> int:
     if not cells:
         return 0
-    status: str = await conn.execute(
+    return await update_cells(db, property_id, lambda conn: conn.execute(
         f"""UPDATE {table} AS c SET pushed_version = w.version, {pushed_column} = w.value
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::{cast}[]) AS w (id, night, version, value)
             WHERE c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night AND c.pushed_version < w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
         [c.value for c in cells], property_id,
-    )
-    return int(status.split()[-1])
+    ))
 
 
 async def mark_availability_pushed(db: Database, property_id: int, cells: list[DirtyCell]) -> int:
     """Record that the channel manager holds these versions of the property's cells;
     returns how many were marked."""
-    return await db.run(lambda conn: _mark(conn, "availability_cells", "room_type_id", "pushed_available",
-                                           "integer", property_id, cells))
+    return await _mark(db, "availability_cells", "room_type_id", "pushed_available", "integer", property_id, cells)
 
 
 async def mark_rates_pushed(db: Database, property_id: int, cells: list[DirtyCell]) -> int:
-    return await db.run(lambda conn: _mark(conn, "rate_cells", "rate_plan_id", "pushed_rate_minor", "bigint",
-                                           property_id, cells))
+    return await _mark(db, "rate_cells", "rate_plan_id", "pushed_rate_minor", "bigint", property_id, cells)
 
 
 async def mark_restrictions_pushed(db: Database, property_id: int, cells: list[DirtyCell]) -> int:
-    return await db.run(lambda conn: _mark(conn, "restriction_cells", "rate_plan_id", "pushed_fields", "jsonb",
-                                           property_id, cells))
+    return await _mark(db, "restriction_cells", "rate_plan_id", "pushed_fields", "jsonb", property_id, cells)
 
 
 async def dirty_counts(db: Database, property_id: int) -> dict[str, int]:
@@ -291,14 +316,13 @@ async def mark_dirty_again(db: Database, property_id: int, resource: str, cells:
     if not cells:
         return 0
     table, id_column, pushed_column = CELL_TABLES[resource]
-    status: str = await db.execute(
+    return await update_cells(db, property_id, lambda conn: conn.execute(
         f"""UPDATE {table} AS c SET pushed_version = 0, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[]) AS w (id, night, version)
             WHERE c.property_id = $4 AND c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
               AND c.pushed_version = w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells], property_id,
-    )
-    return int(status.split()[-1])
+    ))
 
 
 async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[str, ...],

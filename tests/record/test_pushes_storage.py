@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+import asyncpg
 import trio
+import trio_asyncio
 
 from connectapi.actors.ari_writer import apply_write
 from connectapi.actors.messages.property_writer import WriteAccepted
@@ -130,3 +132,49 @@ async def test_a_refused_cell_is_read_again_only_once_its_retry_is_due(db: Datab
     await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
                                                  "dateTo": "2026-11-23", "available": 3})
     assert [(c.value, c.refused) for c in await pushes.dirty_availability(db, pid, 100, later)] == [(3, False)]
+
+
+async def test_marking_cells_waits_behind_a_writer_of_the_property_instead_of_deadlocking(
+        db: Database, fresh_dsn: str) -> None:
+    """A run of bookings locks the property, then each booking's nights in turn, in whatever
+    order they come. The pusher marking several of those cells pushed meanwhile must not
+    hold one of them while it waits for another: the bookings bench saw the server break
+    such a deadlock after a second by failing the mark."""
+    pid, room, _ = await a_property(db)
+    await write(db, pid, Resource.AVAILABILITY, {"roomTypeId": room, "dateFrom": "2026-11-23",
+                                                 "dateTo": "2026-11-24", "available": 2})
+    dirty = await pushes.dirty_availability(db, pid, 100, NOW)
+    assert [c.night for c in dirty] == [date(2026, 11, 23), date(2026, 11, 24)]
+    writer = await trio_asyncio.aio_as_trio(asyncpg.connect)(fresh_dsn)
+
+    async def run(sql: str, *args: object) -> None:
+        await trio_asyncio.aio_as_trio(writer.execute)(sql, *args)
+
+    sell = "SELECT connectapi_move_availability($1, ARRAY[$2::bigint], ARRAY[$3::date], ARRAY[-1], ARRAY[4])"
+    marked: list[int] = []
+
+    async def mark() -> None:
+        marked.append(await pushes.mark_availability_pushed(db, pid, dirty))
+
+    async def a_statement_waits_on_a_lock() -> bool:
+        return bool(await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                      "AND datname = current_database()"))
+
+    try:
+        transaction = writer.transaction()
+        await trio_asyncio.aio_as_trio(transaction.start)()
+        await run("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", pid)  # as bookings.lock_for_bookings
+        await run(sell, pid, room, date(2026, 11, 24))  # a first booking: the later night
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(mark)
+            with trio.fail_after(10):
+                while not await a_statement_waits_on_a_lock():
+                    await trio.sleep(0.01)
+            with trio.fail_after(10):
+                await run(sell, pid, room, date(2026, 11, 23))  # the next booking: the earlier night
+            await trio_asyncio.aio_as_trio(transaction.commit)()
+    finally:
+        await trio_asyncio.aio_as_trio(writer.close)()
+    assert marked == [2]  # the versions it read; both nights were sold since, so both stay dirty
+    assert [(c.night, c.value) for c in await pushes.dirty_availability(db, pid, 100, NOW)] == [
+        (date(2026, 11, 23), 1), (date(2026, 11, 24), 1)]
