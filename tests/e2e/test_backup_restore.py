@@ -235,8 +235,9 @@ def run_sql(data_dir: Path, sql: str) -> None:
     embedded = EmbeddedPostgres(data_dir)
     target, extra = libpq_target(dsn_for_database(embedded.start(), EMBEDDED_DATABASE))
     try:
-        subprocess.run([str(pg_tool("psql")), "-X", "-q", "-v", "ON_ERROR_STOP=1", "--dbname", target, "-c", sql],
-                       env={**os.environ, **extra}, capture_output=True, text=True, check=True)
+        ran = subprocess.run([str(pg_tool("psql")), "-X", "-q", "-v", "ON_ERROR_STOP=1", "--dbname", target, "-c", sql],
+                             env={**os.environ, **extra}, capture_output=True, text=True)
+        assert ran.returncode == 0, f"psql exited {ran.returncode}: {ran.stderr}"
     finally:
         embedded.stop()
 
