@@ -30,14 +30,15 @@ async def mark_refused(db: Database, property_id: int, resource: str, cells: lis
     if not cells:
         return 0
     table, id_column, pushed_column = CELL_TABLES[resource]
-    return await update_cells(db, property_id, lambda conn: conn.execute(
+    return await update_cells(
+        db, property_id,
         f"""UPDATE {table} AS c SET refused_version = w.version, refusal = w.refusal, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::text[]) AS w (id, night, version, refusal)
             WHERE c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
               AND c.pushed_version < w.version""",
         [c.entity_id for c, _ in cells], [c.night for c, _ in cells], [c.version for c, _ in cells],
         [said for _, said in cells], property_id,
-    ))
+    )
 
 
 async def retry_at(db: Database, property_id: int, kind: str) -> datetime | None:

@@ -9,7 +9,6 @@ version and stays dirty.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -48,8 +47,7 @@ def pushable(table: str, alias: str, now: str) -> str:
 _PROPERTY_LOCK = "SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE"
 
 
-async def update_cells(db: Database, property_id: int,
-                       statement: Callable[[asyncpg.Connection], Awaitable[str]]) -> int:
+async def update_cells(db: Database, property_id: int, sql: str, *args: Any) -> int:
     """A pipe's update of several of a property's cells, run after taking the property's
     lock as its writers do; answers how many rows it changed
     (docs/decisions/0123-the-pipe-updates-cells-behind-the-property-lock.md).
@@ -61,11 +59,11 @@ async def update_cells(db: Database, property_id: int,
     for one the writer held: a deadlock, which the server broke after a second by failing
     one of the two (seen in the bookings bench, a run of bookings against the pusher
     marking cells pushed). Behind the property's lock, such a statement holds no cell
-    while it waits.
+    while it waits. `sql` and `args` come ready: nothing is built while the lock is held.
     """
     async def work(conn: asyncpg.Connection) -> int:
         await conn.execute(_PROPERTY_LOCK, property_id)
-        status = await statement(conn)
+        status: str = await conn.execute(sql, *args)
         return int(status.split()[-1])
 
     return await db.transaction(work)
@@ -139,13 +137,14 @@ async def _mark(db: Database, table: str, id_column: str, pushed_column: str, ca
                 property_id: int, cells: list[DirtyCell]) -> int:
     if not cells:
         return 0
-    return await update_cells(db, property_id, lambda conn: conn.execute(
+    return await update_cells(
+        db, property_id,
         f"""UPDATE {table} AS c SET pushed_version = w.version, {pushed_column} = w.value
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::{cast}[]) AS w (id, night, version, value)
             WHERE c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night AND c.pushed_version < w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
         [c.value for c in cells], property_id,
-    ))
+    )
 
 
 async def mark_availability_pushed(db: Database, property_id: int, cells: list[DirtyCell]) -> int:
@@ -316,13 +315,14 @@ async def mark_dirty_again(db: Database, property_id: int, resource: str, cells:
     if not cells:
         return 0
     table, id_column, pushed_column = CELL_TABLES[resource]
-    return await update_cells(db, property_id, lambda conn: conn.execute(
+    return await update_cells(
+        db, property_id,
         f"""UPDATE {table} AS c SET pushed_version = 0, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[]) AS w (id, night, version)
             WHERE c.property_id = $4 AND c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
               AND c.pushed_version = w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells], property_id,
-    ))
+    )
 
 
 async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[str, ...],

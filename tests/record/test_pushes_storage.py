@@ -156,23 +156,25 @@ async def test_marking_cells_waits_behind_a_writer_of_the_property_instead_of_de
     async def mark() -> None:
         marked.append(await pushes.mark_availability_pushed(db, pid, dirty))
 
-    async def a_statement_waits_on_a_lock() -> bool:
-        return bool(await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                      "AND datname = current_database()"))
+    async def waiting() -> list[str]:
+        """What the sessions waiting on a lock (the mark's) are running."""
+        return [r["query"] for r in await db.fetch(
+            "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")]
 
     try:
         transaction = writer.transaction()
         await trio_asyncio.aio_as_trio(transaction.start)()
         await run("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", pid)  # as bookings.lock_for_bookings
         await run(sell, pid, room, date(2026, 11, 24))  # a first booking: the later night
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(mark)
-            with trio.fail_after(10):
-                while not await a_statement_waits_on_a_lock():
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(mark)
+                while not (queries := await waiting()):
                     await trio.sleep(0.01)
-            with trio.fail_after(10):
+                # It waits for the property, holding no cell (whatever order its plan takes them in).
+                assert [q.split()[:4] for q in queries] == [["SELECT", "1", "FROM", "properties"]], queries
                 await run(sell, pid, room, date(2026, 11, 23))  # the next booking: the earlier night
-            await trio_asyncio.aio_as_trio(transaction.commit)()
+                await trio_asyncio.aio_as_trio(transaction.commit)()
     finally:
         await trio_asyncio.aio_as_trio(writer.close)()
     assert marked == [2]  # the versions it read; both nights were sold since, so both stay dirty
