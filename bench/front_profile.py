@@ -14,18 +14,19 @@ Buckets, first match from the innermost of our frames outwards:
 
 Each bucket is reported in CPU microseconds per request, for GET /property and for the bare
 route on the same server: the difference is what the contract's gates cost. The samples
-say how the server's CPU time divides; the kernel's count of it (`/proc`) says how much
+say how the server's CPU time divides; the kernel's count of it (psutil) says how much
 there was, since py-spy leaves out samples it takes for idle (`buckets`).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+
+import psutil
 
 BUCKETS = ("budget statement", "other record I/O", "gates", "route", "app hooks", "quart", "hypercorn and h11", "trio",
            "other")
@@ -103,5 +104,5 @@ def buckets(raw: Path, requests: int, cpu_seconds: float | None = None) -> dict[
 
 def process_cpu_seconds(pid: int) -> float:
     """User and system CPU time of process `pid` so far (its threads, not its children)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)

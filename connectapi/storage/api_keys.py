@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
+from .ari import hold_property
 from .database import Database
 from .properties import property_of
 from .records import ApiKey, KeyWithProperty
@@ -54,7 +55,7 @@ async def create_key(
 ) -> ApiKey:
     async def work(conn: asyncpg.Connection) -> ApiKey:
         # The row lock on the property serialises concurrent creations against the limit.
-        await conn.execute("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
+        await hold_property(conn, property_id)
         live = await conn.fetchval(
             "SELECT count(*) FROM api_keys WHERE property_id = $1 AND revoked_at IS NULL", property_id
         )

@@ -45,6 +45,12 @@ async def lock_property(conn: asyncpg.Connection, property_id: int) -> PropertyL
                         row["guest_confirmation"], row["pms"], row["mode"], row["twin_of"])
 
 
+async def hold_property(conn: asyncpg.Connection, property_id: int) -> None:
+    """The property's lock in `lock_property`'s mode, reading nothing: for work that must
+    be serialised with the property's writers but needs none of its fields."""
+    await conn.execute("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
+
+
 async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:
     rows = await conn.fetch(f"SELECT id FROM room_types WHERE property_id = {catalog_owner('$1')}", property_id)
     return {r["id"] for r in rows}

@@ -15,7 +15,7 @@ from typing import Any
 
 import asyncpg
 
-from .ari import RESTRICTION_COLUMNS
+from .ari import RESTRICTION_COLUMNS, hold_property
 from .database import Database
 
 Cell = tuple[int, date]
@@ -43,10 +43,6 @@ def pushable(table: str, alias: str, now: str) -> str:
             f"AND r.kind = '{kind}' AND r.retry_at > {now}))")
 
 
-# The lock the property's writers take first (ari.lock_property, connectapi_lock_for_bookings).
-_PROPERTY_LOCK = "SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE"
-
-
 async def update_cells(db: Database, property_id: int, sql: str, *args: Any) -> int:
     """A pipe's update of several of a property's cells, run after taking the property's
     lock as its writers do; answers how many rows it changed
@@ -62,7 +58,7 @@ async def update_cells(db: Database, property_id: int, sql: str, *args: Any) -> 
     while it waits. `sql` and `args` come ready: nothing is built while the lock is held.
     """
     async def work(conn: asyncpg.Connection) -> int:
-        await conn.execute(_PROPERTY_LOCK, property_id)
+        await hold_property(conn, property_id)
         status: str = await conn.execute(sql, *args)
         return int(status.split()[-1])
 
@@ -118,7 +114,7 @@ async def drop_past(db: Database, property_id: int, kind: str, today: date) -> i
     tables = ("availability_cells",) if kind == "availability" else ("rate_cells", "restriction_cells")
 
     async def work(conn: asyncpg.Connection) -> int:
-        await conn.execute(_PROPERTY_LOCK, property_id)  # as update_cells does, for the same reason
+        await hold_property(conn, property_id)  # as update_cells does, for the same reason
         dropped = 0
         for table in tables:
             status: str = await conn.execute(

@@ -164,7 +164,9 @@ class Harness:
 
 @dataclass
 class HeldElsewhere:
-    """Another connection's open transaction: `commit` or `rollback` ends it."""
+    """Another connection's open transaction: `execute` runs one more statement in it,
+    `commit` or `rollback` ends it."""
+    execute: Callable[..., Awaitable[str]]
     commit: Callable[[], Awaitable[None]]
     rollback: Callable[[], Awaitable[None]]
 
@@ -179,7 +181,7 @@ async def held_elsewhere(dsn: str, *statements: tuple[str, tuple[Any, ...]]) -> 
         await trio_asyncio.aio_as_trio(transaction.start)()
         for sql, args in statements:
             await trio_asyncio.aio_as_trio(other.execute)(sql, *args)
-        yield HeldElsewhere(trio_asyncio.aio_as_trio(transaction.commit),
+        yield HeldElsewhere(trio_asyncio.aio_as_trio(other.execute), trio_asyncio.aio_as_trio(transaction.commit),
                             trio_asyncio.aio_as_trio(transaction.rollback))
     finally:
         await trio_asyncio.aio_as_trio(other.close)()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-import asyncpg
 import trio
-import trio_asyncio
 
 from connectapi.actors.ari_writer import apply_write
 from connectapi.actors.messages.property_writer import WriteAccepted
@@ -16,6 +14,7 @@ from connectapi.storage import properties, pushes
 from connectapi.storage.database import Database
 from connectapi.storage.key_directory import KeyDirectory
 
+from ..api.harness import held_elsewhere
 from ..listening import listening
 
 TODAY = date(2026, 11, 22)
@@ -145,11 +144,6 @@ async def test_marking_cells_waits_behind_a_writer_of_the_property_instead_of_de
                                                  "dateTo": "2026-11-24", "available": 2})
     dirty = await pushes.dirty_availability(db, pid, 100, NOW)
     assert [c.night for c in dirty] == [date(2026, 11, 23), date(2026, 11, 24)]
-    writer = await trio_asyncio.aio_as_trio(asyncpg.connect)(fresh_dsn)
-
-    async def run(sql: str, *args: object) -> None:
-        await trio_asyncio.aio_as_trio(writer.execute)(sql, *args)
-
     sell = "SELECT connectapi_move_availability($1, ARRAY[$2::bigint], ARRAY[$3::date], ARRAY[-1], ARRAY[4])"
     marked: list[int] = []
 
@@ -161,11 +155,9 @@ async def test_marking_cells_waits_behind_a_writer_of_the_property_instead_of_de
         return [r["query"] for r in await db.fetch(
             "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")]
 
-    try:
-        transaction = writer.transaction()
-        await trio_asyncio.aio_as_trio(transaction.start)()
-        await run("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", pid)  # as bookings.lock_for_bookings
-        await run(sell, pid, room, date(2026, 11, 24))  # a first booking: the later night
+    # A run of bookings (bookings.lock_for_bookings): the property's lock, then a first booking's later night.
+    async with held_elsewhere(fresh_dsn, ("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", (pid,)),
+                              (sell, (pid, room, date(2026, 11, 24)))) as writer:
         with trio.fail_after(20):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(mark)
@@ -173,10 +165,8 @@ async def test_marking_cells_waits_behind_a_writer_of_the_property_instead_of_de
                     await trio.sleep(0.01)
                 # It waits for the property, holding no cell (whatever order its plan takes them in).
                 assert [q.split()[:4] for q in queries] == [["SELECT", "1", "FROM", "properties"]], queries
-                await run(sell, pid, room, date(2026, 11, 23))  # the next booking: the earlier night
-                await trio_asyncio.aio_as_trio(transaction.commit)()
-    finally:
-        await trio_asyncio.aio_as_trio(writer.close)()
+                await writer.execute(sell, pid, room, date(2026, 11, 23))  # the next booking: the earlier night
+                await writer.commit()
     assert marked == [2]  # the versions it read; both nights were sold since, so both stay dirty
     assert [(c.night, c.value) for c in await pushes.dirty_availability(db, pid, 100, NOW)] == [
         (date(2026, 11, 23), 1), (date(2026, 11, 24), 1)]
