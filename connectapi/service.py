@@ -43,6 +43,7 @@ from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemC
 from .http.app import create_app
 from .http.budget_keeper import BudgetKeeper
 from .storage.budget_batcher import BudgetCounter, open_record_counter
+from .storage.budget_slices import RecordReserver
 from .http.context import Budgeting, ChannelAccess, FrontContext, Operation, PropertyWork
 from .http.serving.connections import connection_cap
 from .http.serving.server import bound_socket, hypercorn_config, serve_http
@@ -98,7 +99,8 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             proxies=TrustedProxies(settings.trusted_proxies),
             stopping=stopping,
             budgets=Budgeting(settings.budgets,
-                              BudgetKeeper(settings.budgets, counter, clock)),
+                              BudgetKeeper(settings.budgets, counter, clock,
+                                           RecordReserver(db) if budget_counter is None else None)),
             properties=PropertyWork(properties.writers, wakeups, settings.ask_timeout_seconds, properties.pushes),
             channel=ChannelAccess(channel.channel, channel.counters, channel.sandbox, channel.sandbox_url,
                                   settings.cm_notify_secret, services.reconciler, channel.routes.test_sandbox,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 
 from ..domain.budget_charges import Charge, Counted, Verdict, refusal, state_of
+from ..domain.budget_slices import LEASE, Slices
 from ..domain.budget_subjects import budget_subject
 from ..domain.budgets import (BOOKING_CHANGE_KEY_BUDGETS, BOOKING_CHANGE_PROPERTY_BUDGETS, BOOKING_KEY_BUDGETS,
                               BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
@@ -22,6 +23,8 @@ from ..domain.errors import ApiError
 from ..domain.sliding_window import WindowState, whole_seconds
 from ..engine import Clock
 from ..storage.budget_batcher import BudgetCounter
+from ..storage.budget_slices import SliceReserver
+from ..storage.database import StorageError
 
 # The part of `global` that requests without a known key cannot take: a flood of requests
 # with no key or a wrong one (from many addresses) leaves this much to integrators whose
@@ -85,11 +88,16 @@ class _HeldRefusals:
 
 
 class BudgetKeeper:
-    def __init__(self, budgets: Budgets, counter: BudgetCounter, clock: Clock) -> None:
+    def __init__(self, budgets: Budgets, counter: BudgetCounter, clock: Clock,
+                 reserver: SliceReserver | None = None) -> None:
         self._budgets = budgets
         self._counter = counter
         self._clock = clock
         self._held = _HeldRefusals()
+        # Budget slices (docs/decisions/0124-budget-slices.md), when the record grants them:
+        # a known key's busy budgets spent without a statement per request.
+        self._reserver = reserver
+        self._slices = Slices()
         # The charges of a known caller's request, built once per address, key and kind:
         # the same few on every request.
         self._known: dict[tuple[str, int, int, RequestKind], tuple[Charge, ...]] = {}
@@ -166,7 +174,9 @@ class BudgetKeeper:
 
     async def auth_failed(self, address: str, mode: str = "live") -> None:
         """An answer of 401 (or an allowlist refusal) was given: counted whatever the count."""
-        await self._count([self._charge("ip-auth", self._subject(address, mode), 1, None, 1)])
+        charge = self._charge("ip-auth", self._subject(address, mode), 1, None, 1)
+        self._slices.forget(charge.subject)  # the address's check is the record's again
+        await self._count([charge])
 
     async def charge_global(self, key_good: bool, mode: str = "live") -> ApiError | None:
         """A deferred request's key was looked up: a good one may take the whole of `global`,
@@ -185,13 +195,39 @@ class BudgetKeeper:
         if (held := self._held_ip(subject, asked_at)) is not None:
             return Admitted((("ip", held.ip),), held.refusal)
         charges = self._known_charges(subject, key_id, property_id, kind, mode)
+        if self._reserver is not None:
+            self._slices.count(charges, asked_at)
+            if (spent := self._slices.spend(charges, asked_at)) is not None:
+                return Admitted(self._policies(kind, charges, [Counted(Verdict.CHARGED, state, None)
+                                                               for state in spent]), None)
         counted = await self._count(charges)
         self._note_ip(subject, asked_at, charges, counted)
         found = refusal(charges, counted)
         if found is not None and found.scope in ("ip", "global", "ip-auth"):
             # Refused before the key counted: the answer carries the address's policy.
             return Admitted((("ip", counted[0].state),), found)
+        if found is None and self._reserver is not None:
+            await self._reserve(self._reserver, charges)
         return Admitted(self._policies(kind, charges, counted), found)
+
+    async def _reserve(self, reserver: SliceReserver, charges: Sequence[Charge]) -> None:
+        """Slices of the charges' subjects when they are busy, and the unspent units of
+        ended slices given back, in one statement. Paid by a request already admitted, a
+        few times a second at most; a failure only leaves the next requests to the record."""
+        asked_at = self._clock.monotonic()
+        wants = self._slices.wanted(charges, asked_at)
+        give_backs = self._slices.give_backs(asked_at)
+        if not wants and not give_backs:
+            return
+        try:
+            grants = await reserver.reserve(self._clock.shared_time(), LEASE, wants, give_backs)
+        except StorageError:
+            self._slices.failed(wants)
+            return
+        except BaseException:
+            self._slices.failed(wants)
+            raise
+        self._slices.granted(wants, grants, asked_at)
 
     def _known_charges(self, subject: str, key_id: int, property_id: int, kind: RequestKind,
                        mode: str) -> tuple[Charge, ...]:

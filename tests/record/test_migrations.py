@@ -99,7 +99,8 @@ def test_each_function_is_defined_once_in_its_file() -> None:
     files = bundled_functions()
     assert sorted(files) == sorted(p.stem for p in (STORAGE / "sql").glob("*.sql"))
     assert set(files) == {"connectapi_notify_auth_change", "connectapi_move_availability",
-                          "connectapi_lock_for_bookings", "connectapi_charge_budgets", "connectapi_prune_budgets"}
+                          "connectapi_lock_for_bookings", "connectapi_charge_budgets", "connectapi_prune_budgets",
+                          "connectapi_reserve_budgets"}
     for name, function in files.items():
         created = re.findall(r"CREATE\s+OR\s+REPLACE\s+FUNCTION\s+(\w+)\(", function.sql)
         assert created == [name], f"sql/{name}.sql creates {created}"

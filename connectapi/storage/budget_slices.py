@@ -1,0 +1,40 @@
+"""Budget slices taken from the record and given back (connectapi_reserve_budgets,
+migration 0027; what they are: domain/budget_slices.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..domain.budget_slices import GiveBack, Grant, Want
+from .database import Database
+
+_RESERVE = "SELECT * FROM connectapi_reserve_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+
+
+class SliceReserver(Protocol):
+    async def reserve(self, now: float | None, ahead: float, wants: Sequence[Want],
+                      give_backs: Sequence[GiveBack]) -> list[Grant]: ...
+
+
+async def reserve(db: Database, now: float | None, ahead: float, wants: Sequence[Want],
+                  give_backs: Sequence[GiveBack]) -> list[Grant]:
+    """Give back `give_backs`, then grant what fits of `wants` (one answer each, in
+    order), counted at the record's instant plus `ahead`. `now`: as for budgets.charge."""
+    args = (now, ahead, [w.subject for w in wants], [w.limit for w in wants], [w.window for w in wants],
+            [w.tokens for w in wants], [w.cap for w in wants],
+            [g.subject for g in give_backs], [g.at for g in give_backs], [g.tokens for g in give_backs])
+    rows = await db.run(lambda conn: conn.fetch(_RESERVE, *args))
+    return [Grant(row["subject"], row["granted"], row["at"], row["used"], row["reset_after"]) for row in rows]
+
+
+class RecordReserver:
+    """Slices from the record, through the pool (a few statements a second at most: never
+    on the budget counter's own connection, which carries every request's)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def reserve(self, now: float | None, ahead: float, wants: Sequence[Want],
+                      give_backs: Sequence[GiveBack]) -> list[Grant]:
+        return await reserve(self._db, now, ahead, wants, give_backs)

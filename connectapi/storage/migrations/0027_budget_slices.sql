@@ -1,0 +1,4 @@
+-- Budget slices (docs/decisions/0124-budget-slices.md): a process under steady load takes
+-- a few units of a budget ahead and gives back what it did not spend:
+-- storage/sql/connectapi_reserve_budgets.sql.
+-- functions: connectapi_reserve_budgets

@@ -1,0 +1,71 @@
+"""Budget slices over HTTP (decision 0124): a busy known key's requests are admitted from
+slices, with far fewer statements than requests, the RateLimit headers counting down one
+by one, and every admitted request counted in the record."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectapi.domain.budget_slices import HOT, LEASE
+
+from .harness import API, Answer, Harness
+from .test_budgets import policies
+
+LIFTED = "requests=100000,property=100000,ip=100000,global=100000"
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {"CONNECTAPI_BUDGETS": LIFTED}
+
+
+def remaining(answer: Answer) -> int:
+    assert answer.status == 200, answer.body
+    _, [(name, params)] = policies(answer)
+    assert name == "requests"
+    return params["r"]
+
+
+async def used(api: Harness, subject: str) -> int:
+    found: int = await api.ctx.db.fetchval("SELECT used FROM budget_windows WHERE subject = $1", subject)
+    return found
+
+
+async def test_a_busy_key_is_admitted_from_slices_and_every_request_is_counted(api: Harness) -> None:
+    prop, key = await api.keyed_property()
+    counter = api.ctx.budgets.keeper._counter
+    before = counter.statements  # type: ignore[attr-defined]
+    answers = [remaining(await api.call("GET", f"{API}/property", key=key)) for _ in range(300)]
+    sent = counter.statements - before  # type: ignore[attr-defined]
+    assert answers == [100000 - n for n in range(1, 301)]  # one by one, as this process counts them
+    assert sent < 300 // 4, sent  # most were admitted from slices: no statement of their own
+    key_subject = next(s for s in await subjects(api) if s.startswith("requests:"))
+    assert await used(api, key_subject) >= 300  # counted, with what slices hold unspent
+    assert await used(api, f"property:{prop['id']}") >= 300
+
+    # Quiet for a slice's life, then busy again: the unspent units are given back, and the
+    # record counts what was admitted, plus only the new slices.
+    api.advance(LEASE)
+    for _ in range(HOT + 2):
+        remaining(await api.call("GET", f"{API}/property", key=key))
+    counted = await used(api, key_subject)
+    assert 300 + HOT + 2 <= counted < 300 + HOT + 2 + 100000 // 16
+
+
+async def test_a_failed_authentication_sends_the_address_back_to_the_record(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    counter = api.ctx.budgets.keeper._counter
+    for _ in range(100):
+        remaining(await api.call("GET", f"{API}/property", key=key))
+    before = counter.statements  # type: ignore[attr-defined]
+    remaining(await api.call("GET", f"{API}/property", key=key))
+    assert counter.statements == before  # type: ignore[attr-defined]  # from slices
+    assert (await api.call("GET", f"{API}/property", key="cak_live_" + "x" * 40)).status == 401
+    after_failure = counter.statements  # type: ignore[attr-defined]
+    remaining(await api.call("GET", f"{API}/property", key=key))
+    assert counter.statements > after_failure > before  # type: ignore[attr-defined]  # the check asked again
+
+
+async def subjects(api: Harness) -> set[str]:
+    rows = await api.ctx.db.fetch("SELECT subject FROM budget_windows")
+    return {row["subject"] for row in rows}

@@ -1,0 +1,104 @@
+"""Budget slices in the record (connectapi_reserve_budgets, migration 0027; decision 0124):
+what a grant and a give-back count, and that processes spending slices beside requests
+counted one by one never admit more than a budget in any window."""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_right
+
+from connectapi.domain.budget_charges import Charge, Verdict
+from connectapi.domain.budget_slices import HOT, LEASE, GiveBack, Slices, Want
+from connectapi.storage import budget_slices, budgets
+from connectapi.storage.database import Database
+
+START = 1_790_000_000.0
+
+
+async def counted(db: Database, now: float, name: str = "requests", whose: str = "k", limit: int = 1000,
+                  window: float = 60.0) -> int:
+    """What the window counts at `now` (a check that charges nothing)."""
+    found = await budgets.charge(db, now, [Charge(name, whose, 1, limit, window, 0, 0)])
+    return found[0].state.used
+
+
+async def test_a_grant_counts_at_once_until_a_window_after_its_life(db: Database) -> None:
+    await budgets.charge(db, START, [Charge("requests", "k", 1, 1000, 60.0, 1, 1)])
+    want = Want("requests:k", 1000, 60.0, 100, 500)
+    [grant] = await budget_slices.reserve(db, START + 1, LEASE, [want], [])
+    assert (grant.tokens, grant.at, grant.used) == (100, START + 1 + LEASE, 101)
+    assert grant.reset_after == 59.0  # the oldest event, the request's, leaves then
+    assert await counted(db, START + 2) == 101  # every process sees the slice counted
+    assert await counted(db, START + 60.5) == 100  # the request left; the slice counts on
+    assert await counted(db, START + 61 + LEASE - 0.01) == 100
+    assert await counted(db, START + 61 + LEASE) == 0
+
+
+async def test_no_grant_past_its_share_of_the_limit_and_a_check_makes_no_row(db: Database) -> None:
+    for _ in range(40):
+        await budgets.charge(db, START, [Charge("requests", "k", 1, 100, 60.0, 1, 1)])
+    wants = [Want("requests:k", 100, 60.0, 16, 50), Want("ip-auth:a", 20, 60.0, 0, 10)]
+    grants = await budget_slices.reserve(db, START, LEASE, wants, [])
+    assert [(g.subject, g.tokens, g.used) for g in grants] == [("requests:k", 0, 40), ("ip-auth:a", 0, 0)]
+    assert await budgets.subjects(db) == 1
+    [grant] = await budget_slices.reserve(db, START, LEASE, [Want("requests:k", 100, 60.0, 10, 50)], [])
+    assert (grant.tokens, grant.used) == (10, 50)  # exactly up to the share
+
+
+async def test_a_give_back_takes_only_what_its_slice_still_counts(db: Database) -> None:
+    [grant] = await budget_slices.reserve(db, START, LEASE, [Want("requests:k", 1000, 60.0, 100, 500)], [])
+    await budgets.charge(db, START + 0.1, [Charge("requests", "k", 1, 1000, 60.0, 1, 1)])
+    back = GiveBack("requests:k", grant.at, 60)
+    [again] = await budget_slices.reserve(db, START + 0.6, LEASE, [Want("requests:k", 1000, 60.0, 0, 500)], [back])
+    assert again.used == 41
+    # Given back twice (an answer lost, the same give-back sent again): never below zero.
+    await budget_slices.reserve(db, START + 0.7, LEASE, [], [GiveBack("requests:k", grant.at, 60)])
+    assert await counted(db, START + 0.8) == 1
+    # A give-back of an event already gone changes nothing.
+    await budget_slices.reserve(db, START + 0.8, LEASE, [], [GiveBack("requests:k", START - 500, 5)])
+    assert await counted(db, START + 0.9) == 1
+
+
+async def test_prune_keeps_a_subject_while_a_slice_of_it_is_in_its_window(db: Database) -> None:
+    await budget_slices.reserve(db, START, 30.0, [Want("ip:a", 1000, 60.0, 50, 500)], [])
+    assert await budgets.prune(db, START + 60) == 0  # counted at START + 30: in its window until START + 90
+    assert await budgets.prune(db, START + 90) == 1
+
+
+async def test_processes_spending_slices_never_admit_more_than_the_budget_in_any_window(db: Database) -> None:
+    """Two processes, each keeping its slices, ask as the gates ask (a slice when it
+    admits, the record otherwise, then slices when busy), at random instants over several
+    windows, faster than the budget: no window ever holds more than the limit, whatever
+    each process spends locally or leaves unspent."""
+    rng = random.Random(28)
+    limit, window = 1600, 2.0
+    processes = [Slices() for _ in range(2)]
+    charges = [Charge("requests", "k", 1, limit, window, 1, 1), Charge("global", "", 1, 50 * limit, window, 1, 1)]
+    admitted: list[float] = []
+    by_slice = refused = 0
+    now = START
+    while now < START + 4 * window:
+        # Calm under the budget's rate (busy enough for slices), then bursts past it.
+        burst = (now - START) % (2 * window) >= 1.5 * window
+        now += rng.expovariate((2.5 if burst else 0.4) * limit / window)
+        slices = rng.choice(processes)
+        slices.count(charges, now)
+        if slices.spend(charges, now) is not None:
+            admitted.append(now)
+            by_slice += 1
+            continue
+        got = await budgets.charge(db, now, charges)
+        if got[0].verdict is not Verdict.CHARGED:
+            refused += 1
+            continue
+        admitted.append(now)
+        wants = slices.wanted(charges, now)
+        give_backs = slices.give_backs(now)
+        if wants or give_backs:
+            slices.granted(wants, await budget_slices.reserve(db, now, LEASE, wants, give_backs), now)
+    most = max(bisect_right(admitted, t) - bisect_right(admitted, t - window) for t in admitted)
+    assert most <= limit
+    print(f"admitted {len(admitted)}, by slices {by_slice}, refused {refused}, most in a window {most}")
+    assert by_slice > len(admitted) // 4  # slices admitted many of them
+    assert refused > 0 and most > limit * 0.9  # the budget was spent, near to its limit
+    assert HOT * 16 <= limit  # a slice could be taken at all

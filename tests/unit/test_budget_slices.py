@@ -1,0 +1,153 @@
+"""Budget slices as a process keeps them (domain/budget_slices.py; decision 0124)."""
+
+from __future__ import annotations
+
+from connectapi.domain.budget_charges import Charge
+from connectapi.domain.budget_slices import HOT, LEASE, SHARE, SPEND_SHARE, Grant, Slices, Want
+
+LIMIT = 10_000
+
+
+def request(key: str = "k", limit: int = LIMIT) -> list[Charge]:
+    """A known key's read, as the gates charge it: ip and global, the ip-auth check, the key's."""
+    return [Charge("ip", "a", 1, limit, 60.0, 1, 1), Charge("global", "", 1, limit, 60.0, 1, 1),
+            Charge("ip-auth", "a", 2, 20, 60.0, 1, 0), Charge("requests", key, 3, limit, 60.0, 1, 1)]
+
+
+def busy(slices: Slices, charges: list[Charge], now: float, asks: int = HOT) -> None:
+    for _ in range(asks):
+        slices.count(charges, now)
+
+
+def grant_all(slices: Slices, wants: list[Want], now: float, used: int = 100, auth_used: int = 0) -> list[Grant]:
+    grants = [Grant(w.subject, w.tokens, now + LEASE, auth_used if w.tokens == 0 else used + w.tokens, 30.0)
+              for w in wants]
+    slices.granted(wants, grants, now)
+    return grants
+
+
+def test_nothing_is_spent_without_slices_and_a_quiet_subject_wants_none() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, HOT - 1)
+    assert slices.spend(charges, 0.0) is None
+    assert slices.wanted(charges, 0.0) == []
+
+
+def test_a_busy_request_wants_a_slice_of_each_subject_and_spends_them_until_their_life_ends() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    assert [w.subject for w in wants] == [c.subject for c in charges]
+    assert [w.tokens for w in wants] == [80, 80, 0, 80]  # twice the busy period's asks; a check asks none
+    assert all(w.cap == int(w.limit * SHARE) for w in wants)
+    assert slices.wanted(charges, 0.0) == []  # asked already: not twice at once
+    grant_all(slices, wants, 0.0)
+
+    states = slices.spend(charges, 0.1)
+    assert states is not None
+    assert [s.used for s in states] == [101, 101, 0, 101]  # the record's count, less what is unspent
+    assert states[0].reset_after == 30.0 - 0.1
+    for _ in range(79):
+        assert slices.spend(charges, 0.2) is not None
+    assert slices.spend(charges, 0.2) is None  # every unit spent
+    busy(slices, charges, 0.2, 40)
+    assert slices.wanted(charges, 0.2)  # and more wanted
+
+    other = Slices()
+    busy(other, charges, 0.0, 40)
+    wants = other.wanted(charges, 0.0)
+    grant_all(other, wants, 0.0)
+    assert other.spend(charges, LEASE * SPEND_SHARE - 0.001) is not None
+    assert other.spend(charges, LEASE * SPEND_SHARE) is None  # its life is over here before the record's
+
+
+def test_spending_is_all_or_nothing() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    grants = [Grant(w.subject, 1 if w.subject == "requests:k" else w.tokens, LEASE, 101 if w.tokens else 0, 30.0)
+              for w in wants]
+    slices.granted(wants, grants, 0.0)
+    assert slices.spend(charges, 0.1) is not None
+    assert slices.spend(charges, 0.1) is None  # the key's unit is gone: nothing else is spent
+    unspent = {g.subject: g.tokens for g in slices.give_backs(1.0)}
+    assert unspent == {"ip:a": 79, "global": 79}
+
+
+def test_no_slice_when_one_subject_is_quiet_or_the_budget_is_small() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    assert slices.wanted(charges + [Charge("property", "9", 3, LIMIT, 60.0, 1, 1)], 0.0) == []
+    small = request(limit=HOT * 16 - 1)  # a slice would be under HOT units: not worth it
+    busy(slices, small, 0.0, 40)
+    assert slices.wanted(small, 0.0) == []
+    cells = [Charge("cells", "9", 1, LIMIT, 60.0, 50, 50)]  # more than one unit a request
+    busy(slices, cells, 0.0, 40)
+    assert slices.wanted(cells, 0.0) == []
+
+
+def test_a_refused_grant_or_a_failing_check_leaves_requests_to_the_record() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    grants = [Grant(w.subject, 0 if w.subject == "global" else w.tokens, LEASE, 20 if w.tokens == 0 else 500, 30.0)
+              for w in wants]
+    slices.granted(wants, grants, 0.0)  # global near its share; the address's ip-auth spent
+    assert slices.spend(charges, 0.1) is None
+    assert slices.wanted(charges, 0.1) == [w for w in wants if w.subject in ("global", "ip-auth:a")]
+
+
+def test_a_failed_ask_can_be_asked_again() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    slices.failed(wants)
+    assert slices.wanted(charges, 0.0) == wants
+
+
+def test_ended_slices_give_back_their_unspent_units_once() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    grants = grant_all(slices, slices.wanted(charges, 0.0), 0.0)
+    for _ in range(30):
+        slices.spend(charges, 0.1)
+    assert slices.give_backs(0.2) == []  # still alive
+    back = slices.give_backs(LEASE)
+    assert {(g.subject, g.at, g.tokens) for g in back} == {
+        (g.subject, g.at, 50) for g in grants if g.tokens > 0}
+    assert slices.give_backs(LEASE) == []
+
+
+def test_a_failed_authentication_forgets_the_address_check() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    grant_all(slices, slices.wanted(charges, 0.0), 0.0)
+    assert slices.spend(charges, 0.1) is not None
+    slices.forget("ip-auth:a")
+    assert slices.spend(charges, 0.1) is None
+    slices.forget("ip:a")
+    assert [(g.subject, g.tokens) for g in slices.give_backs(0.1)] == [("ip:a", 79)]
+
+
+def test_a_slice_is_renewed_before_it_runs_out_and_the_next_is_spent_after() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    grant_all(slices, slices.wanted(charges, 0.0), 0.0)
+    assert slices.wanted(charges, 0.1) == []  # plenty left
+    for _ in range(70):
+        slices.spend(charges, 0.1)
+    renewing = slices.wanted(charges, 0.1)  # under a quarter of a slice left
+    assert sorted(w.subject for w in renewing) == ["global", "ip:a", "requests:k"]
+    grant_all(slices, renewing, 0.1)
+    for _ in range(10 + 80):
+        assert slices.spend(charges, 0.2) is not None
+    assert slices.spend(charges, 0.2) is None
