@@ -3,8 +3,9 @@ samples are put in buckets by the code they are in (issue 28: "profile it and sa
 report where the time goes").
 
 Buckets, first match from the innermost of our frames outwards:
-- `budget statement`: counting the request's budgets in the record (BudgetKeeper, the
-  batcher, the held connection), with the asyncpg and trio-asyncio work it runs;
+- `budgets`: counting the request's budgets: from the process's budget slices, or in the
+  record (BudgetKeeper, the slices, the batcher, the held connection), with the asyncpg and
+  trio-asyncio work it runs;
 - `other record I/O`: any other asyncpg or trio-asyncio work (none on these two routes);
 - `gates`: the rest of the gate pipeline (key cache, judge, address, RateLimit headers);
 - `route`: the view itself and its answer's envelope;
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import psutil
 
-BUCKETS = ("budget statement", "other record I/O", "gates", "route", "app hooks", "quart", "hypercorn and h11", "trio",
+BUCKETS = ("budgets", "other record I/O", "gates", "route", "app hooks", "quart", "hypercorn and h11", "trio",
            "other")
 SAMPLES_PER_SECOND = 250
 
@@ -58,8 +59,8 @@ def finish_recording(recording: subprocess.Popen[bytes]) -> None:
 def bucket_of(frames: list[str]) -> str:
     """The bucket of one sample, from its stack (outermost first)."""
     text = ";".join(frames)
-    if any(name in text for name in ("BudgetKeeper.", "RecordCounter.", "HeldConnection.", "charge_many")):
-        return "budget statement"
+    if any(name in text for name in ("BudgetKeeper.", "Slices.", "RecordCounter.", "HeldConnection.", "charge_many")):
+        return "budgets"
     if "asyncpg/" in text or "trio_asyncio/" in text:
         return "other record I/O"
     # Every sample has the server's main frames (bench/server.py) at its root: ours are the

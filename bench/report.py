@@ -267,13 +267,13 @@ def _front_profile(front: dict[str, Any] | None) -> list[str]:
         lines.append(f"| {name} | {api[name]:.0f} | {bare[name]:.0f} | {api[name] - bare[name]:+.0f} |")
     total_api, total_bare = sum(api.values()), sum(bare.values())
     lines.append(f"| all | {total_api:.0f} | {total_bare:.0f} | {total_api - total_bare:+.0f} |")
-    record = api["budget statement"] + api["other record I/O"] - bare["other record I/O"]
+    record = api["budgets"] + api["other record I/O"] - bare["other record I/O"]
     extra = total_api - total_bare
     if extra > 0:
-        lines += ["", f"Counting the request's budgets in the record (the statement, and asyncpg and trio-asyncio "
-                      f"running it) is {record:.0f} µs of the {extra:.0f} µs GET /property costs over the bare route "
-                      f"({record / extra:.0%}); the rest is the gates' own work and the framework and scheduler "
-                      "work of a request that waits once more."]
+        lines += ["", f"Counting the request's budgets (from the process's budget slices, or in the record: the "
+                      f"statements, and asyncpg and trio-asyncio running them) is {record:.0f} µs of the {extra:.0f} µs "
+                      f"GET /property costs over the bare route ({record / extra:.0%}); the rest is the gates' own "
+                      "work, and the framework's and the scheduler's for a route with more to do."]
     return lines
 
 
