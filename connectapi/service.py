@@ -41,7 +41,7 @@ from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemClock, Wake, open_supervisor
 from .http.app import create_app
-from .http.budget_keeper import BudgetKeeper
+from .http.budget_keeper import BudgetKeeper, SliceSource
 from .storage.budget_batcher import BudgetCounter, open_record_counter
 from .storage.budget_slices import RecordReserver
 from .http.context import Budgeting, ChannelAccess, FrontContext, Operation, PropertyWork
@@ -90,7 +90,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             open_channel_level(settings, db, clock, wakeups, stop_by) as channel, \
             open_property_actors(settings, db, clock, channel, wakeups, stop_by) as properties, \
             open_services(settings, db, clock, channel, properties, wakeups, resolver, stop_by) as services, \
-            _budget_counter(db, settings, budget_counter) as counter:
+            _budget_keeper(db, settings, clock, budget_counter) as keeper:
         stopping = trio.Event()
         yield FrontContext(
             db=db,
@@ -98,9 +98,7 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             keys=watchers.keys,
             proxies=TrustedProxies(settings.trusted_proxies),
             stopping=stopping,
-            budgets=Budgeting(settings.budgets,
-                              BudgetKeeper(settings.budgets, counter, clock,
-                                           RecordReserver(db) if budget_counter is None else None)),
+            budgets=Budgeting(settings.budgets, keeper),
             properties=PropertyWork(properties.writers, wakeups, settings.ask_timeout_seconds, properties.pushes),
             channel=ChannelAccess(channel.channel, channel.counters, channel.sandbox, channel.sandbox_url,
                                   settings.cm_notify_secret, services.reconciler, channel.routes.test_sandbox,
@@ -113,14 +111,20 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
 
 
 @asynccontextmanager
-async def _budget_counter(db: Database, settings: Settings,
-                          given: BudgetCounter | None) -> AsyncIterator[BudgetCounter]:
-    """The record's budget counter (or the one `bench.scale` gives) for the life of the front."""
+async def _budget_keeper(db: Database, settings: Settings, clock: Clock,
+                         given: BudgetCounter | None) -> AsyncIterator[BudgetKeeper]:
+    """The budgets as the gates ask them for the life of the front: counted in the record,
+    with budget slices asked of it by tasks of their own (docs/decisions/0124-budget-slices.md),
+    or by the counter `bench.scale` gives, in memory."""
     if given is not None:
-        yield given
+        yield BudgetKeeper(settings.budgets, given, clock)
         return
-    async with open_record_counter(db, settings.ask_timeout_seconds) as counter:
-        yield counter
+    async with open_record_counter(db, settings.ask_timeout_seconds) as counter, \
+            trio.open_nursery() as slice_asks:
+        try:
+            yield BudgetKeeper(settings.budgets, counter, clock, SliceSource(RecordReserver(db), slice_asks))
+        finally:
+            slice_asks.cancel_scope.cancel()  # an ask still out is not waited for: its units stay counted
 
 
 class _StopBy:

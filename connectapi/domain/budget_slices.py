@@ -5,17 +5,16 @@ A request whose budgets are known (a good key from the process's cache) is admit
 when every subject it is charged to has a live slice with a unit left, and every subject
 it is only checked against (`ip-auth`) was found clear by the record within a slice's
 life. Otherwise it goes to the record, as every request did before; and when all its
-subjects are busy (`HOT` asks in the last `LEASE`), it then asks the record for slices.
+subjects are busy (`HOT` asks in the last `LEASE`), slices of them are asked of the record.
 
 Why this stays exact (admitted <= limit in every window, on every process together): the
 record counts a slice's units when it grants them, and counts them as spent at the end of
 the slice's life (`LEASE` after the grant, on the record's clock); a process spends them
 only until `SPEND_SHARE` of that, counted from before it asked, on its own clock. So every
 window that holds a request admitted here counts its unit, even if the process dies with
-units unspent. A window counts more than was admitted (units unspent, until given back,
-and units stamped ahead), never less: a request can be refused a little early, and only
-when a budget runs from half its limit (`SHARE`, past which no slice is granted) to full
-within one slice's life.
+units unspent. A window counts more than was admitted (units unspent, until given back or
+until their window passes, and units stamped ahead), never less: a request can be refused
+early, by at most what was granted, which is never past half a limit (`SHARE`).
 
 Times here are the process's monotonic seconds (the engine's clock); the record's
 instants (`at`) are only carried back to it.
@@ -23,6 +22,8 @@ instants (`at`) are only carried back to it.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +47,7 @@ class Want:
     window: float
     tokens: int
     cap: int  # granted only if the window, with them, stays within this
+    generation: int = 0  # the subject's when asked (`Slices.forget`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class _Slice:
     resets_at: float  # when the window's oldest event leaves, on the process's clock
     limit: int
     window: float
+    over: bool = False  # ended or dropped: its unspent units were given back
 
 
 @dataclass(slots=True)
@@ -87,12 +90,28 @@ class _Subject:
     last_asks: int = 0  # within the period before
     period_start: float = float("-inf")
     reserving: bool = False
+    # Bumped by `forget`: an answer to an ask sent before it is not trusted (the record
+    # read the window before the failure this process has just counted).
+    generation: int = 0
+    # The window's count as the record last answered it (a grant, or a request counted
+    # there), units of slices included, and when its oldest event leaves (process time).
+    known_used: int = 0
+    known_resets_at: float = 0.0
+    known_ticket: int = -1  # when that answer arrived (`Slices.ticket`)
 
 
 class Slices:
     def __init__(self) -> None:
         self._subjects: dict[str, _Subject] = {}
         self._give_backs: list[GiveBack] = []
+        # Every live slice by when its life here ends: ended ones are found without a scan.
+        self._ending: list[tuple[float, int, str, _Slice]] = []
+        self._order = itertools.count()
+        self._tickets = itertools.count()
+
+    def ticket(self) -> int:
+        """Taken when an ask leaves for the record and when an answer arrives: orders them."""
+        return next(self._tickets)
 
     def count(self, charges: Sequence[Charge], now: float) -> None:
         """One more ask of each of the charges' subjects (how busy they are)."""
@@ -110,26 +129,56 @@ class Slices:
 
     def spend(self, charges: Sequence[Charge], now: float) -> tuple[WindowState, ...] | None:
         """Each charge's window after this request, when its slices admit it (a unit
-        spent of each charged subject's); None, with nothing spent, when one cannot."""
-        found: list[_Slice] = []
+        spent of each charged subject's); None, with nothing spent, when one cannot. The
+        windows are as `shown` says."""
+        found: list[tuple[_Subject, _Slice]] = []
         for charge in charges:
             subject = self._subjects.get(charge.subject)
             live = self._live(subject, now, charge) if subject is not None else None
-            if live is None:
+            if subject is None or live is None:
                 return None
-            found.append(live)
+            found.append((subject, live))
         states = []
-        for charge, live in zip(charges, found, strict=True):
+        for charge, (subject, live) in zip(charges, found, strict=True):
             if charge.amount > 0:
                 live.tokens -= charge.amount
-            states.append(WindowState(live.limit, live.window, live.used - live.tokens,
-                                      max(0.0, live.resets_at - now)))
+            states.append(self._shown(subject, live.limit, live.window, now))
         return tuple(states)
+
+    def shown(self, charge: Charge, state: WindowState, now: float, sent: int) -> WindowState:
+        """A window as the record counted it for a request (asked at ticket `sent`), as
+        this process shows it: less the units its live slices hold unspent (what it may
+        still admit with them), as a request admitted from a slice shows it, so the two
+        agree."""
+        subject = self._subjects.get(charge.subject)
+        if subject is None:
+            return state
+        self._know(subject, state.used, now + state.reset_after, sent)
+        if not subject.slices:
+            return state
+        return self._shown(subject, state.limit, state.window, now)
+
+    def _know(self, subject: _Subject, used: int, resets_at: float, sent: int) -> None:
+        """The record's latest count of a subject. An answer to an ask that was out when
+        the one known arrived may have been counted before or after it: the larger count
+        has both (counts drop only as time passes or units are given back, and then the
+        next answer tells)."""
+        if sent < subject.known_ticket:
+            used = max(used, subject.known_used)
+        subject.known_used, subject.known_resets_at = used, resets_at
+        subject.known_ticket = self.ticket()
+
+    @staticmethod
+    def _shown(subject: _Subject, limit: int, window: float, now: float) -> WindowState:
+        unspent = sum(s.tokens for s in subject.slices if s.until > now and not s.over)
+        return WindowState(limit, window, max(0, subject.known_used - unspent),
+                           max(0.0, subject.known_resets_at - now))
 
     def wanted(self, charges: Sequence[Charge], now: float) -> list[Want]:
         """Slices worth asking for the charges' subjects: only when every one of them is
         busy (a slice of one alone admits nothing here), and for each whose slice is
-        missing, running low or ending. Marks them asked until `granted` or `failed`."""
+        missing, running low or ending, and not asked already. Marks them asked until
+        `settled`."""
         wants = []
         for charge in charges:
             if not self._sliceable(charge):
@@ -137,64 +186,74 @@ class Slices:
             subject = self._subjects.get(charge.subject)
             if subject is None or max(subject.asks, subject.last_asks) < HOT:
                 return []
-            if subject.reserving:
-                return []
             tokens = 0
             if charge.amount > 0:
                 tokens = min(2 * max(subject.asks, subject.last_asks), charge.limit // MOST_OF_LIMIT)
                 if tokens < HOT:
                     return []
-            if self._enough(subject, now, tokens):
+            if subject.reserving or self._enough(subject, now, tokens):
                 continue
-            wants.append(Want(charge.subject, charge.limit, charge.window, tokens, int(charge.limit * SHARE)))
+            wants.append(Want(charge.subject, charge.limit, charge.window, tokens, int(charge.limit * SHARE),
+                              subject.generation))
         for want in wants:
             self._subjects[want.subject].reserving = True
         return wants
 
-    def granted(self, wants: Sequence[Want], grants: Sequence[Grant], asked_at: float) -> None:
-        """The record's answers, for asks sent at `asked_at` (read before sending)."""
+    def granted(self, wants: Sequence[Want], grants: Sequence[Grant], asked_at: float, sent: int) -> None:
+        """The record's answers, for asks sent at `asked_at` (read before sending), ticket `sent`."""
         for want, grant in zip(wants, grants, strict=True):
             subject = self._subjects.get(want.subject)
-            if subject is None:
+            if subject is None or subject.generation != want.generation:
+                if grant.tokens > 0:  # granted for nothing: back to the record
+                    self._give_backs.append(GiveBack(want.subject, grant.at, grant.tokens))
                 continue
-            subject.reserving = False
             if want.tokens > 0 and grant.tokens == 0:
                 continue  # near its limit: counted request by request
             if want.tokens == 0 and grant.used + 1 > want.limit:
                 continue  # a check that does not pass: the record refuses, request by request
-            subject.slices.append(_Slice(grant.tokens, grant.tokens, grant.at, asked_at + LEASE * SPEND_SHARE,
-                                         grant.used, asked_at + grant.reset_after, want.limit, want.window))
+            made = _Slice(grant.tokens, grant.tokens, grant.at, asked_at + LEASE * SPEND_SHARE, grant.used,
+                          asked_at + grant.reset_after, want.limit, want.window)
+            subject.slices.append(made)
+            self._know(subject, grant.used, made.resets_at, sent)
+            heapq.heappush(self._ending, (made.until, next(self._order), want.subject, made))
 
-    def failed(self, wants: Sequence[Want]) -> None:
-        """The ask did not reach the record, or its answer was lost: nothing granted here
-        (what the record may have granted stays counted, until its window passes)."""
+    def settled(self, wants: Sequence[Want]) -> None:
+        """The ask is over, answered or not: its subjects may be asked for again. (When
+        the answer was lost, what the record may have granted stays counted until its
+        window passes.)"""
         for want in wants:
             if (subject := self._subjects.get(want.subject)) is not None:
                 subject.reserving = False
 
     def forget(self, subject_name: str) -> None:
         """A subject's slices no longer to be trusted (this process counted a failed
-        authentication against the address): its unspent units are given back."""
+        authentication against the address): its unspent units are given back, and an
+        answer to an ask already out is not taken."""
         subject = self._subjects.get(subject_name)
         if subject is None:
             return
+        subject.generation += 1
         for dropped in subject.slices:
-            self._give_back(subject_name, dropped)
+            self._end(subject_name, dropped)
         subject.slices.clear()
 
     def give_backs(self, now: float) -> list[GiveBack]:
-        """Unspent units of the slices whose life is over, taken out of here: the caller
-        sends them to the record (a give-back lost leaves them counted a window: early
-        refusals, never late ones)."""
-        for name, subject in self._subjects.items():
-            if subject.slices and subject.slices[0].until <= now:
-                for ended in [s for s in subject.slices if s.until <= now]:
-                    self._give_back(name, ended)
-                subject.slices = [s for s in subject.slices if s.until > now]
+        """Unspent units of the slices whose life here is over, taken out of here: the
+        caller sends them to the record, once (sent again after a lost answer, they could
+        be taken off twice). A give-back lost leaves them counted until their window
+        passes: early refusals, never late ones."""
+        while self._ending and self._ending[0][0] <= now:
+            _, _, name, ended = heapq.heappop(self._ending)
+            if ended.over:
+                continue
+            self._end(name, ended)
+            if (subject := self._subjects.get(name)) is not None:
+                subject.slices = [s for s in subject.slices if not s.over]
         found, self._give_backs = self._give_backs, []
         return found
 
-    def _give_back(self, name: str, ended: _Slice) -> None:
+    def _end(self, name: str, ended: _Slice) -> None:
+        ended.over = True
         if ended.tokens > 0:
             self._give_backs.append(GiveBack(name, ended.at, ended.tokens))
 
@@ -220,5 +279,6 @@ class Slices:
         return False
 
     def _forget_idle(self) -> None:
+        """Subjects with no slice and no ask out (their busy counts start again)."""
         for name in [n for n, s in self._subjects.items() if not s.slices and not s.reserving]:
             del self._subjects[name]

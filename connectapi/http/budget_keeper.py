@@ -9,12 +9,15 @@ locks order them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import trio
+
 
 from ..domain.budget_charges import Charge, Counted, Verdict, refusal, state_of
-from ..domain.budget_slices import LEASE, Slices
+from ..domain.budget_slices import LEASE, GiveBack, Slices, Want
 from ..domain.budget_subjects import budget_subject
 from ..domain.budgets import (BOOKING_CHANGE_KEY_BUDGETS, BOOKING_CHANGE_PROPERTY_BUDGETS, BOOKING_KEY_BUDGETS,
                               BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
@@ -25,6 +28,11 @@ from ..engine import Clock
 from ..storage.budget_batcher import BudgetCounter
 from ..storage.budget_slices import SliceReserver
 from ..storage.database import StorageError
+
+log = logging.getLogger("connectapi.budgets")
+
+# A failing slice ask is logged at most this often (every miss of a busy key asks again).
+COMPLAIN_EVERY = 60.0
 
 # The part of `global` that requests without a known key cannot take: a flood of requests
 # with no key or a wrong one (from many addresses) leaves this much to integrators whose
@@ -57,10 +65,12 @@ class Admitted:
 class _HeldRefusals:
     """Addresses refused by `ip`, answered here until their refusal's wait is over.
 
-    Exact, not a guess: a window's count only drops as its events leave, and other
-    processes can only add to it, so an address refused with "retry in w seconds" is
-    refused by every process until then. The wait runs from when this process asked (at or
-    before the record's instant), so a hold never outlasts the record's refusal. A flood
+    Never late: a window's count drops as its events leave, and otherwise only as a
+    process gives back units of a budget slice it did not spend (decision 0124), so an
+    address refused with "retry in w seconds" is refused by every process until then, or
+    admitted a little earlier after a give-back. The wait runs from when this process
+    asked (at or before the record's instant), so a hold outlasts the record's refusal
+    only by what was given back: a refusal early, never a request past the budget. A flood
     from one address then costs the record nothing after its first refusal.
     """
 
@@ -87,17 +97,26 @@ class _HeldRefusals:
                                         max(0.0, state.reset_after - (now - asked_at)))
 
 
+@dataclass(frozen=True, slots=True)
+class SliceSource:
+    """Where budget slices come from (docs/decisions/0124-budget-slices.md): the record,
+    asked from a task of `background` so that no request waits for it."""
+
+    reserver: SliceReserver
+    background: trio.Nursery
+
+
 class BudgetKeeper:
     def __init__(self, budgets: Budgets, counter: BudgetCounter, clock: Clock,
-                 reserver: SliceReserver | None = None) -> None:
+                 slices: SliceSource | None = None) -> None:
         self._budgets = budgets
         self._counter = counter
         self._clock = clock
         self._held = _HeldRefusals()
-        # Budget slices (docs/decisions/0124-budget-slices.md), when the record grants them:
-        # a known key's busy budgets spent without a statement per request.
-        self._reserver = reserver
+        # A known key's busy budgets spent without a statement per request, when given.
+        self._source = slices
         self._slices = Slices()
+        self._complained_at = float("-inf")
         # The charges of a known caller's request, built once per address, key and kind:
         # the same few on every request.
         self._known: dict[tuple[str, int, int, RequestKind], tuple[Charge, ...]] = {}
@@ -170,6 +189,7 @@ class BudgetKeeper:
         """A console login from `address`: its `ip-auth` budget asked and charged in one
         statement, whatever the outcome (a password is checked at a cost of its own)."""
         charges = [self._charge("ip-auth", budget_subject(address), 1, 1, 1)]
+        self._slices.forget(charges[0].subject)  # counted whatever the password: the record's again
         return refusal(charges, await self._count(charges))
 
     async def auth_failed(self, address: str, mode: str = "live") -> None:
@@ -195,39 +215,47 @@ class BudgetKeeper:
         if (held := self._held_ip(subject, asked_at)) is not None:
             return Admitted((("ip", held.ip),), held.refusal)
         charges = self._known_charges(subject, key_id, property_id, kind, mode)
-        if self._reserver is not None:
+        if self._source is not None:
             self._slices.count(charges, asked_at)
             if (spent := self._slices.spend(charges, asked_at)) is not None:
                 return Admitted(self._policies(kind, charges, [Counted(Verdict.CHARGED, state, None)
                                                                for state in spent]), None)
+        sent = self._slices.ticket()
         counted = await self._count(charges)
         self._note_ip(subject, asked_at, charges, counted)
         found = refusal(charges, counted)
         if found is not None and found.scope in ("ip", "global", "ip-auth"):
             # Refused before the key counted: the answer carries the address's policy.
             return Admitted((("ip", counted[0].state),), found)
-        if found is None and self._reserver is not None:
-            await self._reserve(self._reserver, charges)
+        if found is None and self._source is not None:
+            self._ask_slices(self._source, charges)
+            counted = [Counted(c.verdict, self._slices.shown(charge, c.state, asked_at, sent), c.wait)
+                       for charge, c in zip(charges, counted, strict=True)]
         return Admitted(self._policies(kind, charges, counted), found)
 
-    async def _reserve(self, reserver: SliceReserver, charges: Sequence[Charge]) -> None:
+    def _ask_slices(self, source: SliceSource, charges: Sequence[Charge]) -> None:
         """Slices of the charges' subjects when they are busy, and the unspent units of
-        ended slices given back, in one statement. Paid by a request already admitted, a
-        few times a second at most; a failure only leaves the next requests to the record."""
-        asked_at = self._clock.monotonic()
+        ended slices given back, asked in one statement from a task of its own: the
+        request that found a slice missing goes on, counted in the record."""
+        asked_at = self._clock.monotonic()  # before the ask leaves: a slice's life here runs from it
         wants = self._slices.wanted(charges, asked_at)
         give_backs = self._slices.give_backs(asked_at)
-        if not wants and not give_backs:
-            return
+        if wants or give_backs:
+            source.background.start_soon(self._reserve, source.reserver, wants, give_backs, asked_at)
+
+    async def _reserve(self, reserver: SliceReserver, wants: Sequence[Want], give_backs: Sequence[GiveBack],
+                       asked_at: float) -> None:
         try:
+            sent = self._slices.ticket()
             grants = await reserver.reserve(self._clock.shared_time(), LEASE, wants, give_backs)
-        except StorageError:
-            self._slices.failed(wants)
-            return
-        except BaseException:
-            self._slices.failed(wants)
-            raise
-        self._slices.granted(wants, grants, asked_at)
+            self._slices.granted(wants, grants, asked_at, sent)
+        except Exception as exc:  # the record's trouble, or a bug: requests go on, counted one by one
+            if self._clock.monotonic() >= self._complained_at + COMPLAIN_EVERY:
+                self._complained_at = self._clock.monotonic()
+                log.warning("budget slices could not be asked of the record (requests are counted one by one): "
+                            "%r", exc, exc_info=not isinstance(exc, StorageError))
+        finally:
+            self._slices.settled(wants)
 
     def _known_charges(self, subject: str, key_id: int, property_id: int, kind: RequestKind,
                        mode: str) -> tuple[Charge, ...]:

@@ -37,7 +37,13 @@ async def test_a_busy_key_is_admitted_from_slices_and_every_request_is_counted(a
     before = counter.statements  # type: ignore[attr-defined]
     answers = [remaining(await api.call("GET", f"{API}/property", key=key)) for _ in range(300)]
     sent = counter.statements - before  # type: ignore[attr-defined]
-    assert answers == [100000 - n for n in range(1, 301)]  # one by one, as this process counts them
+    # As this process counts them: the record's count less the units its slices hold
+    # unspent, whether a request was admitted from a slice or by the record. Never more
+    # than is left; less only for a request the record counted while a slice was being
+    # granted (its count has the units the process does not hold yet).
+    exact = [100000 - n for n in range(1, 301)]
+    assert all(shown <= left for shown, left in zip(answers, exact, strict=True)), [(n, a - e) for n, (a, e) in enumerate(zip(answers, exact)) if a != e]
+    assert sum(shown == left for shown, left in zip(answers, exact, strict=True)) > 280, answers
     assert sent < 300 // 4, sent  # most were admitted from slices: no statement of their own
     key_subject = next(s for s in await subjects(api) if s.startswith("requests:"))
     assert await used(api, key_subject) >= 300  # counted, with what slices hold unspent

@@ -51,7 +51,7 @@ async def test_a_give_back_takes_only_what_its_slice_still_counts(db: Database) 
     back = GiveBack("requests:k", grant.at, 60)
     [again] = await budget_slices.reserve(db, START + 0.6, LEASE, [Want("requests:k", 1000, 60.0, 0, 500)], [back])
     assert again.used == 41
-    # Given back twice (an answer lost, the same give-back sent again): never below zero.
+    # More given back than the event still holds (a process never sends one twice): never below zero.
     await budget_slices.reserve(db, START + 0.7, LEASE, [], [GiveBack("requests:k", grant.at, 60)])
     assert await counted(db, START + 0.8) == 1
     # A give-back of an event already gone changes nothing.
@@ -95,7 +95,8 @@ async def test_processes_spending_slices_never_admit_more_than_the_budget_in_any
         wants = slices.wanted(charges, now)
         give_backs = slices.give_backs(now)
         if wants or give_backs:
-            slices.granted(wants, await budget_slices.reserve(db, now, LEASE, wants, give_backs), now)
+            slices.granted(wants, await budget_slices.reserve(db, now, LEASE, wants, give_backs), now, slices.ticket())
+            slices.settled(wants)
     most = max(bisect_right(admitted, t) - bisect_right(admitted, t - window) for t in admitted)
     assert most <= limit
     print(f"admitted {len(admitted)}, by slices {by_slice}, refused {refused}, most in a window {most}")

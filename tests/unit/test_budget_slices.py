@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from connectapi.domain.budget_charges import Charge
 from connectapi.domain.budget_slices import HOT, LEASE, SHARE, SPEND_SHARE, Grant, Slices, Want
+from connectapi.domain.sliding_window import WindowState
 
 LIMIT = 10_000
 
@@ -22,7 +23,8 @@ def busy(slices: Slices, charges: list[Charge], now: float, asks: int = HOT) -> 
 def grant_all(slices: Slices, wants: list[Want], now: float, used: int = 100, auth_used: int = 0) -> list[Grant]:
     grants = [Grant(w.subject, w.tokens, now + LEASE, auth_used if w.tokens == 0 else used + w.tokens, 30.0)
               for w in wants]
-    slices.granted(wants, grants, now)
+    slices.granted(wants, grants, now, slices.ticket())
+    slices.settled(wants)  # as the keeper does once the ask is over
     return grants
 
 
@@ -70,7 +72,7 @@ def test_spending_is_all_or_nothing() -> None:
     wants = slices.wanted(charges, 0.0)
     grants = [Grant(w.subject, 1 if w.subject == "requests:k" else w.tokens, LEASE, 101 if w.tokens else 0, 30.0)
               for w in wants]
-    slices.granted(wants, grants, 0.0)
+    slices.granted(wants, grants, 0.0, slices.ticket())
     assert slices.spend(charges, 0.1) is not None
     assert slices.spend(charges, 0.1) is None  # the key's unit is gone: nothing else is spent
     unspent = {g.subject: g.tokens for g in slices.give_backs(1.0)}
@@ -97,18 +99,52 @@ def test_a_refused_grant_or_a_failing_check_leaves_requests_to_the_record() -> N
     wants = slices.wanted(charges, 0.0)
     grants = [Grant(w.subject, 0 if w.subject == "global" else w.tokens, LEASE, 20 if w.tokens == 0 else 500, 30.0)
               for w in wants]
-    slices.granted(wants, grants, 0.0)  # global near its share; the address's ip-auth spent
+    slices.granted(wants, grants, 0.0, slices.ticket())  # global near its share; the address's ip-auth spent
+    slices.settled(wants)
     assert slices.spend(charges, 0.1) is None
     assert slices.wanted(charges, 0.1) == [w for w in wants if w.subject in ("global", "ip-auth:a")]
 
 
-def test_a_failed_ask_can_be_asked_again() -> None:
+def test_an_ask_settled_without_an_answer_can_be_asked_again() -> None:
     slices = Slices()
     charges = request()
     busy(slices, charges, 0.0, 40)
     wants = slices.wanted(charges, 0.0)
-    slices.failed(wants)
+    slices.settled(wants)
     assert slices.wanted(charges, 0.0) == wants
+
+
+def test_one_subject_asked_already_leaves_the_others_to_be_asked() -> None:
+    slices = Slices()
+    charges, other_key = request(), request("other")
+    busy(slices, charges, 0.0, 40)
+    busy(slices, other_key, 0.0, 40)
+    first = slices.wanted(charges, 0.0)
+    assert [w.subject for w in slices.wanted(other_key, 0.0)] == ["requests:other"]  # ip, global, the check: out
+    slices.settled(first)
+
+
+def test_an_answer_read_before_a_failed_authentication_is_not_taken() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    slices.forget("ip-auth:a")  # counted while the ask was out
+    grants = grant_all(slices, wants, 0.0)
+    assert slices.spend(charges, 0.1) is None  # the address's check was read before the failure
+    assert slices.give_backs(0.1) == []  # the other slices stand
+    assert [(w.subject, w.generation) for w in slices.wanted(charges, 0.1)] == [("ip-auth:a", 1)]
+    assert [g.subject for g in grants if g.tokens == 0] == ["ip-auth:a"]
+
+
+def test_units_granted_for_a_forgotten_subject_go_back() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    slices.forget("requests:k")
+    grant_all(slices, wants, 0.0)
+    assert [(g.subject, g.tokens) for g in slices.give_backs(0.0)] == [("requests:k", 80)]
 
 
 def test_ended_slices_give_back_their_unspent_units_once() -> None:
@@ -151,3 +187,24 @@ def test_a_slice_is_renewed_before_it_runs_out_and_the_next_is_spent_after() -> 
     for _ in range(10 + 80):
         assert slices.spend(charges, 0.2) is not None
     assert slices.spend(charges, 0.2) is None
+
+
+def test_an_answer_that_raced_a_grant_shows_the_later_count() -> None:
+    """A request counted in the record while a slice was asked: when the record counted it
+    first, the grant's count has it, and its own answer, arriving after, must not undo that
+    (the slice's units would then be taken off a count that lacks them)."""
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    sent_grant, sent_request = slices.ticket(), slices.ticket()
+    grants = [Grant(w.subject, w.tokens, LEASE, 101 + w.tokens if w.tokens else 0, 30.0) for w in wants]
+    slices.granted(wants, grants, 0.0, sent_grant)
+    slices.settled(wants)
+    key = charges[3]
+    assert slices.shown(key, WindowState(LIMIT, 60.0, 101, 30.0), 0.0, sent_request).used == 101
+    states = slices.spend(charges, 0.0)
+    assert states is not None and states[3].used == 102
+    # An answer to an ask sent after the grant arrived is the record's latest: taken as it is.
+    later = slices.ticket()
+    assert slices.shown(key, WindowState(LIMIT, 60.0, 90 + 79, 30.0), 0.0, later).used == 90
