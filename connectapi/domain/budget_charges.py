@@ -11,7 +11,7 @@ later ones counted. Earlier stages stay counted, as the contract's order of gate
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from .errors import ApiError
@@ -30,10 +30,12 @@ class Charge:
     # A smaller need that, when met though `need` is not, lets the request go on with this
     # charge left for later (the share of `global` kept for good keys).
     fallback: int | None = None
+    # The window's name in the record: `name:whose`, or `name` alone. Made once, with the
+    # charge: a known key's charges are kept and asked for on every request.
+    subject: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def subject(self) -> str:
-        return f"{self.name}:{self.whose}" if self.whose else self.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "subject", f"{self.name}:{self.whose}" if self.whose else self.name)
 
 
 class Verdict(Enum):

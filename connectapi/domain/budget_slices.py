@@ -113,37 +113,38 @@ class Slices:
         """Taken when an ask leaves for the record and when an answer arrives: orders them."""
         return next(self._tickets)
 
-    def count(self, charges: Sequence[Charge], now: float) -> None:
-        """One more ask of each of the charges' subjects (how busy they are)."""
-        for charge in charges:
-            subject = self._subjects.get(charge.subject)
-            if subject is None:
-                if len(self._subjects) >= MOST_SUBJECTS:
-                    self._forget_idle()
-                subject = self._subjects[charge.subject] = _Subject()
-            if now >= subject.period_start + LEASE:
-                subject.last_asks = subject.asks if now < subject.period_start + 2 * LEASE else 0
-                subject.asks = 0
-                subject.period_start = now
-            subject.asks += 1
+    def _counted(self, name: str, now: float) -> _Subject:
+        """One more ask of a subject (how busy it is)."""
+        subject = self._subjects.get(name)
+        if subject is None:
+            if len(self._subjects) >= MOST_SUBJECTS:
+                self._forget_idle()
+            subject = self._subjects[name] = _Subject()
+        if now >= subject.period_start + LEASE:
+            subject.last_asks = subject.asks if now < subject.period_start + 2 * LEASE else 0
+            subject.asks = 0
+            subject.period_start = now
+        subject.asks += 1
+        return subject
 
-    def spend(self, charges: Sequence[Charge], now: float) -> tuple[WindowState, ...] | None:
-        """Each charge's window after this request, when its slices admit it (a unit
-        spent of each charged subject's); None, with nothing spent, when one cannot. The
-        windows are as `shown` says."""
-        found: list[tuple[_Subject, _Slice]] = []
-        for charge in charges:
-            subject = self._subjects.get(charge.subject)
-            live = self._live(subject, now, charge) if subject is not None else None
-            if subject is None or live is None:
-                return None
-            found.append((subject, live))
-        states = []
-        for charge, (subject, live) in zip(charges, found, strict=True):
-            if charge.amount > 0:
-                live.tokens -= charge.amount
-            states.append(self._shown(subject, live.limit, live.window, now))
-        return tuple(states)
+    def take(self, charges: Sequence[Charge], now: float) -> bool:
+        """One more ask of each of the charges' subjects; and when their slices admit the
+        request, a unit spent of each charged subject's (all or none): True."""
+        subjects = [self._counted(charge.subject, now) for charge in charges]
+        lives = []
+        for charge, subject in zip(charges, subjects):
+            live = self._live(subject, now, charge)
+            if live is None:
+                return False
+            lives.append(live)
+        for charge, live in zip(charges, lives):
+            live.tokens -= charge.amount
+        return True
+
+    def state(self, charge: Charge, now: float) -> WindowState:
+        """A charge's window after a request `take` admitted, as `shown` says."""
+        subject = self._subjects[charge.subject]
+        return self._shown(subject, charge.limit, charge.window, now)
 
     def shown(self, charge: Charge, state: WindowState, now: float, sent: int) -> WindowState:
         """A window as the record counted it for a request (asked at ticket `sent`), as

@@ -97,6 +97,11 @@ class _HeldRefusals:
                                         max(0.0, state.reset_after - (now - asked_at)))
 
 
+def _shown(kind: RequestKind) -> tuple[str, ...]:
+    """The budgets the RateLimit headers show for a request of `kind`."""
+    return ("requests", "writes") if kind is RequestKind.WRITE else ("requests",)
+
+
 @dataclass(frozen=True, slots=True)
 class SliceSource:
     """Where budget slices come from (docs/decisions/0124-budget-slices.md): the record,
@@ -215,11 +220,9 @@ class BudgetKeeper:
         if (held := self._held_ip(subject, asked_at)) is not None:
             return Admitted((("ip", held.ip),), held.refusal)
         charges = self._known_charges(subject, key_id, property_id, kind, mode)
-        if self._source is not None:
-            self._slices.count(charges, asked_at)
-            if (spent := self._slices.spend(charges, asked_at)) is not None:
-                return Admitted(self._policies(kind, charges, [Counted(Verdict.CHARGED, state, None)
-                                                               for state in spent]), None)
+        if self._source is not None and self._slices.take(charges, asked_at):
+            return Admitted(tuple((charge.name, self._slices.state(charge, asked_at))
+                                  for charge in self._shown_charges(charges, kind)), None)
         sent = self._slices.ticket()
         counted = await self._count(charges)
         self._note_ip(subject, asked_at, charges, counted)
@@ -275,10 +278,14 @@ class BudgetKeeper:
         return charges + [self._charge(name, property_id, stage, 1, 1) for name in PROPERTY_BUDGETS[kind]]
 
     @staticmethod
+    def _shown_charges(charges: Sequence[Charge], kind: RequestKind) -> list[Charge]:
+        """The charges whose windows the RateLimit headers show."""
+        return [next(c for c in charges if c.name == name) for name in _shown(kind)]
+
+    @staticmethod
     def _policies(kind: RequestKind, charges: Sequence[Charge],
                   counted: Sequence[Counted]) -> tuple[tuple[str, WindowState], ...]:
-        shown = ("requests", "writes") if kind is RequestKind.WRITE else ("requests",)
-        return tuple((name, state_of(name, charges, counted)) for name in shown)
+        return tuple((name, state_of(name, charges, counted)) for name in _shown(kind))
 
     async def admit_request(self, key_id: int, property_id: int, kind: RequestKind) -> Admitted:
         """The key's and the property's request budgets, all or none."""

@@ -82,8 +82,7 @@ async def test_processes_spending_slices_never_admit_more_than_the_budget_in_any
         burst = (now - START) % (2 * window) >= 1.5 * window
         now += rng.expovariate((2.5 if burst else 0.4) * limit / window)
         slices = rng.choice(processes)
-        slices.count(charges, now)
-        if slices.spend(charges, now) is not None:
+        if slices.take(charges, now):
             admitted.append(now)
             by_slice += 1
             continue

@@ -16,8 +16,9 @@ def request(key: str = "k", limit: int = LIMIT) -> list[Charge]:
 
 
 def busy(slices: Slices, charges: list[Charge], now: float, asks: int = HOT) -> None:
+    """Asks with no slice to admit them (they go to the record)."""
     for _ in range(asks):
-        slices.count(charges, now)
+        assert not slices.take(charges, now)
 
 
 def grant_all(slices: Slices, wants: list[Want], now: float, used: int = 100, auth_used: int = 0) -> list[Grant]:
@@ -31,9 +32,10 @@ def grant_all(slices: Slices, wants: list[Want], now: float, used: int = 100, au
 def test_nothing_is_spent_without_slices_and_a_quiet_subject_wants_none() -> None:
     slices = Slices()
     charges = request()
-    busy(slices, charges, 0.0, HOT - 1)
-    assert slices.spend(charges, 0.0) is None
+    busy(slices, charges, 0.0, HOT - 1)  # none admitted: no slice
     assert slices.wanted(charges, 0.0) == []
+    busy(slices, charges, 0.0, 1)
+    assert slices.wanted(charges, 0.0)
 
 
 def test_a_busy_request_wants_a_slice_of_each_subject_and_spends_them_until_their_life_ends() -> None:
@@ -47,13 +49,13 @@ def test_a_busy_request_wants_a_slice_of_each_subject_and_spends_them_until_thei
     assert slices.wanted(charges, 0.0) == []  # asked already: not twice at once
     grant_all(slices, wants, 0.0)
 
-    states = slices.spend(charges, 0.1)
-    assert states is not None
+    assert slices.take(charges, 0.1)
+    states = [slices.state(charge, 0.1) for charge in charges]
     assert [s.used for s in states] == [101, 101, 0, 101]  # the record's count, less what is unspent
     assert states[0].reset_after == 30.0 - 0.1
     for _ in range(79):
-        assert slices.spend(charges, 0.2) is not None
-    assert slices.spend(charges, 0.2) is None  # every unit spent
+        assert slices.take(charges, 0.2)
+    assert not slices.take(charges, 0.2)  # every unit spent
     busy(slices, charges, 0.2, 40)
     assert slices.wanted(charges, 0.2)  # and more wanted
 
@@ -61,8 +63,8 @@ def test_a_busy_request_wants_a_slice_of_each_subject_and_spends_them_until_thei
     busy(other, charges, 0.0, 40)
     wants = other.wanted(charges, 0.0)
     grant_all(other, wants, 0.0)
-    assert other.spend(charges, LEASE * SPEND_SHARE - 0.001) is not None
-    assert other.spend(charges, LEASE * SPEND_SHARE) is None  # its life is over here before the record's
+    assert other.take(charges, LEASE * SPEND_SHARE - 0.001)
+    assert not other.take(charges, LEASE * SPEND_SHARE)  # its life is over here before the record's
 
 
 def test_spending_is_all_or_nothing() -> None:
@@ -73,8 +75,8 @@ def test_spending_is_all_or_nothing() -> None:
     grants = [Grant(w.subject, 1 if w.subject == "requests:k" else w.tokens, LEASE, 101 if w.tokens else 0, 30.0)
               for w in wants]
     slices.granted(wants, grants, 0.0, slices.ticket())
-    assert slices.spend(charges, 0.1) is not None
-    assert slices.spend(charges, 0.1) is None  # the key's unit is gone: nothing else is spent
+    assert slices.take(charges, 0.1)
+    assert not slices.take(charges, 0.1)  # the key's unit is gone: nothing else is spent
     unspent = {g.subject: g.tokens for g in slices.give_backs(1.0)}
     assert unspent == {"ip:a": 79, "global": 79}
 
@@ -101,8 +103,8 @@ def test_a_refused_grant_or_a_failing_check_leaves_requests_to_the_record() -> N
               for w in wants]
     slices.granted(wants, grants, 0.0, slices.ticket())  # global near its share; the address's ip-auth spent
     slices.settled(wants)
-    assert slices.spend(charges, 0.1) is None
-    assert slices.wanted(charges, 0.1) == [w for w in wants if w.subject in ("global", "ip-auth:a")]
+    assert not slices.take(charges, 0.1)
+    assert [w.subject for w in slices.wanted(charges, 0.1)] == ["global", "ip-auth:a"]
 
 
 def test_an_ask_settled_without_an_answer_can_be_asked_again() -> None:
@@ -131,7 +133,7 @@ def test_an_answer_read_before_a_failed_authentication_is_not_taken() -> None:
     wants = slices.wanted(charges, 0.0)
     slices.forget("ip-auth:a")  # counted while the ask was out
     grants = grant_all(slices, wants, 0.0)
-    assert slices.spend(charges, 0.1) is None  # the address's check was read before the failure
+    assert not slices.take(charges, 0.1)  # the address's check was read before the failure
     assert slices.give_backs(0.1) == []  # the other slices stand
     assert [(w.subject, w.generation) for w in slices.wanted(charges, 0.1)] == [("ip-auth:a", 1)]
     assert [g.subject for g in grants if g.tokens == 0] == ["ip-auth:a"]
@@ -153,7 +155,7 @@ def test_ended_slices_give_back_their_unspent_units_once() -> None:
     busy(slices, charges, 0.0, 40)
     grants = grant_all(slices, slices.wanted(charges, 0.0), 0.0)
     for _ in range(30):
-        slices.spend(charges, 0.1)
+        assert slices.take(charges, 0.1)
     assert slices.give_backs(0.2) == []  # still alive
     back = slices.give_backs(LEASE)
     assert {(g.subject, g.at, g.tokens) for g in back} == {
@@ -166,9 +168,9 @@ def test_a_failed_authentication_forgets_the_address_check() -> None:
     charges = request()
     busy(slices, charges, 0.0, 40)
     grant_all(slices, slices.wanted(charges, 0.0), 0.0)
-    assert slices.spend(charges, 0.1) is not None
+    assert slices.take(charges, 0.1)
     slices.forget("ip-auth:a")
-    assert slices.spend(charges, 0.1) is None
+    assert not slices.take(charges, 0.1)
     slices.forget("ip:a")
     assert [(g.subject, g.tokens) for g in slices.give_backs(0.1)] == [("ip:a", 79)]
 
@@ -180,13 +182,13 @@ def test_a_slice_is_renewed_before_it_runs_out_and_the_next_is_spent_after() -> 
     grant_all(slices, slices.wanted(charges, 0.0), 0.0)
     assert slices.wanted(charges, 0.1) == []  # plenty left
     for _ in range(70):
-        slices.spend(charges, 0.1)
+        assert slices.take(charges, 0.1)
     renewing = slices.wanted(charges, 0.1)  # under a quarter of a slice left
     assert sorted(w.subject for w in renewing) == ["global", "ip:a", "requests:k"]
-    grant_all(slices, renewing, 0.1)
-    for _ in range(10 + 80):
-        assert slices.spend(charges, 0.2) is not None
-    assert slices.spend(charges, 0.2) is None
+    [renewed] = [g.tokens for g in grant_all(slices, renewing, 0.1) if g.subject == "requests:k"]
+    for _ in range(10 + renewed):
+        assert slices.take(charges, 0.2)
+    assert not slices.take(charges, 0.2)
 
 
 def test_an_answer_that_raced_a_grant_shows_the_later_count() -> None:
@@ -203,8 +205,8 @@ def test_an_answer_that_raced_a_grant_shows_the_later_count() -> None:
     slices.settled(wants)
     key = charges[3]
     assert slices.shown(key, WindowState(LIMIT, 60.0, 101, 30.0), 0.0, sent_request).used == 101
-    states = slices.spend(charges, 0.0)
-    assert states is not None and states[3].used == 102
+    assert slices.take(charges, 0.0)
+    assert slices.state(key, 0.0).used == 102
     # An answer to an ask sent after the grant arrived is the record's latest: taken as it is.
     later = slices.ticket()
     assert slices.shown(key, WindowState(LIMIT, 60.0, 90 + 79, 30.0), 0.0, later).used == 90
