@@ -110,6 +110,11 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
         stopping.set()  # in case the block ended otherwise than by a signal
 
 
+# Units of budget slices not spent go back to the record within this when the front closes
+# (a worker stopped or reloaded leaves nothing counted for a window that it did not admit).
+SLICES_BACK_SECONDS = 2.0
+
+
 @asynccontextmanager
 async def _budget_keeper(db: Database, settings: Settings, clock: Clock,
                          given: BudgetCounter | None) -> AsyncIterator[BudgetKeeper]:
@@ -121,10 +126,14 @@ async def _budget_keeper(db: Database, settings: Settings, clock: Clock,
         return
     async with open_record_counter(db, settings.ask_timeout_seconds) as counter, \
             trio.open_nursery() as slice_asks:
+        keeper = BudgetKeeper(settings.budgets, counter, clock, SliceSource(RecordReserver(db), slice_asks))
         try:
-            yield BudgetKeeper(settings.budgets, counter, clock, SliceSource(RecordReserver(db), slice_asks))
+            yield keeper
         finally:
             slice_asks.cancel_scope.cancel()  # an ask still out is not waited for: its units stay counted
+            with trio.move_on_after(SLICES_BACK_SECONDS) as giving_back:
+                giving_back.shield = True
+                await keeper.give_back_slices()
 
 
 class _StopBy:

@@ -36,6 +36,11 @@ HOT = 16  # asks of a subject within one LEASE that make it worth a slice
 SHARE = 0.5  # no slice is granted past this share of a budget's limit
 MOST_OF_LIMIT = 16  # a slice is at most limit / this
 MOST_SUBJECTS = 10_000  # a bound on memory: past it, subjects without a slice are forgotten
+# After an ask the record refused (a window past its share, a check with no room) or did
+# not answer, its subjects are not asked for again for this long: their requests are
+# counted one by one meanwhile, as they would be anyway.
+QUIET_AFTER_REFUSAL = LEASE
+QUIET_AFTER_FAILURE = 4 * LEASE
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,7 @@ class _Subject:
     known_used: int = 0
     known_resets_at: float = 0.0
     known_ticket: int = -1  # when that answer arrived (`Slices.ticket`)
+    quiet_until: float = float("-inf")  # not asked for before then (QUIET_AFTER_*)
 
 
 class Slices:
@@ -177,15 +183,15 @@ class Slices:
 
     def wanted(self, charges: Sequence[Charge], now: float) -> list[Want]:
         """Slices worth asking for the charges' subjects: only when every one of them is
-        busy (a slice of one alone admits nothing here), and for each whose slice is
-        missing, running low or ending, and not asked already. Marks them asked until
-        `settled`."""
+        busy (a slice of one alone admits nothing here) and none was refused lately, and
+        for each whose slice is missing, running low or ending, and not asked already.
+        Marks them asked until `settled`."""
         wants = []
         for charge in charges:
             if not self._sliceable(charge):
                 return []
             subject = self._subjects.get(charge.subject)
-            if subject is None or max(subject.asks, subject.last_asks) < HOT:
+            if subject is None or max(subject.asks, subject.last_asks) < HOT or subject.quiet_until > now:
                 return []
             tokens = 0
             if charge.amount > 0:
@@ -202,21 +208,30 @@ class Slices:
 
     def granted(self, wants: Sequence[Want], grants: Sequence[Grant], asked_at: float, sent: int) -> None:
         """The record's answers, for asks sent at `asked_at` (read before sending), ticket `sent`."""
+        # The record grants the slices of one ask all together or none: one refused (near
+        # a limit, where requests are counted one by one) refuses them all.
+        refused = any((want.tokens > 0 and grant.tokens == 0) or (want.tokens == 0 and grant.used + 1 > want.limit)
+                      for want, grant in zip(wants, grants, strict=True))
+        if refused:
+            self.failed(wants, asked_at, QUIET_AFTER_REFUSAL)
         for want, grant in zip(wants, grants, strict=True):
             subject = self._subjects.get(want.subject)
-            if subject is None or subject.generation != want.generation:
+            if subject is None or subject.generation != want.generation or refused:
                 if grant.tokens > 0:  # granted for nothing: back to the record
                     self._give_backs.append(GiveBack(want.subject, grant.at, grant.tokens))
                 continue
-            if want.tokens > 0 and grant.tokens == 0:
-                continue  # near its limit: counted request by request
-            if want.tokens == 0 and grant.used + 1 > want.limit:
-                continue  # a check that does not pass: the record refuses, request by request
             made = _Slice(grant.tokens, grant.tokens, grant.at, asked_at + LEASE * SPEND_SHARE, grant.used,
                           asked_at + grant.reset_after, want.limit, want.window)
             subject.slices.append(made)
             self._know(subject, grant.used, made.resets_at, sent)
             heapq.heappush(self._ending, (made.until, next(self._order), want.subject, made))
+
+    def failed(self, wants: Sequence[Want], now: float, quiet: float = QUIET_AFTER_FAILURE) -> None:
+        """The ask was refused, or got no answer: its subjects are not asked for again
+        for `quiet` seconds."""
+        for want in wants:
+            if (subject := self._subjects.get(want.subject)) is not None:
+                subject.quiet_until = now + quiet
 
     def settled(self, wants: Sequence[Want]) -> None:
         """The ask is over, answered or not: its subjects may be asked for again. (When
@@ -250,6 +265,17 @@ class Slices:
             self._end(name, ended)
             if (subject := self._subjects.get(name)) is not None:
                 subject.slices = [s for s in subject.slices if not s.over]
+        found, self._give_backs = self._give_backs, []
+        return found
+
+    def give_back_all(self) -> list[GiveBack]:
+        """Every slice ended here (the front closes): their unspent units, to send back."""
+        for name, subject in self._subjects.items():
+            for ended in subject.slices:
+                if not ended.over:
+                    self._end(name, ended)
+            subject.slices.clear()
+        self._ending.clear()
         found, self._give_backs = self._give_backs, []
         return found
 

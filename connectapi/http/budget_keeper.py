@@ -195,13 +195,16 @@ class BudgetKeeper:
         statement, whatever the outcome (a password is checked at a cost of its own)."""
         charges = [self._charge("ip-auth", budget_subject(address), 1, 1, 1)]
         self._slices.forget(charges[0].subject)  # counted whatever the password: the record's again
-        return refusal(charges, await self._count(charges))
+        counted = await self._count(charges)
+        self._slices.forget(charges[0].subject)  # and an ask that left meanwhile may have read it before
+        return refusal(charges, counted)
 
     async def auth_failed(self, address: str, mode: str = "live") -> None:
         """An answer of 401 (or an allowlist refusal) was given: counted whatever the count."""
         charge = self._charge("ip-auth", self._subject(address, mode), 1, None, 1)
         self._slices.forget(charge.subject)  # the address's check is the record's again
         await self._count([charge])
+        self._slices.forget(charge.subject)  # and an ask that left meanwhile may have read it before
 
     async def charge_global(self, key_good: bool, mode: str = "live") -> ApiError | None:
         """A deferred request's key was looked up: a good one may take the whole of `global`,
@@ -253,12 +256,24 @@ class BudgetKeeper:
             grants = await reserver.reserve(self._clock.shared_time(), LEASE, wants, give_backs)
             self._slices.granted(wants, grants, asked_at, sent)
         except Exception as exc:  # the record's trouble, or a bug: requests go on, counted one by one
+            self._slices.failed(wants, self._clock.monotonic())
             if self._clock.monotonic() >= self._complained_at + COMPLAIN_EVERY:
                 self._complained_at = self._clock.monotonic()
                 log.warning("budget slices could not be asked of the record (requests are counted one by one): "
                             "%r", exc, exc_info=not isinstance(exc, StorageError))
         finally:
             self._slices.settled(wants)
+
+    async def give_back_slices(self) -> None:
+        """The front closes: every unit of its slices not spent goes back to the record, in
+        one statement (if it fails, they stay counted until their window passes)."""
+        if self._source is None or not (give_backs := self._slices.give_back_all()):
+            return
+        try:
+            await self._source.reserver.reserve(self._clock.shared_time(), LEASE, [], give_backs)
+        except Exception as exc:
+            log.warning("unspent budget slices could not be given back (counted until their window passes): %r",
+                        exc, exc_info=not isinstance(exc, StorageError))
 
     def _known_charges(self, subject: str, key_id: int, property_id: int, kind: RequestKind,
                        mode: str) -> tuple[Charge, ...]:

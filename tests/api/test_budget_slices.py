@@ -8,6 +8,9 @@ import pytest
 
 from connectapi.domain.budget_slices import HOT, LEASE
 
+from connectapi.storage.database import Database
+
+from .conftest import open_harness
 from .harness import API, Answer, Harness
 from .test_budgets import policies
 
@@ -75,3 +78,18 @@ async def test_a_failed_authentication_sends_the_address_back_to_the_record(api:
 async def subjects(api: Harness) -> set[str]:
     rows = await api.ctx.db.fetch("SELECT subject FROM budget_windows")
     return {row["subject"] for row in rows}
+
+
+async def test_the_units_a_closing_front_did_not_spend_go_back(db: Database) -> None:
+    """A worker stopped or reloaded leaves its windows counting what it admitted, not the
+    units it held unspent."""
+    async with open_harness(db, {"CONNECTAPI_BUDGETS": LIFTED}) as api:
+        prop, key = await api.keyed_property()
+        for _ in range(100):
+            remaining(await api.call("GET", f"{API}/property", key=key))
+        counter = api.ctx.budgets.keeper._counter
+        before = counter.statements  # type: ignore[attr-defined]
+        remaining(await api.call("GET", f"{API}/property", key=key))
+        assert counter.statements == before  # type: ignore[attr-defined]  # from slices: units were held
+    rows = await db.fetch("SELECT subject, used FROM budget_windows WHERE subject LIKE 'property:%'")
+    assert {row["subject"]: row["used"] for row in rows} == {f"property:{prop['id']}": 101}

@@ -45,6 +45,21 @@ async def test_no_grant_past_its_share_of_the_limit_and_a_check_makes_no_row(db:
     assert (grant.tokens, grant.used) == (10, 50)  # exactly up to the share
 
 
+async def test_an_ask_is_granted_all_together_or_not_at_all(db: Database) -> None:
+    for _ in range(60):
+        await budgets.charge(db, START, [Charge("global", "", 1, 100, 60.0, 1, 1)])
+    for _ in range(20):
+        await budgets.charge(db, START, [Charge("ip-auth", "a", 1, 20, 60.0, None, 1)])
+    key, past_share = Want("requests:k", 1000, 60.0, 50, 500), Want("global", 100, 60.0, 16, 50)
+    check, spent_check = Want("ip-auth:b", 20, 60.0, 0, 10), Want("ip-auth:a", 20, 60.0, 0, 10)
+    for wants in ([key, past_share], [key, spent_check]):
+        grants = await budget_slices.reserve(db, START, LEASE, wants, [])
+        assert [g.tokens for g in grants] == [0, 0]
+    assert await counted(db, START) == 0  # the key's window: nothing taken
+    grants = await budget_slices.reserve(db, START, LEASE, [key, check], [])
+    assert [(g.tokens, g.used) for g in grants] == [(50, 50), (0, 0)]
+
+
 async def test_a_give_back_takes_only_what_its_slice_still_counts(db: Database) -> None:
     [grant] = await budget_slices.reserve(db, START, LEASE, [Want("requests:k", 1000, 60.0, 100, 500)], [])
     await budgets.charge(db, START + 0.1, [Charge("requests", "k", 1, 1000, 60.0, 1, 1)])

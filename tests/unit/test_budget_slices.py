@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from connectapi.domain.budget_charges import Charge
-from connectapi.domain.budget_slices import HOT, LEASE, SHARE, SPEND_SHARE, Grant, Slices, Want
+from connectapi.domain.budget_slices import HOT, LEASE, QUIET_AFTER_FAILURE, SHARE, SPEND_SHARE, Grant, Slices, Want
 from connectapi.domain.sliding_window import WindowState
 
 LIMIT = 10_000
@@ -94,17 +94,48 @@ def test_no_slice_when_one_subject_is_quiet_or_the_budget_is_small() -> None:
     assert slices.wanted(cells, 0.0) == []
 
 
-def test_a_refused_grant_or_a_failing_check_leaves_requests_to_the_record() -> None:
+def test_a_refused_ask_takes_nothing_and_is_not_asked_again_for_a_while() -> None:
     slices = Slices()
     charges = request()
     busy(slices, charges, 0.0, 40)
     wants = slices.wanted(charges, 0.0)
-    grants = [Grant(w.subject, 0 if w.subject == "global" else w.tokens, LEASE, 20 if w.tokens == 0 else 500, 30.0)
+    # Global past its share: the record grants none of the ask (all together or none); a
+    # grant of the others, were there one, goes back.
+    grants = [Grant(w.subject, 0 if w.subject == "global" else w.tokens, LEASE, 0 if w.tokens == 0 else 500, 30.0)
               for w in wants]
-    slices.granted(wants, grants, 0.0, slices.ticket())  # global near its share; the address's ip-auth spent
+    slices.granted(wants, grants, 0.0, slices.ticket())
     slices.settled(wants)
+    assert {(g.subject, g.tokens) for g in slices.give_backs(0.0)} == {("ip:a", 80), ("requests:k", 80)}
+    busy(slices, charges, 0.1, 1)  # counted one by one
+    assert slices.wanted(charges, 0.1) == []  # not asked again on every request meanwhile
+    busy(slices, charges, LEASE, 1)
+    assert slices.wanted(charges, LEASE)
+
+
+def test_a_failed_ask_waits_longer_before_it_is_asked_again() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    wants = slices.wanted(charges, 0.0)
+    slices.failed(wants, 0.0)
+    slices.settled(wants)
+    busy(slices, charges, LEASE, 20)
+    assert slices.wanted(charges, LEASE) == []
+    busy(slices, charges, QUIET_AFTER_FAILURE, 20)
+    assert slices.wanted(charges, QUIET_AFTER_FAILURE)
+
+
+def test_at_the_close_every_unspent_unit_goes_back() -> None:
+    slices = Slices()
+    charges = request()
+    busy(slices, charges, 0.0, 40)
+    grant_all(slices, slices.wanted(charges, 0.0), 0.0)
+    for _ in range(5):
+        assert slices.take(charges, 0.1)
+    assert {(g.subject, g.tokens) for g in slices.give_back_all()} == {
+        ("ip:a", 75), ("global", 75), ("requests:k", 75)}
     assert not slices.take(charges, 0.1)
-    assert [w.subject for w in slices.wanted(charges, 0.1)] == ["global", "ip-auth:a"]
+    assert slices.give_backs(LEASE) == [] and slices.give_back_all() == []
 
 
 def test_an_ask_settled_without_an_answer_can_be_asked_again() -> None:

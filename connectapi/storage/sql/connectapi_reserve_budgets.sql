@@ -12,11 +12,12 @@
 -- Gives back first: each of `p_back_*` takes up to its amount off its subject's event at
 -- its instant (a slice's unspent units; an event already gone has nothing to give).
 --
--- Then each of `p_subjects` (distinct), on its window as it is now: `p_wanted` units are
--- granted only if the window, with them, stays within `p_caps` (a share of the limit: near
--- its limit a budget is counted request by request, as connectapi_charge_budgets does);
--- otherwise none. `p_wanted` 0 asks nothing: the answer only says what the window counts
--- (a check, such as `ip-auth`, that the process may trust for the slice's life).
+-- Then `p_subjects` (distinct: one request's), on their windows as they are now, all
+-- together or none: `p_wanted` units of each are granted only if every window, with
+-- them, stays within its `p_caps` (a share of the limit: near its limit a budget is
+-- counted request by request, as connectapi_charge_budgets does), and each `p_wanted` 0
+-- (a check, such as `ip-auth`, that the process may trust for the slice's life) has room
+-- for one more request. A slice of one subject alone would admit nothing.
 --
 -- Answers one row per subject: the units granted, the instant they are counted at, what
 -- the window counts after the call, and the seconds until its oldest event leaves.
@@ -48,7 +49,9 @@ DECLARE
     v_have integer;
     v_taken integer;
     v_freed bigint;
-    v_window double precision;
+    v_counts bigint[] := array_fill(0::bigint, ARRAY[n]);
+    v_firsts double precision[] := array_fill(NULL::double precision, ARRAY[n]);
+    v_all boolean := true;
     i integer;
 BEGIN
     -- Lock every row the call touches, in subject order; a subject only checked, or only
@@ -86,15 +89,14 @@ BEGIN
         WHERE w.subject = p_back_subjects[i];
     END LOOP;
 
+    -- Each wanted subject's window as it is now (trimmed as connectapi_charge_budgets
+    -- trims); the slices are granted only if every one of them fits.
     FOR i IN 1..n LOOP
-        subject := p_subjects[i];
-        SELECT w.used, w.first_at, w.window_seconds INTO v_count, v_first, v_window
-        FROM budget_windows w WHERE w.subject = p_subjects[i];
+        SELECT w.used, w.first_at INTO v_count, v_first FROM budget_windows w WHERE w.subject = p_subjects[i];
         IF NOT FOUND THEN
             v_count := 0;
             v_first := NULL;
         ELSIF v_first IS NOT NULL AND v_first <= v_now - p_windows[i] THEN
-            -- Trim what left the window, as connectapi_charge_budgets does.
             WITH gone AS (
                 DELETE FROM budget_events e
                 WHERE e.subject = p_subjects[i] AND e.at <= v_now - p_windows[i]
@@ -105,8 +107,21 @@ BEGIN
             SELECT min(e.at) INTO v_first FROM budget_events e WHERE e.subject = p_subjects[i];
             UPDATE budget_windows w SET used = v_count, first_at = v_first WHERE w.subject = p_subjects[i];
         END IF;
+        v_counts[i] := v_count;
+        v_firsts[i] := v_first;
+        IF p_wanted[i] > 0 THEN
+            v_all := v_all AND v_count + p_wanted[i] <= least(p_caps[i], p_limits[i]);
+        ELSE
+            v_all := v_all AND v_count + 1 <= p_limits[i];  -- a check: one more request fits
+        END IF;
+    END LOOP;
+
+    FOR i IN 1..n LOOP
+        subject := p_subjects[i];
         granted := 0;
-        IF p_wanted[i] > 0 AND v_count + p_wanted[i] <= least(p_caps[i], p_limits[i]) THEN
+        v_count := v_counts[i];
+        v_first := v_firsts[i];
+        IF v_all AND p_wanted[i] > 0 THEN
             granted := p_wanted[i];
             INSERT INTO budget_events AS e (subject, at, amount)
             VALUES (p_subjects[i], v_at, granted)
