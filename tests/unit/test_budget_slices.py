@@ -21,6 +21,13 @@ def busy(slices: Slices, charges: list[Charge], now: float, asks: int = HOT) -> 
         assert not slices.take(charges, now)
 
 
+def busy_key() -> tuple[Slices, list[Charge]]:
+    """A process that has just seen 40 requests of one key (busy: slices are worth it)."""
+    slices, charges = Slices(), request()
+    busy(slices, charges, 0.0, 40)
+    return slices, charges
+
+
 def grant_all(slices: Slices, wants: list[Want], now: float, used: int = 100, auth_used: int = 0) -> list[Grant]:
     grants = [Grant(w.subject, w.tokens, now + LEASE, auth_used if w.tokens == 0 else used + w.tokens, 30.0)
               for w in wants]
@@ -39,9 +46,7 @@ def test_nothing_is_spent_without_slices_and_a_quiet_subject_wants_none() -> Non
 
 
 def test_a_busy_request_wants_a_slice_of_each_subject_and_spends_them_until_their_life_ends() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     assert [w.subject for w in wants] == [c.subject for c in charges]
     assert [w.tokens for w in wants] == [80, 80, 0, 80]  # twice the busy period's asks; a check asks none
@@ -68,9 +73,7 @@ def test_a_busy_request_wants_a_slice_of_each_subject_and_spends_them_until_thei
 
 
 def test_spending_is_all_or_nothing() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     grants = [Grant(w.subject, 1 if w.subject == "requests:k" else w.tokens, LEASE, 101 if w.tokens else 0, 30.0)
               for w in wants]
@@ -82,9 +85,7 @@ def test_spending_is_all_or_nothing() -> None:
 
 
 def test_no_slice_when_one_subject_is_quiet_or_the_budget_is_small() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     assert slices.wanted(charges + [Charge("property", "9", 3, LIMIT, 60.0, 1, 1)], 0.0) == []
     small = request(limit=HOT * 16 - 1)  # a slice would be under HOT units: not worth it
     busy(slices, small, 0.0, 40)
@@ -95,9 +96,7 @@ def test_no_slice_when_one_subject_is_quiet_or_the_budget_is_small() -> None:
 
 
 def test_a_refused_ask_takes_nothing_and_is_not_asked_again_for_a_while() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     # Global past its share: the record grants none of the ask (all together or none); a
     # grant of the others, were there one, goes back.
@@ -113,9 +112,7 @@ def test_a_refused_ask_takes_nothing_and_is_not_asked_again_for_a_while() -> Non
 
 
 def test_a_failed_ask_waits_longer_before_it_is_asked_again() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     slices.failed(wants, 0.0)
     slices.settled(wants)
@@ -126,9 +123,7 @@ def test_a_failed_ask_waits_longer_before_it_is_asked_again() -> None:
 
 
 def test_at_the_close_every_unspent_unit_goes_back() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     grant_all(slices, slices.wanted(charges, 0.0), 0.0)
     for _ in range(5):
         assert slices.take(charges, 0.1)
@@ -139,9 +134,7 @@ def test_at_the_close_every_unspent_unit_goes_back() -> None:
 
 
 def test_an_ask_settled_without_an_answer_can_be_asked_again() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     slices.settled(wants)
     assert slices.wanted(charges, 0.0) == wants
@@ -158,9 +151,7 @@ def test_one_subject_asked_already_leaves_the_others_to_be_asked() -> None:
 
 
 def test_an_answer_read_before_a_failed_authentication_is_not_taken() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     slices.forget("ip-auth:a")  # counted while the ask was out
     grants = grant_all(slices, wants, 0.0)
@@ -171,9 +162,7 @@ def test_an_answer_read_before_a_failed_authentication_is_not_taken() -> None:
 
 
 def test_units_granted_for_a_forgotten_subject_go_back() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     slices.forget("requests:k")
     grant_all(slices, wants, 0.0)
@@ -181,9 +170,7 @@ def test_units_granted_for_a_forgotten_subject_go_back() -> None:
 
 
 def test_ended_slices_give_back_their_unspent_units_once() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     grants = grant_all(slices, slices.wanted(charges, 0.0), 0.0)
     for _ in range(30):
         assert slices.take(charges, 0.1)
@@ -195,9 +182,7 @@ def test_ended_slices_give_back_their_unspent_units_once() -> None:
 
 
 def test_a_failed_authentication_forgets_the_address_check() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     grant_all(slices, slices.wanted(charges, 0.0), 0.0)
     assert slices.take(charges, 0.1)
     slices.forget("ip-auth:a")
@@ -207,9 +192,7 @@ def test_a_failed_authentication_forgets_the_address_check() -> None:
 
 
 def test_a_slice_is_renewed_before_it_runs_out_and_the_next_is_spent_after() -> None:
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     grant_all(slices, slices.wanted(charges, 0.0), 0.0)
     assert slices.wanted(charges, 0.1) == []  # plenty left
     for _ in range(70):
@@ -226,9 +209,7 @@ def test_an_answer_that_raced_a_grant_shows_the_later_count() -> None:
     """A request counted in the record while a slice was asked: when the record counted it
     first, the grant's count has it, and its own answer, arriving after, must not undo that
     (the slice's units would then be taken off a count that lacks them)."""
-    slices = Slices()
-    charges = request()
-    busy(slices, charges, 0.0, 40)
+    slices, charges = busy_key()
     wants = slices.wanted(charges, 0.0)
     sent_grant, sent_request = slices.ticket(), slices.ticket()
     grants = [Grant(w.subject, w.tokens, LEASE, 101 + w.tokens if w.tokens else 0, 30.0) for w in wants]
