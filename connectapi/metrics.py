@@ -21,6 +21,11 @@ LATENCY = Histogram("connectapi_request_seconds", "Time to answer a request, by 
                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0), registry=REGISTRY)
 RATE_LIMITED = Counter("connectapi_rate_limited", "429 answers, by the budget that ran out", ["scope"],
                        registry=REGISTRY)
+SLICE_ADMISSIONS = Counter("connectapi_budget_slice_admissions",
+                           "Requests admitted from budget slices, with no budget statement of their own "
+                           "(docs/decisions/0124-budget-slices.md)", registry=REGISTRY)
+SLICE_ASKS = Counter("connectapi_budget_slice_asks", "Budget slices asked of the record, by outcome",
+                     ["outcome"], registry=REGISTRY)
 CM_CALLS = Counter("connectapi_channel_manager_calls", "Calls to the channel manager, by kind and outcome",
                    ["kind", "outcome"], registry=REGISTRY)
 CM_PAST_DROPPED = Counter("connectapi_channel_manager_past_cells_dropped",

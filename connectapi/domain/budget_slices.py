@@ -206,8 +206,9 @@ class Slices:
             self._subjects[want.subject].reserving = True
         return wants
 
-    def granted(self, wants: Sequence[Want], grants: Sequence[Grant], asked_at: float, sent: int) -> None:
-        """The record's answers, for asks sent at `asked_at` (read before sending), ticket `sent`."""
+    def granted(self, wants: Sequence[Want], grants: Sequence[Grant], asked_at: float, sent: int) -> bool:
+        """The record's answers, for asks sent at `asked_at` (read before sending), ticket
+        `sent`; False when it refused them."""
         # The record grants the slices of one ask all together or none: one refused (near
         # a limit, where requests are counted one by one) refuses them all.
         refused = any((want.tokens > 0 and grant.tokens == 0) or (want.tokens == 0 and grant.used + 1 > want.limit)
@@ -225,6 +226,7 @@ class Slices:
             subject.slices.append(made)
             self._know(subject, grant.used, made.resets_at, sent)
             heapq.heappush(self._ending, (made.until, next(self._order), want.subject, made))
+        return not refused
 
     def failed(self, wants: Sequence[Want], now: float, quiet: float = QUIET_AFTER_FAILURE) -> None:
         """The ask was refused, or got no answer: its subjects are not asked for again

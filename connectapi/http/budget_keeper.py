@@ -25,6 +25,7 @@ from ..domain.budgets import (BOOKING_CHANGE_KEY_BUDGETS, BOOKING_CHANGE_PROPERT
 from ..domain.errors import ApiError
 from ..domain.sliding_window import WindowState, whole_seconds
 from ..engine import Clock
+from ..metrics import SLICE_ADMISSIONS, SLICE_ASKS
 from ..storage.budget_batcher import BudgetCounter
 from ..storage.budget_slices import SliceReserver
 from ..storage.database import StorageError
@@ -224,6 +225,7 @@ class BudgetKeeper:
             return Admitted((("ip", held.ip),), held.refusal)
         charges = self._known_charges(subject, key_id, property_id, kind, mode)
         if self._source is not None and self._slices.take(charges, asked_at):
+            SLICE_ADMISSIONS.inc()
             return Admitted(tuple((charge.name, self._slices.state(charge, asked_at))
                                   for charge in self._shown_charges(charges, kind)), None)
         sent = self._slices.ticket()
@@ -254,8 +256,11 @@ class BudgetKeeper:
         try:
             sent = self._slices.ticket()
             grants = await reserver.reserve(self._clock.shared_time(), LEASE, wants, give_backs)
-            self._slices.granted(wants, grants, asked_at, sent)
+            taken = self._slices.granted(wants, grants, asked_at, sent)
+            if wants:
+                SLICE_ASKS.labels("granted" if taken else "refused").inc()
         except Exception as exc:  # the record's trouble, or a bug: requests go on, counted one by one
+            SLICE_ASKS.labels("failed").inc()
             self._slices.failed(wants, self._clock.monotonic())
             if self._clock.monotonic() >= self._complained_at + COMPLAIN_EVERY:
                 self._complained_at = self._clock.monotonic()

@@ -34,12 +34,26 @@ async def used(api: Harness, subject: str) -> int:
     return found
 
 
+async def metric(api: Harness, name: str) -> float:
+    """A counter's value on /metrics (0 before it was first counted)."""
+    response = await api.client.get("/metrics", headers={"Authorization": "Bearer test-operator-token"})
+    text = await response.get_data(as_text=True)
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " ")
+               or line.startswith(name + "{"))
+
+
 async def test_a_busy_key_is_admitted_from_slices_and_every_request_is_counted(api: Harness) -> None:
     prop, key = await api.keyed_property()
     counter = api.ctx.budgets.keeper._counter
+    from_slices = await metric(api, "connectapi_budget_slice_admissions_total")
+    asked = await metric(api, 'connectapi_budget_slice_asks_total{outcome="granted"}')
     before = counter.statements  # type: ignore[attr-defined]
     answers = [remaining(await api.call("GET", f"{API}/property", key=key)) for _ in range(300)]
     sent = counter.statements - before  # type: ignore[attr-defined]
+    # Operators see it: the requests no statement counted were admitted from slices (the
+    # key's first request takes two statements: its key is looked up between them).
+    assert await metric(api, "connectapi_budget_slice_admissions_total") - from_slices == 300 - (sent - 1)
+    assert await metric(api, 'connectapi_budget_slice_asks_total{outcome="granted"}') > asked
     # As this process counts them: the record's count less the units its slices hold
     # unspent, whether a request was admitted from a slice or by the record. Never more
     # than is left; less only for a request the record counted while a slice was being

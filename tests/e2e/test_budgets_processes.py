@@ -44,9 +44,9 @@ def sizes(**small: int) -> str:
     return ",".join(f"{name}={size}" for name, size in every.items())
 
 
-async def three_processes(fresh_dsn: str, tmp_path: Path, budgets: str) -> list[Served]:
+async def three_processes(fresh_dsn: str, tmp_path: Path, budgets: str, window: float = WINDOW) -> list[Served]:
     env = {"DATABASE_URL": fresh_dsn, "CONNECTAPI_ADMIN_TOKEN": TOKEN, "CONNECTAPI_PUSH_PAUSED": "1",
-           "CONNECTAPI_BUDGETS": budgets, "CONNECTAPI_TEST_BUDGET_WINDOW_SECONDS": str(WINDOW)}
+           "CONNECTAPI_BUDGETS": budgets, "CONNECTAPI_TEST_BUDGET_WINDOW_SECONDS": str(window)}
     served = [Served(tmp_path / name, free_port(), env) for name in ("a", "b", "c")]
     for one in served:
         await trio.to_thread.run_sync(one.wait_for, "listening on")
@@ -165,5 +165,62 @@ async def test_the_property_bookings_budget_is_exact_across_three_processes(fres
             listed = await http.get(f"{served[2].url}{API}/bookings?limit=100", headers=key)
         assert listed.status_code == 200, listed.text
         assert len(listed.json()["data"]["bookings"]) == sum(a.status == 201 for a in answers)
+    finally:
+        stop(served)
+
+
+SLICED_WINDOW = 4.0
+SLICED = 300  # every budget of the request 256 or more: worth slices (decision 0124)
+
+
+async def test_a_budget_spent_from_slices_is_never_exceeded_across_three_processes(
+        fresh_dsn: str, tmp_path: Path) -> None:
+    """Budget slices on real processes (decision 0124): one process busy enough on a key to
+    admit from slices, two others counting the same key's requests one by one, in bursts
+    past the budget with pauses between: no window holds more than the budget, the busy
+    process admitted requests from slices, and the others were refused once it was spent."""
+    served = await three_processes(fresh_dsn, tmp_path, sizes(requests=SLICED), SLICED_WINDOW)
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            _, key = await keyed_property(http, served[0].url)
+        answers: list[Answered] = []
+        start = trio.current_time()
+        burst, pause, bursts = SLICED_WINDOW, SLICED_WINDOW, 2
+        # Two clients on the first process at 30 requests a second each (60: busy), one on
+        # each other at 20: 100 a second, a third more than the budget's pace.
+        pace = {(0, 0): 30, (0, 1): 30, (1, 0): 20, (2, 0): 20}
+
+        async def client(process: int, per_second: int) -> None:
+            async with httpx.AsyncClient(timeout=30) as http:
+                for b in range(bursts):
+                    begin = start + b * (burst + pause)
+                    for n in range(int(burst * per_second)):
+                        await trio.sleep_until(begin + n / per_second)
+                        sent = time.monotonic()
+                        answer = await http.get(f"{served[process].url}{API}/property", headers=key)
+                        received = time.monotonic()
+                        scope = answer.json()["data"].get("scope") if answer.status_code == 429 else None
+                        answers.append(Answered(sent, received, answer.status_code, scope))
+
+        async with trio.open_nursery() as nursery:
+            for (process, _), per_second in pace.items():
+                nursery.start_soon(client, process, per_second)
+        answers.sort(key=lambda a: a.sent)
+
+        assert {a.status for a in answers} <= {200, 429}, {a.status for a in answers}
+        assert {a.scope for a in answers if a.status == 429} == {"requests"}
+        admitted = [a for a in answers if a.status == 200]
+        slowest = max(a.received - a.sent for a in answers)
+        assert slowest < SLICED_WINDOW / 4, slowest
+        most = max(sum(first.sent <= a.sent < first.sent + SLICED_WINDOW - slowest for a in admitted)
+                   for first in admitted)
+        assert most <= SLICED, most
+        assert sum(a.status == 429 for a in answers) > 0  # each burst ran past the budget
+        assert len(admitted) >= bursts * SLICED * 0.8  # and was admitted nearly up to it
+        async with httpx.AsyncClient(timeout=30) as http:
+            metrics = await http.get(f"{served[0].url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        from_slices = next(float(line.split()[-1]) for line in metrics.text.splitlines()
+                           if line.startswith("connectapi_budget_slice_admissions_total "))
+        assert from_slices > 50, metrics.text
     finally:
         stop(served)
