@@ -43,7 +43,6 @@ from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemC
 from .http.app import create_app
 from .http.budget_keeper import BudgetKeeper, SliceSource
 from .storage.budget_batcher import BudgetCounter, open_record_counter
-from .storage.budget_slices import RecordReserver
 from .http.context import Budgeting, ChannelAccess, FrontContext, Operation, PropertyWork
 from .http.serving.connections import connection_cap
 from .http.serving.server import bound_socket, hypercorn_config, serve_http
@@ -126,7 +125,7 @@ async def _budget_keeper(db: Database, settings: Settings, clock: Clock,
         return
     async with open_record_counter(db, settings.ask_timeout_seconds) as counter, \
             trio.open_nursery() as slice_asks:
-        keeper = BudgetKeeper(settings.budgets, counter, clock, SliceSource(RecordReserver(db), slice_asks))
+        keeper = BudgetKeeper(settings.budgets, counter, clock, SliceSource(db, slice_asks))
         try:
             yield keeper
         finally:

@@ -78,11 +78,8 @@ class Grant:
 @dataclass(slots=True)
 class _Slice:
     tokens: int  # left to spend; for a check, 0
-    granted: int
-    at: float
-    until: float
-    used: int  # the window's count when granted, the slice's units included
-    resets_at: float  # when the window's oldest event leaves, on the process's clock
+    at: float  # its instant in the record (a give-back names it)
+    until: float  # spent here until then (the process's clock)
     limit: int
     window: float
     over: bool = False  # ended or dropped: its unspent units were given back
@@ -221,10 +218,9 @@ class Slices:
                 if grant.tokens > 0:  # granted for nothing: back to the record
                     self._give_backs.append(GiveBack(want.subject, grant.at, grant.tokens))
                 continue
-            made = _Slice(grant.tokens, grant.tokens, grant.at, asked_at + LEASE * SPEND_SHARE, grant.used,
-                          asked_at + grant.reset_after, want.limit, want.window)
+            made = _Slice(grant.tokens, grant.at, asked_at + LEASE * SPEND_SHARE, want.limit, want.window)
             subject.slices.append(made)
-            self._know(subject, grant.used, made.resets_at, sent)
+            self._know(subject, grant.used, asked_at + grant.reset_after, sent)
             heapq.heappush(self._ending, (made.until, next(self._order), want.subject, made))
         return not refused
 

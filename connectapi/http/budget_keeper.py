@@ -27,8 +27,8 @@ from ..domain.sliding_window import WindowState, whole_seconds
 from ..engine import Clock
 from ..metrics import SLICE_ADMISSIONS, SLICE_ASKS
 from ..storage.budget_batcher import BudgetCounter
-from ..storage.budget_slices import SliceReserver
-from ..storage.database import StorageError
+from ..storage import budget_slices as stored_slices
+from ..storage.database import Database, StorageError
 
 log = logging.getLogger("connectapi.budgets")
 
@@ -108,7 +108,7 @@ class SliceSource:
     """Where budget slices come from (docs/decisions/0124-budget-slices.md): the record,
     asked from a task of `background` so that no request waits for it."""
 
-    reserver: SliceReserver
+    db: Database
     background: trio.Nursery
 
 
@@ -195,17 +195,20 @@ class BudgetKeeper:
         """A console login from `address`: its `ip-auth` budget asked and charged in one
         statement, whatever the outcome (a password is checked at a cost of its own)."""
         charges = [self._charge("ip-auth", budget_subject(address), 1, 1, 1)]
-        self._slices.forget(charges[0].subject)  # counted whatever the password: the record's again
-        counted = await self._count(charges)
-        self._slices.forget(charges[0].subject)  # and an ask that left meanwhile may have read it before
-        return refusal(charges, counted)
+        return refusal(charges, await self._count_ip_auth(charges[0]))
 
     async def auth_failed(self, address: str, mode: str = "live") -> None:
         """An answer of 401 (or an allowlist refusal) was given: counted whatever the count."""
-        charge = self._charge("ip-auth", self._subject(address, mode), 1, None, 1)
-        self._slices.forget(charge.subject)  # the address's check is the record's again
-        await self._count([charge])
-        self._slices.forget(charge.subject)  # and an ask that left meanwhile may have read it before
+        await self._count_ip_auth(self._charge("ip-auth", self._subject(address, mode), 1, None, 1))
+
+    async def _count_ip_auth(self, charge: Charge) -> list[Counted]:
+        """An `ip-auth` charge counted: the address's check is the record's again, both
+        before the count and once it is in (an ask that left meanwhile may have read the
+        window without it)."""
+        self._slices.forget(charge.subject)
+        counted = await self._count([charge])
+        self._slices.forget(charge.subject)
+        return counted
 
     async def charge_global(self, key_good: bool, mode: str = "live") -> ApiError | None:
         """A deferred request's key was looked up: a good one may take the whole of `global`,
@@ -249,13 +252,13 @@ class BudgetKeeper:
         wants = self._slices.wanted(charges, asked_at)
         give_backs = self._slices.give_backs(asked_at)
         if wants or give_backs:
-            source.background.start_soon(self._reserve, source.reserver, wants, give_backs, asked_at)
+            source.background.start_soon(self._reserve, source.db, wants, give_backs, asked_at)
 
-    async def _reserve(self, reserver: SliceReserver, wants: Sequence[Want], give_backs: Sequence[GiveBack],
+    async def _reserve(self, db: Database, wants: Sequence[Want], give_backs: Sequence[GiveBack],
                        asked_at: float) -> None:
         try:
             sent = self._slices.ticket()
-            grants = await reserver.reserve(self._clock.shared_time(), LEASE, wants, give_backs)
+            grants = await stored_slices.reserve(db, self._clock.shared_time(), LEASE, wants, give_backs)
             taken = self._slices.granted(wants, grants, asked_at, sent)
             if wants:
                 SLICE_ASKS.labels("granted" if taken else "refused").inc()
@@ -275,7 +278,7 @@ class BudgetKeeper:
         if self._source is None or not (give_backs := self._slices.give_back_all()):
             return
         try:
-            await self._source.reserver.reserve(self._clock.shared_time(), LEASE, [], give_backs)
+            await stored_slices.reserve(self._source.db, self._clock.shared_time(), LEASE, [], give_backs)
         except Exception as exc:
             log.warning("unspent budget slices could not be given back (counted until their window passes): %r",
                         exc, exc_info=not isinstance(exc, StorageError))

@@ -4,17 +4,11 @@ migration 0027; what they are: domain/budget_slices.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from ..domain.budget_slices import GiveBack, Grant, Want
 from .database import Database
 
 _RESERVE = "SELECT * FROM connectapi_reserve_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-
-
-class SliceReserver(Protocol):
-    async def reserve(self, now: float | None, ahead: float, wants: Sequence[Want],
-                      give_backs: Sequence[GiveBack]) -> list[Grant]: ...
 
 
 async def reserve(db: Database, now: float | None, ahead: float, wants: Sequence[Want],
@@ -27,14 +21,3 @@ async def reserve(db: Database, now: float | None, ahead: float, wants: Sequence
     rows = await db.run(lambda conn: conn.fetch(_RESERVE, *args))
     return [Grant(row["subject"], row["granted"], row["at"], row["used"], row["reset_after"]) for row in rows]
 
-
-class RecordReserver:
-    """Slices from the record, through the pool (a few statements a second at most: never
-    on the budget counter's own connection, which carries every request's)."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    async def reserve(self, now: float | None, ahead: float, wants: Sequence[Want],
-                      give_backs: Sequence[GiveBack]) -> list[Grant]:
-        return await reserve(self._db, now, ahead, wants, give_backs)
