@@ -18,6 +18,7 @@ from connectapi.channel.sandbox.bookings import Stay
 from connectapi.channel.sandbox.serve import REMIND_EVERY_SECONDS, Webhook, subscribe
 from connectapi.domain.ota_bookings import parse_revision
 
+from ..channex_documented import BOOKING_COM_CANCELLED, attributes
 from .channex_cases import (BOOKING_WEBHOOK_KEYS, BOOKING_WEBHOOK_PAYLOAD_KEYS, CUSTOMER_KEYS, GUARANTEE_KEYS,
                             OTA_BOOKING, REVISION_KEYS, ROOM_KEYS, TAX_KEYS)
 from .sandbox import KEY, Served, fill, served_sandbox
@@ -197,6 +198,34 @@ async def test_revisions_have_the_documented_booking_com_shape(mock_clock: trio.
         # Booking.com's modification carries a new booking_room_id; its cancellation repeats it.
         room_ids = [r["rooms"][0]["booking_room_id"] for r in revisions]
         assert room_ids[0] != room_ids[1] == room_ids[2]
+
+
+async def test_a_cancellation_with_a_fee_is_the_documented_booking_com_cancellation(
+        mock_clock: trio.testing.MockClock) -> None:
+    """Booking.com's cancellation in the docs keeps what the guest still owes: the amount
+    falls to the fee (76.50 of 153.00), the commission with it, and one "Cancellation Fee"
+    service carries it; the room is repeated as it was."""
+    documented = attributes(BOOKING_COM_CANCELLED)
+    async with served_sandbox() as s:
+        made = await s.http.post("/_sandbox/ota-bookings", json=fill(OTA_BOOKING, s.names))
+        code = made.json()["data"]["attributes"]["ota_reservation_code"]
+        refused = await s.http.post(f"/_sandbox/ota-bookings/{code}/cancel", json={"fee": "-1"})
+        assert refused.status_code == 422 and "fee" in refused.json()["errors"]["details"], refused.text
+        cancelled = await s.http.post(f"/_sandbox/ota-bookings/{code}/cancel", json={"fee": "76.50"})
+        assert cancelled.status_code == 201, cancelled.text
+        r = cancelled.json()["data"]["attributes"]
+        assert r["status"] == "cancelled" and set(r) == REVISION_KEYS
+        assert (r["amount"], documented["amount"]) == ("76.50", "76.50")
+        assert r["ota_commission"] == "11.48"  # the sandbox's 15 %, of the fee now
+        assert r["services"] == documented["services"]
+        assert r["rooms"][0]["amount"] == documented["rooms"][0]["amount"] == "153.00"
+        assert parse_revision(r).amount == Decimal("76.50")
+        # without one, the stay's amount stays, as before
+        again = await s.http.post("/_sandbox/ota-bookings", json=fill(OTA_BOOKING, s.names))
+        plain = await s.http.post(
+            f"/_sandbox/ota-bookings/{again.json()['data']['attributes']['ota_reservation_code']}/cancel")
+        assert (plain.json()["data"]["attributes"]["amount"], plain.json()["data"]["attributes"]["services"]) == (
+            "153.00", [])
 
 
 def received(into: list[httpx.Request]) -> httpx.AsyncClient:

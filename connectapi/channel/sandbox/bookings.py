@@ -56,6 +56,9 @@ class Stay:
     arrival_hour: str | None = None
     notes: str | None = None
     children_ages: list[int] = field(default_factory=list)
+    # What the OTA keeps of a cancelled stay: the cancelled revision's amount and its one
+    # service, as in the docs' Booking.com cancellation (76.50 of a 153.00 stay).
+    cancellation_fee: Decimal | None = None
 
 
 @dataclass
@@ -115,7 +118,8 @@ class BookingFeed:
             del self.stays[bid]
             self._room_ids.pop(bid, None)
 
-    def cancel(self, code: str, at: datetime) -> dict[str, Any]:
+    def cancel(self, code: str, at: datetime, fee: Decimal | None = None) -> dict[str, Any]:
+        self.stays[self.codes[code]].cancellation_fee = fee
         return self._emit(self.codes[code], code, "cancelled", at)
 
     def feed(self, property_id: str | None) -> list[dict[str, Any]]:
@@ -173,6 +177,8 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
     nights = [stay.arrival + timedelta(days=i) for i in range((stay.departure - stay.arrival).days)]
     card = stay.ota_name not in NO_CARD_OTAS
     guest = stay.guest
+    fee = stay.cancellation_fee if status == "cancelled" else None
+    amount = stay.amount if fee is None else fee
     return {
         "id": revision_id,
         "booking_id": booking_id,
@@ -186,8 +192,8 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
         "arrival_date": stay.arrival.isoformat(),
         "departure_date": stay.departure.isoformat(),
         "arrival_hour": stay.arrival_hour,
-        "amount": _money(stay.amount, exponent),
-        "ota_commission": (_money(stay.amount * COMMISSION_RATE, exponent)
+        "amount": _money(amount, exponent),
+        "ota_commission": (_money(amount * COMMISSION_RATE, exponent)
                            if stay.ota_name in COMMISSION_OTAS else None),
         "currency": stay.currency,
         "notes": stay.notes,
@@ -201,12 +207,20 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
             "company": guest.get("company"), "meta": {"is_genius": False},
         },
         "guarantee": _guarantee(stay) if card else None,
-        "services": [],
+        "services": [] if fee is None else [_cancellation_fee(fee, exponent)],
         "rooms": [_room(stay, room_id, nights, exponent)],
         # "Timestamp, when Booking Revision was received": ISO 8601 in UTC without a zone,
         # microseconds always shown ("2020-11-12T11:39:50.111087").
         "inserted_at": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f"),
     }
+
+
+def _cancellation_fee(fee: Decimal, exponent: int) -> dict[str, Any]:
+    """The service a cancelled revision carries for what the guest still owes, field for
+    field as the docs' Booking.com cancellation."""
+    return {"name": "Cancellation Fee", "nights": 0, "persons": 0, "price_mode": "Per stay",
+            "price_per_unit": _money(fee, exponent), "service_rph": None, "total_price": _money(fee, exponent),
+            "type": "Cancellation Fee"}
 
 
 def _occupancy(stay: Stay) -> dict[str, Any]:

@@ -9,7 +9,7 @@ GET  /_sandbox/refusals                     {"refusals": [...]}
 GET  /_sandbox/calls[?property_id=]         {"calls": [{kind, property_ids, task_id, values, warnings, at}]}
 POST /_sandbox/ota-bookings                 an OTA sells a stay (the channel manager's ids)
 POST /_sandbox/ota-bookings/{code}/modify   the OTA changes it: a `modified` revision
-POST /_sandbox/ota-bookings/{code}/cancel   the OTA cancels it: a `cancelled` revision
+POST /_sandbox/ota-bookings/{code}/cancel   the OTA cancels it: a `cancelled` revision ({"fee"} optional)
 """
 
 from __future__ import annotations
@@ -192,10 +192,17 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
 
     @app.post("/_sandbox/ota-bookings/<code>/cancel")
     async def ota_cancel(code: str) -> Response:
-        """The OTA cancels a booking it sold (by its reservation code): a `cancelled` revision."""
+        """The OTA cancels a booking it sold (by its reservation code): a `cancelled` revision.
+        With `fee` ("76.50"), what the guest still owes: the revision's amount, and a
+        "Cancellation Fee" service, as Booking.com's cancellation in the docs."""
         if code not in state.bookings.codes:
             return answers.not_found()
-        revision = state.bookings.cancel(code, clock.now())
+        given = await wanted()
+        try:
+            fee = _amount(given["fee"]) if given.get("fee") is not None else None
+        except ValueError:
+            return answers.invalid({"fee": ["is invalid"]})
+        revision = state.bookings.cancel(code, clock.now(), fee)
         return answers.json_answer({"data": {"type": "booking_revision", "id": revision["id"],
                                              "attributes": revision}}, 201)
 
