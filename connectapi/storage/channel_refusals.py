@@ -86,9 +86,10 @@ async def cleared(db: Database, property_id: int, kind: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class BatchRefusal:
-    """What the channel manager said of some of a batch's cells, with how many and which
-    nights (first and last)."""
+    """What the channel manager said of some of a batch's cells of one room type or rate
+    plan (`entity_id`), with how many and which nights (first and last)."""
 
+    entity_id: int
     refusal: str
     cells: int
     first: date
@@ -97,12 +98,13 @@ class BatchRefusal:
 
 async def of_batch(db: Database, resource: str, batch: uuid.UUID) -> list[BatchRefusal]:
     """The batch's own cells (last written by it) refused and still waiting, by what was said."""
-    table = CELL_TABLES[resource][0]
+    table, id_column, _ = CELL_TABLES[resource]
     rows = await db.fetch(
-        f"""SELECT refusal, count(*) AS cells, min(night) AS first, max(night) AS last FROM {table}
+        f"""SELECT {id_column} AS entity, refusal, count(*) AS cells, min(night) AS first, max(night) AS last
+            FROM {table}
             WHERE last_batch_id = $1 AND version > pushed_version AND refused_version = version
-            GROUP BY refusal ORDER BY min(night), refusal LIMIT 50""", batch)
-    return [BatchRefusal(r["refusal"] or "", r["cells"], r["first"], r["last"]) for r in rows]
+            GROUP BY {id_column}, refusal ORDER BY min(night), {id_column}, refusal LIMIT 50""", batch)
+    return [BatchRefusal(r["entity"], r["refusal"] or "", r["cells"], r["first"], r["last"]) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)

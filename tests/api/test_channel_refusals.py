@@ -71,8 +71,8 @@ async def test_a_refused_value_stays_queued_is_reported_and_arrives_once_accepte
     assert (batch["status"], batch["pendingCells"]) == ("pending", 3)
     assert batch["rejected"] == [{
         "cells": 3, "error": "refused by the channel manager: rate_plan_id: rate plan is closed on the channel",
-        "by": "channelManager", "field": "rate_plan_id", "messages": ["rate plan is closed on the channel"],
-        "from": str(first), "to": str(last)}]
+        "by": "channelManager", "ratePlanId": flexible["id"], "field": "rate_plan_id",
+        "messages": ["rate plan is closed on the channel"], "from": str(first), "to": str(last)}]
     assert "rate plan is closed" in batch["lastError"]
     tasks = batch["channelTasks"]
     assert len(tasks) == 1 and tasks[0]["kind"] == "restrictions"

@@ -270,6 +270,8 @@ export interface Rejection {
   cells: number;
   error: string;
   by?: string;
+  roomTypeId?: number;
+  ratePlanId?: number;
   field?: string;
   messages?: string[];
   from?: IsoDate;

@@ -30,9 +30,10 @@ async def read_batch(batch_id: str) -> Response:
     pending = int(found["pending_cells"])
     db = context().db
     # What the channel manager refused of the batch's cells (they are still pending): one
-    # entry per field and message, beside the write's own refusals.
+    # entry per room type or rate plan, field and message, beside the write's own refusals.
+    entity = "roomTypeId" if found["resource"] == "availability" else "ratePlanId"
     refused = [{"cells": r.cells, "error": f"refused by the channel manager: {field}: {', '.join(messages)}",
-                "by": "channelManager", "field": field, "messages": messages,
+                "by": "channelManager", entity: r.entity_id, "field": field, "messages": messages,
                 "from": r.first.isoformat(), "to": r.last.isoformat()}
                for r in await channel_refusals.of_batch(db, found["resource"], found["id"])
                for field, messages in fields_of(r.refusal).items()] if found["refused_cells"] else []

@@ -206,9 +206,11 @@ _MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"}
 _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 _DIRTY = {"type": "object", "required": ["dirtyCells", "refusedCells"], "properties": {
     "dirtyCells": {"type": "integer"}, "refusedCells": {"type": "integer"}}}
-# A write's refusals, and in a batch also the channel manager's (`by`, `field`, ...).
+# A write's refusals, and in a batch also the channel manager's (`by`, the room type or
+# rate plan, `field`, ...).
 _REJECTED = {"type": "object", "required": ["cells", "error"], "properties": {
     "cells": {"type": "integer"}, "error": {"type": "string"}, "by": {"type": "string"},
+    "roomTypeId": {"type": "integer"}, "ratePlanId": {"type": "integer"},
     "field": {"type": "string"}, "messages": {"type": "array", "items": {"type": "string"}},
     "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}}
 

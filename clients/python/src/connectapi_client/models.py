@@ -317,6 +317,8 @@ class Rejection(Answer):
     cells: int = Field(alias="cells")
     error: str = Field(alias="error")
     by: str | None = Field(None, alias="by")
+    room_type_id: int | None = Field(None, alias="roomTypeId")
+    rate_plan_id: int | None = Field(None, alias="ratePlanId")
     field: str | None = Field(None, alias="field")
     messages: list[str] | None = Field(None, alias="messages")
     from_: datetime.date | None = Field(None, alias="from")
