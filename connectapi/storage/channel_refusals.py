@@ -19,7 +19,7 @@ import asyncpg
 from ..domain.emails import Email
 from . import notifications
 from .database import Database
-from .pushes import CELL_TABLES, DirtyCell, update_cells
+from .pushes import CELL_TABLES, HELD, DirtyCell, update_cells
 
 async def mark_refused(db: Database, property_id: int, resource: str, cells: list[tuple[DirtyCell, str]]) -> int:
     """Mark these versions refused, with what was said of each; a cell written since (a
@@ -34,8 +34,8 @@ async def mark_refused(db: Database, property_id: int, resource: str, cells: lis
         db, property_id,
         f"""UPDATE {table} AS c SET refused_version = w.version, refusal = w.refusal, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::text[]) AS w (id, night, version, refusal)
-            WHERE c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
-              AND c.pushed_version < w.version""",
+            WHERE {HELD} AND c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night
+              AND c.version = w.version AND c.pushed_version < w.version""",
         [c.entity_id for c, _ in cells], [c.night for c, _ in cells], [c.version for c, _ in cells],
         [said for _, said in cells], property_id,
     )

@@ -43,10 +43,14 @@ def pushable(table: str, alias: str, now: str) -> str:
             f"AND r.kind = '{kind}' AND r.retry_at > {now}))")
 
 
+# In the WHERE of every update_cells statement: the property's lock, taken before any cell.
+HELD = "EXISTS (SELECT FROM held)"
+
+
 async def update_cells(db: Database, property_id: int, sql: str, *args: Any) -> int:
-    """A pipe's update of several of a property's cells, run after taking the property's
-    lock as its writers do; answers how many rows it changed
-    (docs/decisions/0123-the-pipe-updates-cells-behind-the-property-lock.md).
+    """A pipe's update of several of a property's cells (`sql`, an UPDATE whose WHERE has
+    `HELD`), run after taking the property's lock as its writers do; answers how many rows
+    it changed (docs/decisions/0123-the-pipe-updates-cells-behind-the-property-lock.md).
 
     A writer locks the property, then its cells statement by statement, in the order of
     what it writes (a run of bookings: one booking's nights, then the next one's, earlier
@@ -55,14 +59,19 @@ async def update_cells(db: Database, property_id: int, sql: str, *args: Any) -> 
     for one the writer held: a deadlock, which the server broke after a second by failing
     one of the two (seen in the bookings bench, a run of bookings against the pusher
     marking cells pushed). Behind the property's lock, such a statement holds no cell
-    while it waits. `sql` and `args` come ready: nothing is built while the lock is held.
-    """
-    async def work(conn: asyncpg.Connection) -> int:
-        await hold_property(conn, property_id)
-        status: str = await conn.execute(sql, *args)
-        return int(status.split()[-1])
+    while it waits.
 
-    return await db.transaction(work)
+    One statement does both: `HELD` is a condition on nothing of the row, which the
+    planner evaluates once, before the first cell is read, and that evaluation takes the
+    lock. One round trip, and the server needs nothing more from this process to finish
+    and let the lock go: a host cut off mid-update cannot leave it held.
+    """
+    if HELD not in sql:
+        raise ValueError("update_cells: the statement's WHERE must hold HELD")
+    status: str = await db.execute(
+        f"WITH held AS MATERIALIZED (SELECT FROM properties WHERE id = ${len(args) + 1} FOR NO KEY UPDATE) {sql}",
+        *args, property_id)
+    return int(status.split()[-1])
 
 
 def _dirty(table: str, id_column: str) -> str:
@@ -137,7 +146,8 @@ async def _mark(db: Database, table: str, id_column: str, pushed_column: str, ca
         db, property_id,
         f"""UPDATE {table} AS c SET pushed_version = w.version, {pushed_column} = w.value
             FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::{cast}[]) AS w (id, night, version, value)
-            WHERE c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night AND c.pushed_version < w.version""",
+            WHERE {HELD} AND c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night
+              AND c.pushed_version < w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
         [c.value for c in cells], property_id,
     )
@@ -315,8 +325,8 @@ async def mark_dirty_again(db: Database, property_id: int, resource: str, cells:
         db, property_id,
         f"""UPDATE {table} AS c SET pushed_version = 0, {pushed_column} = NULL
             FROM unnest($1::bigint[], $2::date[], $3::bigint[]) AS w (id, night, version)
-            WHERE c.property_id = $4 AND c.{id_column} = w.id AND c.night = w.night AND c.version = w.version
-              AND c.pushed_version = w.version""",
+            WHERE {HELD} AND c.property_id = $4 AND c.{id_column} = w.id AND c.night = w.night
+              AND c.version = w.version AND c.pushed_version = w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells], property_id,
     )
 
