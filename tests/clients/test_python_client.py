@@ -175,6 +175,37 @@ def test_a_dropped_connection_is_retried_only_for_a_write_with_a_key(live: Live,
     assert [t.answered for t in proxy.script.tries("POST", "/test-helpers/ota-bookings")] == ["dropped"]
 
 
+def test_a_write_that_raised_is_sent_again_with_its_errors_key_and_written_once(live: Live,
+                                                                                proxy: FaultProxy) -> None:
+    """Every error of a write names the idempotency key its tries carried: an integration
+    that queues a write which raised sends it again later with that key, and the write is
+    made once, whether its first tries were committed (a dropped answer) or not (a 429)."""
+    keyed = live.keyed()
+    client, _ = client_for(proxy.url, keyed, max_retries=0)
+    proxy.script.arm(Fault("drop-after", "PUT /rates"))  # committed, the answer lost
+    with pytest.raises(ApiConnectionError) as dropped:
+        client.rates.set([rate(keyed, "141")])
+    proxy.script.arm(Fault("429-before", "PUT /rates", retry_after=5))  # refused before anything
+    with pytest.raises(RateLimitedError) as limited:
+        client.rates.set([rate(keyed, "142", first=20, last=21)])
+    first_tries = proxy.script.tries("PUT", "/rates")
+    assert [t.idempotency_key for t in first_tries] == [dropped.value.idempotency_key, limited.value.idempotency_key]
+    assert dropped.value.idempotency_key != limited.value.idempotency_key
+
+    again = client.rates.set([rate(keyed, "141")], idempotency_key=dropped.value.idempotency_key)
+    assert client.last_response is not None and client.last_response.idempotent_replay  # the first try's answer
+    assert again.accepted_cells == 3
+    again = client.rates.set([rate(keyed, "142", first=20, last=21)], idempotency_key=limited.value.idempotency_key)
+    assert client.last_response is not None and not client.last_response.idempotent_replay  # written now, once
+    assert again.accepted_cells == 2
+    assert [(t.answered, t.replay) for t in proxy.script.tries("PUT", "/rates")[2:]] == [(202, True), (202, False)]
+    held = {n.date: n.rate_minor for plan in client.rates.get(night(10), night(21)).rate_plans
+            if plan.rate_plan_id == keyed.rate_plan_id for n in plan.nights}
+    assert [held[night(d)] for d in (10, 11, 12, 20, 21)] == [14100, 14100, 14100, 14200, 14200]
+    # A request that cannot be repeated carries no key.
+    assert ApiConnectionError("no answer").idempotency_key is None
+
+
 def test_a_wait_beyond_max_wait_raises_at_once_with_the_wait(live: Live, proxy: FaultProxy) -> None:
     keyed = live.keyed()
     client, clock = client_for(proxy.url, keyed)

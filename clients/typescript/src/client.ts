@@ -198,12 +198,12 @@ function tooLong(error: ApiError, wait: number, maxWait: number): ApiError {
     `${error.serviceMessage} (the service asks to wait ${wait.toFixed(0)} s, more than maxWait ${maxWait} s: ` +
       "not retried)", {
       details: error.details, scope: error.scope, retryAfter: error.retryAfter ?? wait,
-      requestId: error.requestId, rateLimit: error.rateLimit,
+      requestId: error.requestId, rateLimit: error.rateLimit, idempotencyKey: error.idempotencyKey,
     });
 }
 
 function errorOf(status: number, statusText: string, text: string, headers: Headers,
-                 rateLimit: RateLimit): ApiError {
+                 rateLimit: RateLimit, idempotencyKey: string | null): ApiError {
   let envelope: unknown = null;
   try {
     envelope = JSON.parse(text);
@@ -231,6 +231,7 @@ function errorOf(status: number, statusText: string, text: string, headers: Head
     retryAfter,
     requestId: headers.get("x-request-id"),
     rateLimit,
+    idempotencyKey,
   });
 }
 
@@ -599,7 +600,9 @@ export class Client {
           continue;
         }
         const what = timedOut ? `no answer within ${shared.timeout} s` : describe(failure);
-        throw new ApiConnectionError(`${where}: ${what}`, { cause: failure });
+        throw new ApiConnectionError(`${where}: ${what}`, {
+          cause: failure, idempotencyKey: call.headers?.[IDEMPOTENCY_HEADER] ?? null,
+        });
       } finally {
         clearTimeout(timer);
       }
@@ -622,7 +625,8 @@ export class Client {
           });
         }
       }
-      const error = errorOf(response.status, response.statusText, text, response.headers, rateLimit);
+      const error = errorOf(response.status, response.statusText, text, response.headers, rateLimit,
+                            call.headers?.[IDEMPOTENCY_HEADER] ?? null);
       if (attempt >= this.maxRetries || !mayRetry(error, attempt)) throw error;
       const { said, wait } = retryWait(error, attempt);
       // The cap judges the service's wait, not the jitter: a Retry-After of 60 s (a spent

@@ -19,6 +19,7 @@ export interface ApiErrorOptions {
   retryAfter?: number | null;
   requestId?: string | null;
   rateLimit?: RateLimit | null;
+  idempotencyKey?: string | null;
 }
 
 /** The service answered with its error envelope. Branch on `code` (the contract's
@@ -38,6 +39,9 @@ export class ApiError extends ConnectApiError {
   readonly requestId: string | null;
   /** The budgets' state the error answer told of. */
   readonly rateLimit: RateLimit | null;
+  /** The write's `x-idempotency-key`, sent on every try: send the write again later with it
+   * (`{ idempotencyKey }`) and it is written once, however its tries ended. */
+  readonly idempotencyKey: string | null;
   /** The service's own message (the envelope's `message`), for people: never branch on it.
    * `message` is `"<status> <code>: <serviceMessage>"`. */
   readonly serviceMessage: string;
@@ -52,6 +56,7 @@ export class ApiError extends ConnectApiError {
     this.retryAfter = options.retryAfter ?? null;
     this.requestId = options.requestId ?? null;
     this.rateLimit = options.rateLimit ?? null;
+    this.idempotencyKey = options.idempotencyKey ?? null;
   }
 }
 
@@ -99,8 +104,16 @@ export class ServiceUnavailableError extends ApiError {}
 export class InternalServerError extends ApiError {}
 
 /** No answer: the connection failed, dropped or timed out. A request that cannot be
- * repeated safely (a test helper's POST) is not retried after one: it may have been applied. */
-export class ApiConnectionError extends ConnectApiError {}
+ * repeated safely (a test helper's POST) is not retried after one: it may have been applied.
+ * A write's `idempotencyKey` makes sending it again later safe. */
+export class ApiConnectionError extends ConnectApiError {
+  readonly idempotencyKey: string | null;
+
+  constructor(message: string, options: { cause?: unknown; idempotencyKey?: string | null } = {}) {
+    super(message, { cause: options.cause });
+    this.idempotencyKey = options.idempotencyKey ?? null;
+  }
+}
 
 /** `waitForBatch` gave up; `batch` is the last state read. */
 export class BatchTimeoutError extends ConnectApiError {

@@ -143,6 +143,33 @@ test("a connection dropped after the service wrote: the PUT is tried again and a
   assert.ok(waits[0]! <= 500, "a dropped connection: jittered backoff, 0.5 s at most first");
 });
 
+test("a write that threw is sent again with its error's key and written once", async () => {
+  const { client } = proxied({ maxRetries: 0 });
+  const entry = (available: number) =>
+    [{ roomTypeId: keyed.roomTypeId, dateFrom: day(83), dateTo: day(83), available }];
+  await arm({ kind: "drop-after", match: "PUT /availability" }); // committed, the answer lost
+  let dropped: ApiConnectionError | undefined;
+  await client.availability.set(entry(5)).catch((error: unknown) => {
+    if (error instanceof ApiConnectionError) dropped = error;
+  });
+  await arm({ kind: "429-before", match: "PUT /availability", retryAfter: 5 }); // refused before anything
+  let limited: RateLimitedError | undefined;
+  await client.availability.set(entry(6)).catch((error: unknown) => {
+    if (error instanceof RateLimitedError) limited = error;
+  });
+  assert.ok(dropped && limited, "both writes threw");
+  const first = await seen("PUT", "/availability");
+  assert.deepEqual(first.map((t) => t.idempotency_key), [dropped.idempotencyKey, limited.idempotencyKey]);
+  assert.notEqual(dropped.idempotencyKey, limited.idempotencyKey);
+
+  await client.availability.set(entry(5), { idempotencyKey: dropped.idempotencyKey! });
+  assert.equal(client.lastResponse?.idempotentReplay, true); // the first try's answer: one write
+  await client.availability.set(entry(6), { idempotencyKey: limited.idempotencyKey! });
+  assert.equal(client.lastResponse?.idempotentReplay, false); // written now, once
+  const again = (await seen("PUT", "/availability")).slice(2);
+  assert.deepEqual(again.map((t) => [t.answered, t.replay]), [[202, true], [202, false]]);
+});
+
 test("a connection dropped before a GET: tried again", async () => {
   const { client } = proxied();
   await arm({ kind: "drop-before", match: "GET /sync" });

@@ -216,7 +216,7 @@ def _seconds(text: str | None) -> float | None:
     return value if value >= 0 else None
 
 
-def error_of(response: httpx.Response, rate_limit: RateLimit) -> ApiError:
+def error_of(response: httpx.Response, rate_limit: RateLimit, idempotency_key: str | None = None) -> ApiError:
     try:
         envelope = response.json()
         data = envelope.get("data") if isinstance(envelope, dict) else None
@@ -232,7 +232,8 @@ def error_of(response: httpx.Response, rate_limit: RateLimit) -> ApiError:
         retry_after = float(data["retryAfterSeconds"])
     kind = error_class(response.status_code, data["code"])
     return kind(response.status_code, data["code"], message, details=data.get("details"), scope=data.get("scope"),
-                retry_after=retry_after, request_id=response.headers.get("x-request-id"), rate_limit=rate_limit)
+                retry_after=retry_after, request_id=response.headers.get("x-request-id"), rate_limit=rate_limit,
+                idempotency_key=idempotency_key)
 
 
 def answer_of(call: Call[M], response: httpx.Response, rate_limit: RateLimit) -> M:
@@ -299,7 +300,8 @@ def too_long(error: ApiError, max_wait: float) -> ApiError:
     asked = asked_wait(error)
     return type(error)(error.status, error.code, f"{error.message} (the service asks to wait {asked:.0f} s, "
                        f"more than max_wait {max_wait:g} s: not retried)", details=error.details, scope=error.scope,
-                       retry_after=asked, request_id=error.request_id, rate_limit=error.rate_limit)
+                       retry_after=asked, request_id=error.request_id, rate_limit=error.rate_limit,
+                       idempotency_key=error.idempotency_key)
 
 
 def log_retry(call: Call[Any], why: str, wait: float, attempt: int) -> None:
@@ -320,7 +322,8 @@ def unanswered(call: Call[Any], failure: httpx.TransportError, attempt: int, max
         pause = backoff(attempt)
         log_retry(call, f"no answer ({type(failure).__name__})", pause, attempt)
         return Wait(pause)
-    raise ApiConnectionError(f"{call.method} {PREFIX}{call.path}: {type(failure).__name__}: {failure}") from failure
+    raise ApiConnectionError(f"{call.method} {PREFIX}{call.path}: {type(failure).__name__}: {failure}",
+                             idempotency_key=call.headers.get(IDEMPOTENCY_HEADER)) from failure
 
 
 def answered(call: Call[M], response: httpx.Response, attempt: int, max_retries: int, max_wait: float,
@@ -331,7 +334,7 @@ def answered(call: Call[M], response: httpx.Response, attempt: int, max_retries:
     seen.last_response = last_response(response, call, attempt + 1)
     if response.status_code < 400:
         return answer_of(call, response, rate_limit)
-    error = error_of(response, rate_limit)
+    error = error_of(response, rate_limit, call.headers.get(IDEMPOTENCY_HEADER))
     if attempt >= max_retries or not may_retry(error, attempt):
         raise error
     wait = retry_wait(error, attempt, max_wait)

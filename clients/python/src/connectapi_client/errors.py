@@ -18,7 +18,7 @@ class ApiError(ConnectApiError):
 
     def __init__(self, status: int, code: str, message: str, *, details: Any = None, scope: str | None = None,
                  retry_after: float | None = None, request_id: str | None = None,
-                 rate_limit: RateLimit | None = None) -> None:
+                 rate_limit: RateLimit | None = None, idempotency_key: str | None = None) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
@@ -28,6 +28,9 @@ class ApiError(ConnectApiError):
         self.retry_after = retry_after  # seconds the service asked to wait (429, 503)
         self.request_id = request_id  # X-Request-Id: quote it to the operator
         self.rate_limit = rate_limit
+        # The write's x-idempotency-key, sent on every try: send the write again later with
+        # it (`idempotency_key=`) and it is written once, however its tries ended.
+        self.idempotency_key = idempotency_key
 
 
 class AuthenticationError(ApiError):
@@ -88,8 +91,13 @@ class InternalServerError(ApiError):
 
 
 class ApiConnectionError(ConnectApiError):
-    """No answer: the connection failed, dropped or timed out. A write without an
-    idempotency key is not retried after one (it may have been applied)."""
+    """No answer: the connection failed, dropped or timed out. A request that cannot be
+    repeated safely (a test helper's POST) is not retried after one: it may have been
+    applied. A write's `idempotency_key` makes sending it again later safe."""
+
+    def __init__(self, message: str, *, idempotency_key: str | None = None) -> None:
+        super().__init__(message)
+        self.idempotency_key = idempotency_key
 
 
 class BatchTimeoutError(ConnectApiError, TimeoutError):
