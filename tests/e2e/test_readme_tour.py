@@ -2,7 +2,8 @@
 the shell blocks of that section, in order, with only the port and the checkout's path
 changed. It must reach a 202
 on the rates write with the seed's test key, and the test sandbox must then hold the rate,
-as the admin grid shows in test mode."""
+as the admin grid shows in test mode. The integration guide's by-hand lines (beside the
+libraries) follow, with the tour's variables, as the guide says."""
 
 from __future__ import annotations
 
@@ -29,25 +30,37 @@ def tour_script() -> str:
     return "\n".join(blocks)
 
 
+def guide_script() -> str:
+    """The integration guide's shell lines beside the libraries, but the one that elides."""
+    guide = (ROOT / "docs" / "integration-guide.md").read_text()
+    section = guide.split("The same steps by hand", 1)[1].split("\n## ", 1)[0]
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", section, flags=re.S) if "..." not in b]
+    assert len(blocks) >= 3, "the guide's shell blocks"
+    return "\n".join(blocks)
+
+
 def test_the_readme_tour_works_as_written(tmp_path: Path) -> None:
     port = free_port()
     served = Served(tmp_path / "var", port)
     try:
         served.wait_for("listening on")
         # Run in a scratch directory (seed.json lands there): the virtualenv is the checkout's.
-        script = tour_script().replace("127.0.0.1:8080", f"127.0.0.1:{port}").replace(".venv/", f"{ROOT}/.venv/")
+        script = (tour_script() + "\n" + guide_script()).replace("127.0.0.1:8080", f"127.0.0.1:{port}").replace(
+            ".venv/", f"{ROOT}/.venv/")
         # What a newcomer would see, step by step: each answer's status too.
         script = script.replace("curl -s ", "curl -s -w '\\nHTTP %{http_code}\\n' ", -1)
         script = script.replace("| pick data", "| tee -a piped.out | head -n 1 | pick data")
+        script = script.replace("| python3 -c", "| tee -a piped.out | head -n 1 | python3 -c")
         run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True,
                              timeout=300, env={"PATH": f"{ROOT / '.venv' / 'bin'}:/usr/bin:/bin",
                                                 "CONNECTAPI_DATA_DIR": str(tmp_path / "var"),
                                                 "CONNECTAPI_URL": served.url, "HOME": str(tmp_path)})
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         statuses = re.findall(r"HTTP (\d{3})", run.stdout)
-        assert statuses == ["200", "200", "200", "200", "200"], run.stdout  # property, catalog, batch, sync, cancel
+        # property, catalog, batch, sync, cancel; then the guide's batch, availability, restrictions, cancel, list
+        assert statuses == ["200", "200", "200", "200", "200", "200", "202", "202", "200", "200"], run.stdout
         piped = re.findall(r"HTTP (\d{3})", (tmp_path / "piped.out").read_text())
-        assert piped == ["202", "201"]  # the rates write, the booking
+        assert piped == ["202", "201", "202", "201"]  # the rates write, the booking; the guide's two
         seed = json.loads((tmp_path / "seed.json").read_text())
         assert seed["key"].startswith("cak_live_") and seed["testKey"].startswith("cak_test_")
         # The tour ends at the console: the owner's link, printed, opens the password page.
