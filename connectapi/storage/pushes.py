@@ -63,8 +63,11 @@ async def update_cells(db: Database, property_id: int, sql: str, *args: Any) -> 
 
     One statement does both: `HELD` is a condition on nothing of the row, which the
     planner evaluates once, before the first cell is read, and that evaluation takes the
-    lock. One round trip, and the server needs nothing more from this process to finish
-    and let the lock go: a host cut off mid-update cannot leave it held.
+    lock. `HELD` must stand at the top level of the WHERE, ANDed (under an OR the order
+    would be lost). One round trip: asyncpg sends Bind, Execute and Sync together, so the
+    server practically always has the whole statement before it takes the lock, and
+    finishes and lets go without this process; were a host cut inside a large Bind, the
+    session ends within about 5 s (decision 0120).
     """
     if HELD not in sql:
         raise ValueError("update_cells: the statement's WHERE must hold HELD")

@@ -12,9 +12,10 @@ import logging
 import time
 from typing import Any
 
+import httpx
 import pytest
 
-from connectapi_client import (ApiConnectionError, AuthenticationError, BatchTimeoutError, Client, ConflictError,
+from connectapi_client import (ApiConnectionError, ApiError, AuthenticationError, BatchTimeoutError, Client, ConflictError,
                                IdempotencyError, InvalidRequestError, NotEntitledError, NotFoundError,
                                NothingAcceptedError, PayloadTooLargeError,
                                PermissionDeniedError, PreconditionFailedError, RateLimitedError,
@@ -168,11 +169,12 @@ def test_a_dropped_connection_is_retried_only_for_a_write_with_a_key(live: Live,
 
     # A simulated OTA booking has no key: sent twice, it would be two bookings.
     proxy.script.arm(Fault("drop-after", "POST /test-helpers/ota-bookings"))
-    with pytest.raises(ApiConnectionError):
+    with pytest.raises(ApiConnectionError) as dropped:
         client.test_helpers.ota_booking({"roomTypeId": keyed.room_type_id, "ratePlanId": keyed.rate_plan_id,
                                          "checkIn": night(20).isoformat(), "checkOut": night(21).isoformat(),
                                          "guest": {"name": "Rui"}})
     assert [t.answered for t in proxy.script.tries("POST", "/test-helpers/ota-bookings")] == ["dropped"]
+    assert dropped.value.idempotency_key is None  # sent without one: nothing to send again with
 
 
 def test_a_write_that_raised_is_sent_again_with_its_errors_key_and_written_once(live: Live,
@@ -202,8 +204,24 @@ def test_a_write_that_raised_is_sent_again_with_its_errors_key_and_written_once(
     held = {n.date: n.rate_minor for plan in client.rates.get(night(10), night(21)).rate_plans
             if plan.rate_plan_id == keyed.rate_plan_id for n in plan.nights}
     assert [held[night(d)] for d in (10, 11, 12, 20, 21)] == [14100, 14100, 14100, 14200, 14200]
-    # A request that cannot be repeated carries no key.
-    assert ApiConnectionError("no answer").idempotency_key is None
+
+
+def test_a_success_answer_not_from_the_service_raises_with_the_writes_key() -> None:
+    """A 2xx without the service's envelope (a captive portal, a misrouted proxy): the
+    write may or may not have been made, so the error names the key to send it again with."""
+    sent: list[httpx.Request] = []
+
+    def middlebox(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, text="<html>welcome to the hotel wifi</html>", headers={"content-type": "text/html"})
+
+    client = Client(base_url="http://connectapi.invalid", api_key="cak_test_x",
+                    http_client=httpx.Client(transport=httpx.MockTransport(middlebox)))
+    with pytest.raises(ApiError) as odd:
+        client.rates.set([{"ratePlanId": 1, "dateFrom": "2026-12-01", "dateTo": "2026-12-01", "rate": "90",
+                           "currency": "EUR"}])
+    assert odd.value.code == "UNEXPECTED_ANSWER" and odd.value.status == 200
+    assert odd.value.idempotency_key == sent[0].headers["x-idempotency-key"]
 
 
 def test_a_wait_beyond_max_wait_raises_at_once_with_the_wait(live: Live, proxy: FaultProxy) -> None:

@@ -622,6 +622,7 @@ export class Client {
         } catch {
           throw new ApiError(response.status, "UNEXPECTED_ANSWER", "the answer is not the service's JSON envelope", {
             requestId: response.headers.get("x-request-id"), rateLimit,
+            idempotencyKey: call.headers?.[IDEMPOTENCY_HEADER] ?? null,
           });
         }
       }

@@ -78,6 +78,19 @@ test("a call: its URL, headers, body and answer", async () => {
     reset: 60 });
 });
 
+test("a success answer not from the service: UNEXPECTED_ANSWER with the write's key", async () => {
+  const { client, sent } = scripted([new Response("<html>welcome to the hotel wifi</html>",
+    { status: 200, headers: { "content-type": "text/html" } })]);
+  await assert.rejects(
+    client.rates.set([{ ratePlanId: 1, dateFrom: "2030-01-01", dateTo: "2030-01-01", rate: "1.00", currency: "EUR" }]),
+    (error: unknown) => {
+      assert.ok(error instanceof ApiError, String(error));
+      assert.equal(error.code, "UNEXPECTED_ANSWER");
+      assert.equal(error.idempotencyKey, sent[0]!.headers["x-idempotency-key"]);
+      return true;
+    });
+});
+
 test("query strings, path segments, merge-patch and If-Match", async () => {
   const { client, sent } = scripted([answer(200, {}), answer(200, {}), answer(200, {}), answer(200, {}),
     answer(200, {})]);

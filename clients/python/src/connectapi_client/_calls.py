@@ -243,7 +243,8 @@ def answer_of(call: Call[M], response: httpx.Response, rate_limit: RateLimit) ->
         # A 2xx that is not the service's envelope: something between us and it answered.
         raise ApiError(response.status_code, "UNEXPECTED_ANSWER", "a success answer without the service's "
                        f"envelope ({response.headers.get('content-type', 'no content type')})",
-                       request_id=response.headers.get("x-request-id"), rate_limit=rate_limit) from None
+                       request_id=response.headers.get("x-request-id"), rate_limit=rate_limit,
+                       idempotency_key=call.headers.get(IDEMPOTENCY_HEADER)) from None
     return call.answer.model_validate(data)
 
 
