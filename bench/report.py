@@ -80,6 +80,11 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
         found.append(_target("pipeline", f"{p['together_properties']} properties at once, p50 / p99",
                              f"{p['together_p50_s']:.2f} / {p['together_p99_s']:.2f}", "s", "p50 < 1.5 s",
                              p["together_p50_s"] < 1.5))
+        if p.get("together_from_202_p50_s") is not None:  # results of before 2026-11-27 have none
+            found.append(_target("pipeline", f"{p['together_properties']} properties at once, from each 202, p50 / p99",
+                                 f"{p['together_from_202_p50_s']:.2f} / {p['together_from_202_p99_s']:.2f}", "s",
+                                 "p50 < 1.5 s", p["together_from_202_p50_s"] < 1.5,
+                                 "the row above times from the burst's start, the 202s' own wait included"))
         found.append(_target("pipeline", "429s drawn from the channel manager", p["throttled"], "calls", "0",
                              p["throttled"] == 0))
         found.append(_target("pipeline", "channel-manager grid equals the record", p["grid_equals_record"], "",
