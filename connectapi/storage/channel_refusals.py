@@ -96,14 +96,21 @@ class BatchRefusal:
     last: date
 
 
+# A batch's refusal entries shown at most: one per rate plan (Channex allows 200 to a
+# property) or room type and what was said, with room to spare before any is left out.
+BATCH_REFUSALS_SHOWN = 250
+
+
 async def of_batch(db: Database, resource: str, batch: uuid.UUID) -> list[BatchRefusal]:
-    """The batch's own cells (last written by it) refused and still waiting, by what was said."""
+    """The batch's own cells (last written by it) refused and still waiting, by room type
+    or rate plan and what was said (at most BATCH_REFUSALS_SHOWN entries)."""
     table, id_column, _ = CELL_TABLES[resource]
     rows = await db.fetch(
         f"""SELECT {id_column} AS entity, refusal, count(*) AS cells, min(night) AS first, max(night) AS last
             FROM {table}
             WHERE last_batch_id = $1 AND version > pushed_version AND refused_version = version
-            GROUP BY {id_column}, refusal ORDER BY min(night), {id_column}, refusal LIMIT 50""", batch)
+            GROUP BY {id_column}, refusal ORDER BY min(night), {id_column}, refusal LIMIT $2""",
+        batch, BATCH_REFUSALS_SHOWN)
     return [BatchRefusal(r["entity"], r["refusal"] or "", r["cells"], r["first"], r["last"]) for r in rows]
 
 
