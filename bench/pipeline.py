@@ -112,11 +112,11 @@ async def all_at_once(base: str, many: list[tuple[int, int, int, str]], first: d
             while await accepted() - before < len(many) and time.perf_counter() - started < 600:
                 await trio.sleep(0.5)
         calls = (await client.get("/api/v1/admin/sandbox/calls", headers=admin)).json()["data"]
+        applied_at = {c["task_id"]: datetime.fromisoformat(c["at"]) for c in calls if c["task_id"]}
         from_202 = []
         for key, poll, answered_at in polls:
             batches: list[dict[str, Any]] = []
             await wait_completed(client, key, poll, time.perf_counter(), 120, batches)
-            applied_at = {c["task_id"]: datetime.fromisoformat(c["at"]) for c in calls if c["task_id"]}
             tasks = [t["taskId"] for t in batches[0]["channelTasks"] if t["taskId"] in applied_at]
             if tasks:
                 from_202.append((applied_at[tasks[0]] - answered_at).total_seconds())
