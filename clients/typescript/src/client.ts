@@ -600,9 +600,7 @@ export class Client {
           continue;
         }
         const what = timedOut ? `no answer within ${shared.timeout} s` : describe(failure);
-        throw new ApiConnectionError(`${where}: ${what}`, {
-          cause: failure, idempotencyKey: call.headers?.[IDEMPOTENCY_HEADER] ?? null,
-        });
+        throw new ApiConnectionError(`${where}: ${what}`, { cause: failure, idempotencyKey: keyOf(call) });
       } finally {
         clearTimeout(timer);
       }
@@ -612,7 +610,7 @@ export class Client {
         status: response.status,
         requestId: response.headers.get("x-request-id"),
         idempotentReplay: response.headers.get("x-idempotent-replay") === "true",
-        idempotencyKey: call.headers?.[IDEMPOTENCY_HEADER] ?? null,
+        idempotencyKey: keyOf(call),
         etag: response.headers.get("etag"),
         attempts: attempt + 1,
       });
@@ -622,12 +620,11 @@ export class Client {
         } catch {
           throw new ApiError(response.status, "UNEXPECTED_ANSWER", "the answer is not the service's JSON envelope", {
             requestId: response.headers.get("x-request-id"), rateLimit,
-            idempotencyKey: call.headers?.[IDEMPOTENCY_HEADER] ?? null,
+            idempotencyKey: keyOf(call),
           });
         }
       }
-      const error = errorOf(response.status, response.statusText, text, response.headers, rateLimit,
-                            call.headers?.[IDEMPOTENCY_HEADER] ?? null);
+      const error = errorOf(response.status, response.statusText, text, response.headers, rateLimit, keyOf(call));
       if (attempt >= this.maxRetries || !mayRetry(error, attempt)) throw error;
       const { said, wait } = retryWait(error, attempt);
       // The cap judges the service's wait, not the jitter: a Retry-After of 60 s (a spent
@@ -641,10 +638,15 @@ export class Client {
   }
 }
 
+/** The key every try of the call carries (a keyed write's), else null. */
+function keyOf(call: Call): string | null {
+  return call.headers?.[IDEMPOTENCY_HEADER] ?? null;
+}
+
 function tell(shared: Shared, call: Call, reason: string, waitSeconds: number, attempt: number): void {
   shared.onRetry?.(Object.freeze({
     method: call.method, path: PREFIX + call.path, reason, waitSeconds, attempt: attempt + 2,
-    idempotencyKey: call.headers?.[IDEMPOTENCY_HEADER] ?? null,
+    idempotencyKey: keyOf(call),
   }));
 }
 

@@ -52,6 +52,11 @@ class Call(Generic[M]):
     # key, and a cancellation (a repeat answers replay: true).
     repeatable: bool = False
 
+    @property
+    def idempotency_key(self) -> str | None:
+        """The key every try of this call carries (a keyed write's), else None."""
+        return self.headers.get(IDEMPOTENCY_HEADER)
+
 
 @dataclass(frozen=True)
 class LastResponse:
@@ -244,13 +249,13 @@ def answer_of(call: Call[M], response: httpx.Response, rate_limit: RateLimit) ->
         raise ApiError(response.status_code, "UNEXPECTED_ANSWER", "a success answer without the service's "
                        f"envelope ({response.headers.get('content-type', 'no content type')})",
                        request_id=response.headers.get("x-request-id"), rate_limit=rate_limit,
-                       idempotency_key=call.headers.get(IDEMPOTENCY_HEADER)) from None
+                       idempotency_key=call.idempotency_key) from None
     return call.answer.model_validate(data)
 
 
 def last_response(response: httpx.Response, call: Call[Any], attempts: int) -> LastResponse:
     return LastResponse(response.status_code, response.headers.get("x-request-id"),
-                        response.headers.get("x-idempotent-replay") == "true", call.headers.get(IDEMPOTENCY_HEADER),
+                        response.headers.get("x-idempotent-replay") == "true", call.idempotency_key,
                         response.headers.get("etag"), attempts)
 
 
@@ -307,7 +312,7 @@ def too_long(error: ApiError, max_wait: float) -> ApiError:
 
 def log_retry(call: Call[Any], why: str, wait: float, attempt: int) -> None:
     log.info("%s %s: %s; try %d in %.1f s (idempotency key %s)", call.method, call.path, why, attempt + 2, wait,
-             call.headers.get(IDEMPOTENCY_HEADER, "none"))
+             call.idempotency_key or "none")
 
 
 @dataclass(frozen=True)
@@ -324,7 +329,7 @@ def unanswered(call: Call[Any], failure: httpx.TransportError, attempt: int, max
         log_retry(call, f"no answer ({type(failure).__name__})", pause, attempt)
         return Wait(pause)
     raise ApiConnectionError(f"{call.method} {PREFIX}{call.path}: {type(failure).__name__}: {failure}",
-                             idempotency_key=call.headers.get(IDEMPOTENCY_HEADER)) from failure
+                             idempotency_key=call.idempotency_key) from failure
 
 
 def answered(call: Call[M], response: httpx.Response, attempt: int, max_retries: int, max_wait: float,
@@ -335,7 +340,7 @@ def answered(call: Call[M], response: httpx.Response, attempt: int, max_retries:
     seen.last_response = last_response(response, call, attempt + 1)
     if response.status_code < 400:
         return answer_of(call, response, rate_limit)
-    error = error_of(response, rate_limit, call.headers.get(IDEMPOTENCY_HEADER))
+    error = error_of(response, rate_limit, call.idempotency_key)
     if attempt >= max_retries or not may_retry(error, attempt):
         raise error
     wait = retry_wait(error, attempt, max_wait)
