@@ -9,11 +9,13 @@ address. Each test takes a property of its own, so their budgets never meet."""
 from __future__ import annotations
 
 import builtins
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -163,18 +165,34 @@ def must_in_package(args: list[str], timeout: float = 300) -> None:
     assert done.returncode == 0, f"{' '.join(args)}: exit {done.returncode}\n{done.stdout[-8000:]}\n{done.stderr[-8000:]}"
 
 
+def _sources_digest() -> str:
+    """What dist/ and build-test/ are compiled from."""
+    digest = hashlib.sha256()
+    for path in sorted([*PACKAGE.glob("tsconfig*.json"), PACKAGE / "package.json",
+                        *(PACKAGE / "src").rglob("*.ts"), *(PACKAGE / "test").rglob("*.ts")]):
+        digest.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 @pytest.fixture(scope="module")
 def built() -> Path:
     """node_modules as the lock says (npm ci, skipped while the lock is unchanged), then
-    dist/ and build-test/ compiled afresh."""
+    dist/ and build-test/ compiled from the sources as they are (skipped while unchanged).
+    Two test files use it, on two workers at once under `make test`: one builds while the
+    other waits (a lock file), and neither removes a build the other is running from."""
     for tool in ("node", "npm", "npx"):
         assert shutil.which(tool), f"{tool} is not on PATH: the TypeScript client's tests need Node.js 18+ and npm"
-    lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
-    if not STAMP.exists() or STAMP.read_text().strip() != lock:
-        must_in_package(["npm", "ci", "--no-audit", "--no-fund"], timeout=600)
-        STAMP.write_text(lock + "\n")
-    for old in ("dist", "build-test"):
-        shutil.rmtree(PACKAGE / old, ignore_errors=True)
-    must_in_package(["npx", "--no-install", "tsc", "-p", "tsconfig.json"])
-    must_in_package(["npx", "--no-install", "tsc", "-p", "tsconfig.test.json"])
+    with open(Path(tempfile.gettempdir()) / "connectapi-ts-build.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
+        if not STAMP.exists() or STAMP.read_text().strip() != lock:
+            must_in_package(["npm", "ci", "--no-audit", "--no-fund"], timeout=600)
+            STAMP.write_text(lock + "\n")
+        sources, compiled = _sources_digest(), PACKAGE / "build-test" / ".sources.sha256"
+        if not (compiled.exists() and compiled.read_text().strip() == sources and (PACKAGE / "dist").exists()):
+            for old in ("dist", "build-test"):
+                shutil.rmtree(PACKAGE / old, ignore_errors=True)
+            must_in_package(["npx", "--no-install", "tsc", "-p", "tsconfig.json"])
+            must_in_package(["npx", "--no-install", "tsc", "-p", "tsconfig.test.json"])
+            compiled.write_text(sources + "\n")
     return PACKAGE
