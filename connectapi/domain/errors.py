@@ -25,6 +25,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "KEY_LIMIT_REACHED": 409,
     "OWNER_EXISTS": 409,  # admin: another owner has this e-mail
     "SANDBOX_DISABLED": 409,
+    "CHANNEL_MAPPING_TAKEN": 409,  # admin: a channel-manager id another property maps already
     "VALIDATION": 400,
     "RANGE_INVALID": 400,
     "HORIZON": 400,

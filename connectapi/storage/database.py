@@ -79,6 +79,9 @@ class RecordBusy(RecordRefused):
     """A refusal for now (`transient`): the same work, tried again, may well succeed."""
 
 
+UNIQUE_VIOLATION = "23505"  # a RecordRefused's sqlstate when a unique index refused the row
+
+
 def _transient(sqlstate: str | None) -> bool:
     state = sqlstate or ""
     return state.startswith("40") or state in ("55P03", "57014")

@@ -11,7 +11,7 @@ import asyncpg
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.admin_models import PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
 from . import twins
-from .database import Database
+from .database import UNIQUE_VIOLATION, Database, RecordRefused
 from .pushes import pushable
 from .records import Catalog, Property, RatePlan, RoomType
 
@@ -189,10 +189,22 @@ async def map_rate_plan(db: Database, rate_plan_id: int, cm_id: str) -> None:
     await db.execute("UPDATE rate_plans SET cm_id = $2 WHERE id = $1", rate_plan_id, cm_id)
 
 
+class MappingTaken(Exception):
+    """A channel-manager id the mapping names is another property's already: one id maps to
+    one property only (docs/decisions/0125-one-property-per-channel-id.md)."""
+
+    def __init__(self, path: str, cm_id: str, property_id: int) -> None:
+        super().__init__(path, cm_id, property_id)
+        self.path = path  # `cmPropertyId`, `roomTypes.<our id>` or `ratePlans.<our id>`
+        self.cm_id = cm_id
+        self.property_id = property_id  # the property that holds it
+
+
 async def set_channel_mapping(
     db: Database, property_id: int, cm_property_id: str, room_types: dict[int, str], rate_plans: dict[int, str]
 ) -> None:
-    """Replace the property's mapping: ids not named lose theirs. All or nothing."""
+    """Replace the property's mapping: ids not named lose theirs. All or nothing; MappingTaken
+    when another property holds one of the channel manager's ids."""
 
     async def work(conn: asyncpg.Connection) -> None:
         own_rooms = {r["id"] for r in await conn.fetch("SELECT id FROM room_types WHERE property_id = $1", property_id)}
@@ -201,6 +213,9 @@ async def set_channel_mapping(
         foreign_plans = sorted(set(rate_plans) - own_plans)
         if foreign_rooms or foreign_plans:
             raise NotInProperty(foreign_rooms, foreign_plans)
+        taken = await _taken(conn, property_id, cm_property_id, room_types, rate_plans)
+        if taken is not None:
+            raise taken
         await conn.execute("UPDATE properties SET cm_property_id = $2, updated_at = now() WHERE id = $1",
                            property_id, cm_property_id)
         await conn.execute("UPDATE room_types SET cm_id = NULL WHERE property_id = $1", property_id)
@@ -208,7 +223,34 @@ async def set_channel_mapping(
         await conn.executemany("UPDATE room_types SET cm_id = $2 WHERE id = $1", list(room_types.items()))
         await conn.executemany("UPDATE rate_plans SET cm_id = $2 WHERE id = $1", list(rate_plans.items()))
 
-    await db.transaction(work)
+    try:
+        await db.transaction(work)
+    except RecordRefused as exc:
+        if exc.sqlstate != UNIQUE_VIOLATION:
+            raise
+        # Another mapping took one of these ids between the look and the write: the unique
+        # indexes (migration 0028) refused it; name the holder as the look would have.
+        taken = await db.run(lambda conn: _taken(conn, property_id, cm_property_id, room_types, rate_plans))
+        if taken is None:
+            raise
+        raise taken from None
+
+
+async def _taken(conn: asyncpg.Connection, property_id: int, cm_property_id: str, room_types: dict[int, str],
+                 rate_plans: dict[int, str]) -> MappingTaken | None:
+    """The first of the mapping's channel-manager ids another property holds, or None."""
+    holder = await conn.fetchval("SELECT id FROM properties WHERE cm_property_id = $1 AND id <> $2",
+                                 cm_property_id, property_id)
+    if holder is not None:
+        return MappingTaken("cmPropertyId", cm_property_id, holder)
+    for table, path, named in (("room_types", "roomTypes", room_types), ("rate_plans", "ratePlans", rate_plans)):
+        ours = {cm_id: ident for ident, cm_id in named.items()}
+        row = await conn.fetchrow(
+            f"""SELECT cm_id, property_id FROM {table} WHERE cm_id = ANY($1::text[]) AND property_id <> $2
+                ORDER BY cm_id LIMIT 1""", list(ours), property_id)
+        if row is not None:
+            return MappingTaken(f"{path}.{ours[row['cm_id']]}", row["cm_id"], row["property_id"])
+    return None
 
 
 async def add_rate_plan(db: Database, property_id: int, body: RatePlanIn) -> RatePlan:

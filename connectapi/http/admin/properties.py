@@ -135,6 +135,10 @@ async def set_channel_mapping(property_id: int) -> Response:
         issues = [{"path": f"roomTypes.{i}", "message": "not a room type of this property"} for i in exc.room_types]
         issues += [{"path": f"ratePlans.{i}", "message": "not a rate plan of this property"} for i in exc.rate_plans]
         raise ApiError("VALIDATION", "the mapping names ids of another property", issues) from None
+    except properties.MappingTaken as exc:
+        raise ApiError("CHANNEL_MAPPING_TAKEN",
+                       f"{exc.path} names a channel-manager id mapped to property {exc.property_id} already",
+                       {"path": exc.path, "propertyId": exc.property_id}) from None
     return ok({"cmPropertyId": body.cmPropertyId, "roomTypes": body.roomTypes, "ratePlans": body.ratePlans})
 
 
