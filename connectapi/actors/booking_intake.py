@@ -34,6 +34,7 @@ import trio
 from ..channel.client import FEED_MAX_PAGES
 from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import MalformedRevision
+from ..domain.revision_screen import bounded
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
                       RoundsActor, Wake)
 from ..storage import leases, ota
@@ -56,6 +57,11 @@ class Round:
 
 
 ROUND_BATCH = 500  # revisions a round applies, and acknowledges, at most
+# Properties whose revisions a round applies side by side: a slow one holds up no other.
+PROPERTIES_AT_ONCE = 8
+# Applies of one revision that ran past their time (ApplyOtaRevision.within) or were rolled
+# back for now, a round apart, before it is refused: kept, the owner told, acknowledged.
+APPLY_TRIES = 3
 ASK_TIMEOUT = 30.0
 # The intake's lease: held for LEASE past each renewal, renewed every RENEW_SECONDS while a
 # round runs, so a live holder never loses it and a dead one's runs out within LEASE.
@@ -138,13 +144,7 @@ class BookingIntake(RoundsActor[Wake]):
             log.warning("intake: could not read the booking feed: %s", feed.error)
         await self._store(feed.revisions, done)
         waiting = await ota.received(self._db, self._batch, self._mode)
-        taken = 0
-        for item in waiting:
-            applied = await self._apply(item)
-            if applied is None:
-                continue  # the property's writer cannot take it now: it waits for a later round
-            taken += 1
-            done.settled[applied.state] += 1
+        taken = await self._apply_all(waiting, done)
         acked = 0
         for revision_id in await ota.unacknowledged(self._db, self._batch, self._mode):
             if not await self._ack(revision_id):
@@ -160,18 +160,59 @@ class BookingIntake(RoundsActor[Wake]):
             not feed.complete and took_something)
         return done
 
+    async def _apply_all(self, waiting: list[ota.Received], done: Round) -> int:
+        """Each property's waiting revisions in the order they came, properties side by side
+        (PROPERTIES_AT_ONCE at a time): one whose apply is slow holds up its own property's
+        others only, never another property's. Answers how many were settled."""
+        by_property: dict[int, list[ota.Received]] = {}
+        for item in waiting:
+            by_property.setdefault(item.property_id, []).append(item)
+        limiter = trio.CapacityLimiter(PROPERTIES_AT_ONCE)
+        taken = 0
+        failed: list[Exception] = []
+
+        async def apply_property(items: list[ota.Received]) -> None:
+            nonlocal taken
+            async with limiter:
+                try:
+                    for item in items:
+                        applied = await self._apply(item)
+                        if applied is None:
+                            return  # the property's others wait behind it for a later round
+                        taken += 1
+                        done.settled[applied.state] += 1
+                except Exception as exc:  # noqa: BLE001 - raised below, once the other properties are done
+                    failed.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for items in by_property.values():
+                nursery.start_soon(apply_property, items)
+        if failed:
+            raise failed[0]
+        return taken
+
     async def _apply(self, item: ota.Received) -> RevisionSettled | None:
         """The revision applied by its property's writer; refused if the record refuses it
-        for good (or a bug of ours crashes on it); None if it was not applied now and may be
-        next round (the writer down, busy or restarting; a deadlock the record rolled back)."""
+        for good (or a bug of ours crashes on it), or once APPLY_TRIES applies ran out of time
+        or were rolled back for now; None if it was not applied now and may be next round
+        (the writer down, busy or restarting; a try that ran out of time)."""
         try:
             return await self._writers.ask(item.property_id, ApplyOtaRevision(item, self._clock.now()), ASK_TIMEOUT)
         except RecordRefused as exc:
             if exc.transient:
-                log.warning("intake: revision %s was rolled back for now: %s", item.id, exc)
-                return None
-            log.error("intake: revision %s could not be applied: %s", item.id, exc)
-            why = f"could not be applied ({type(exc.__cause__ or exc).__name__})"
+                # Ours (past its time) says itself; the record's says its kind, not its SQL.
+                reason = str(exc) if exc.__cause__ is None else type(exc.__cause__).__name__
+                tries = await ota.count_attempt(self._db, item.seq, f"try {item.attempts + 1} of {APPLY_TRIES}: "
+                                                f"{reason}")
+                if tries < APPLY_TRIES:
+                    log.warning("intake: revision %s was rolled back for now (try %d of %d): %s", item.id, tries,
+                                APPLY_TRIES, exc)
+                    return None
+                log.error("intake: revision %s could not be applied in %d tries: %s", item.id, tries, exc)
+                why = f"it could not be applied in {tries} tries ({reason})"
+            else:
+                log.error("intake: revision %s could not be applied: %s", item.id, exc)
+                why = f"could not be applied ({type(exc.__cause__ or exc).__name__})"
         except ActorCrashed as exc:
             log.error("intake: revision %s crashed the writer: %s", item.id, exc)
             why = f"could not be applied ({type(exc.__cause__ or exc).__name__})"
@@ -205,10 +246,16 @@ class BookingIntake(RoundsActor[Wake]):
                     self._unknown_properties.add(cm_property)
                     log.warning("intake: revisions for a channel-manager property we do not map are left alone")
                 continue
-            if await ota.store_revision(self._db, revision_id, system_id, property_id, cm_booking, revised_at,
-                                        raw, self._clock.now()):
+            # Kept for review as it came, but bounded: the feed is input (decision 0126).
+            kept, cuts = bounded(raw)
+            stored = await ota.store_revision(self._db, revision_id, system_id, property_id, cm_booking, revised_at,
+                                              kept, cuts, self._clock.now())
+            if stored.outcome == "clash":
+                log.warning("intake: revision %s of property %d repeats the id or system id of an earlier revision "
+                            "of another booking: kept for review", revision_id, property_id)
+            if stored.outcome != "again":
                 done.stored += 1
-            elif await ota.offered_again(self._db, revision_id):
+            elif stored.ack_now:
                 # Nothing to apply, only the acknowledgement to give. One still pending is
                 # given below, once a round, with the others.
                 if await self._ack(revision_id):

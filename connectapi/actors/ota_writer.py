@@ -13,35 +13,63 @@ import logging
 from collections import Counter
 from datetime import date, datetime
 
+import trio
+
 from ..domain import emails
 from ..domain import ota_bookings as ota_rules
-from ..domain.ota_bookings import MalformedRevision, OtaBooking
+from ..domain.ota_bookings import Mapping, MalformedRevision, OtaBooking, Revision
+from ..domain.revision_screen import lost_in_keeping
 from ..domain.webhook_events import PropertyFacts, new_event
 from ..storage import ari, notifications, ota, webhooks
 from ..storage.bookings import log_activity, pms_reference
-from ..storage.database import Database, Tx
+from ..storage.database import QUERY_CANCELED, Database, RecordBusy, Tx
 from ..storage.records import PropertyLock
 from .messages.property_writer import RevisionSettled
 
 log = logging.getLogger("connectapi.intake")
 
 
-async def apply_revision(db: Database, item: ota.Received, now: datetime) -> RevisionSettled:
+async def apply_revision(db: Database, item: ota.Received, now: datetime, within: float) -> RevisionSettled:
+    """Apply the revision, checked first (domain.revision_screen) before the property is
+    locked: one it refuses never takes the lock. The apply itself is rolled back if it runs
+    past `within` seconds (RecordBusy: the intake counts it as a try), so that no revision
+    holds the property's lock, and its writes and bookings, for longer."""
+    lost = lost_in_keeping(item.cuts)
+    if lost is not None:
+        return await refuse_revision(db, item, lost, now)
+    try:
+        revision = ota_rules.parse_revision(item.payload)
+    except MalformedRevision as exc:
+        return await refuse_revision(db, item, f"it could not be read ({exc})", now, note=str(exc))
+    if item.clash_of is not None:
+        return await refuse_revision(db, item, "its id or system id is an earlier revision's, of another booking or "
+                                     "property: kept for review, not applied", now)
+    facts = await ota.screening_facts(db, item.property_id, now)
+    assert facts is not None, "a revision is stored under a property of the record"
+    mapping, stay = facts
+    why = ota_rules.screened(revision, stay)
+    if why is not None:
+        return await refuse_revision(db, item, why, now)
+
     async def work(tx: Tx) -> RevisionSettled:
         prop = await ari.lock_property(tx, item.property_id)
         if not await ota.lock_received(tx, item.seq):
             # Another process applied it while this one waited for the lock.
             return RevisionSettled("already settled")
-        applied = await _apply_revision(tx, prop, item, now)
+        applied = await _apply_revision(tx, prop, item, revision, mapping, now)
         await ota.settle(tx, item.seq, applied.state, applied.note, applied.booking_id, now)
         return applied
 
-    return await db.transaction(work)
+    with trio.move_on_after(within):
+        return await db.transaction(work)
+    raise RecordBusy(f"its apply ran past {within:g} s and was rolled back", QUERY_CANCELED)
 
 
-async def refuse_revision(db: Database, item: ota.Received, why: str, now: datetime) -> RevisionSettled:
-    """A revision the record refused (or a bug of ours) must not hold up the ones behind
-    it, round after round: it is kept, marked refused, and the owner told."""
+async def refuse_revision(db: Database, item: ota.Received, why: str, now: datetime,
+                          note: str | None = None) -> RevisionSettled:
+    """A revision the screen or the record refused (or a bug of ours) must not hold up the
+    ones behind it, round after round: it is kept, marked refused (`note`, or `why`), the
+    owner told why, and it is acknowledged with the others."""
     async def work(tx: Tx) -> RevisionSettled:
         prop = await ari.lock_property(tx, item.property_id)
         if not await ota.lock_received(tx, item.seq):
@@ -50,22 +78,15 @@ async def refuse_revision(db: Database, item: ota.Received, why: str, now: datet
         mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
             prop.name, str(item.payload.get("ota_reservation_code", "?"))[:60],
             str(item.payload.get("ota_name", "the OTA"))[:40], why), now)
-        await ota.settle(tx, item.seq, "refused", why, None, now)
-        return RevisionSettled("refused", why, mails=mails)
+        await ota.settle(tx, item.seq, "refused", note or why, None, now)
+        return RevisionSettled("refused", note or why, mails=mails)
 
     return await db.transaction(work)
 
 
-async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received,
+async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received, revision: Revision, mapping: Mapping,
                           now: datetime) -> RevisionSettled:
-    try:
-        revision = ota_rules.parse_revision(item.payload)
-    except MalformedRevision as exc:
-        mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
-            prop.name, str(item.payload.get("ota_reservation_code", "?"))[:60],
-            str(item.payload.get("ota_name", "the OTA"))[:40], f"it could not be read ({exc})"), now)
-        return RevisionSettled("refused", str(exc), mails=mails)
-    normal = ota_rules.normalise(revision, await ota.mapping_in(tx, prop.id))
+    normal = ota_rules.normalise(revision, mapping)
     if isinstance(normal, list):
         what = ", ".join(normal)
         mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
@@ -96,7 +117,7 @@ async def _create(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBoo
     # as cancelled: receivers reconcile on the reference either way.
     kind = "channel.booking.cancelled" if normal.cancelled else "channel.booking.created"
     events = await _emit(tx, prop, kind, told, None, None, now)
-    return RevisionSettled("applied", None, booking_id, moved, events, mails)
+    return RevisionSettled("applied", _noted(normal), booking_id, moved, events, mails)
 
 
 async def _revise(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBooking,
@@ -126,8 +147,13 @@ async def _revise(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBoo
                            f"{normal.channel} changed {', '.join(changes)} of {normal.reservation_code} "
                            f"({known.reference})", now)
         events = await _emit(tx, prop, "channel.booking.modified", told, changes, previous, now)
-    return RevisionSettled("applied", None if events else "nothing told changed", known.booking_id, moved, events,
-                           mails)
+    return RevisionSettled("applied", _noted(normal, None if events else "nothing told changed"), known.booking_id,
+                           moved, events, mails)
+
+
+def _noted(normal: OtaBooking, *said: str | None) -> str | None:
+    """An applied revision's note: what it left as it was, and what of it was cut or dropped."""
+    return "; ".join(part for part in (*said, *normal.cut) if part) or None
 
 
 async def _move(tx: Tx, prop: PropertyLock, booking_id: int, reference: str,

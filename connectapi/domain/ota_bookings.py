@@ -9,7 +9,7 @@ must never undo a newer one.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 import re
@@ -17,11 +17,25 @@ from typing import Any
 
 from .bookings import money, normalise_phone, stay_nights_of, to_minor
 from .money import currency_exponent
+from .revision_screen import StayFacts, screen
+from .text import EMAIL_PATTERN, one_line
 
 STATUSES = ("new", "modified", "cancelled")
 # The booking's fields a `modified` event compares; `changes` and `previous` hold the ones
 # that differ, each whole (the new value and the old one).
 COMPARED = ("status", "stay", "rooms", "guest", "amounts", "channel")
+
+
+# The booking's own fields, bounded as the contract bounds a booking's (decision 0030):
+# longer text is cut, and a value that is not what it says (an e-mail that is no address, a
+# country that is no code) is dropped; either is recorded with the revision.
+GUEST_NAME_MAX = 200
+EMAIL_MAX = 254
+PHONE_DIGITS = (5, 20)
+CHANNEL_MAX = 40
+CODE_MAX = 60
+ID_MAX = 200  # characters of an id the channel manager gives (uuids, reservation codes)
+_COUNTRY = re.compile(r"[A-Za-z]{2}")
 
 
 class MalformedRevision(ValueError):
@@ -104,6 +118,8 @@ def _text(raw: dict[str, Any], name: str) -> str:
     value = raw.get(name)
     if value is None or isinstance(value, (dict, list)) or str(value) == "":
         raise KeyError(name)
+    if len(str(value)) > ID_MAX:
+        raise MalformedRevision(f"its {name} is longer than {ID_MAX} characters")
     return str(value)
 
 
@@ -163,6 +179,7 @@ class Mapping:
     room_types: dict[str, int]
     rate_plans: dict[str, int]
     meal_plans: dict[int, str]  # our rate plan id -> its meal plan
+    room_counts: dict[str, int] = field(default_factory=dict)  # their room type id -> the rooms we have of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +210,8 @@ class OtaBooking:
     exponent: int
     channel: str
     reservation_code: str
+    # What of the revision's own fields was cut or dropped (decision 0126), for the note.
+    cut: tuple[str, ...] = ()
 
     @property
     def nights(self) -> list[date]:
@@ -230,14 +249,46 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
         rooms.append(OtaRoom(mapping.room_types[room.cm_room_type_id], plan,
                              mapping.meal_plans.get(plan, "RO") if plan is not None else "RO",
                              max(1, room.adults), max(0, room.children), amount, amount // nights))
-    customer = revision.customer
-    name = " ".join(part for part in (customer["name"], customer["surname"]) if part) or "OTA guest"
+    guest, cut = _guest(revision.customer)
+    channel, code = one_line(revision.ota_name, CHANNEL_MAX), one_line(revision.reservation_code, CODE_MAX)
+    cut += [what for what, was, now in (("channel name", revision.ota_name, channel),
+                                        ("reservation code", revision.reservation_code, code)) if was.strip() != now]
     return OtaBooking(
         cancelled=revision.status == "cancelled", check_in=revision.arrival, check_out=revision.departure,
-        rooms=tuple(rooms), guest_name=name[:200], guest_email=customer["mail"],
-        guest_phone=_phone(customer["phone"]),
-        guest_country=customer["country"], total_minor=total, currency=revision.currency, exponent=exponent,
-        channel=revision.ota_name[:40], reservation_code=revision.reservation_code[:60])
+        rooms=tuple(rooms), guest_name=guest["name"] or "OTA guest", guest_email=guest["email"],
+        guest_phone=guest["phone"], guest_country=guest["country"], total_minor=total, currency=revision.currency,
+        exponent=exponent, channel=channel, reservation_code=code, cut=tuple(cut))
+
+
+def _guest(customer: dict[str, str | None]) -> tuple[dict[str, str | None], list[str]]:
+    """The guest's name, e-mail, phone and country as the record keeps them, and what was cut
+    or dropped on the way (sizes only: the value itself may be anything)."""
+    cut = []
+    whole = " ".join(part.strip() for part in (customer["name"], customer["surname"]) if part and part.strip())
+    name = one_line(whole, GUEST_NAME_MAX)
+    if name != whole:
+        cut.append(f"guest name cut ({len(whole):,} characters)")
+    email = customer["mail"]
+    if email is not None and (len(email) > EMAIL_MAX or not re.fullmatch(EMAIL_PATTERN, email)):
+        cut.append(f"guest e-mail dropped ({len(email):,} characters, not an address)")
+        email = None
+    phone = _phone(customer["phone"])
+    if phone is not None and not PHONE_DIGITS[0] <= sum(c.isdigit() for c in phone) <= PHONE_DIGITS[1]:
+        cut.append(f"guest phone dropped ({len(customer['phone'] or ''):,} characters, not a number)")
+        phone = None
+    country = customer["country"]
+    if country is not None and not _COUNTRY.fullmatch(country):
+        cut.append(f"guest country dropped ({len(country):,} characters, not a two-letter code)")
+        country = None
+    return {"name": name or None, "email": email, "phone": phone,
+            "country": country.upper() if country else None}, cut
+
+
+def screened(revision: Revision, facts: StayFacts) -> str | None:
+    """Why the property cannot take this revision (domain.revision_screen), or None."""
+    return screen(revision.arrival, revision.departure,
+                  [(room.cm_room_type_id, room.adults, room.children) for room in revision.rooms],
+                  [revision.amount, *(room.amount for room in revision.rooms)], facts)
 
 
 def _phone(phone: str | None) -> str | None:

@@ -80,11 +80,12 @@ class RecordBusy(RecordRefused):
 
 
 UNIQUE_VIOLATION = "23505"  # a RecordRefused's sqlstate when a unique index refused the row
+QUERY_CANCELED = "57014"  # a statement cancelled (a timeout): transient
 
 
 def _transient(sqlstate: str | None) -> bool:
     state = sqlstate or ""
-    return state.startswith("40") or state in ("55P03", "57014")
+    return state.startswith("40") or state in ("55P03", QUERY_CANCELED)
 
 
 def _refused(message: str, sqlstate: str | None) -> RecordRefused:
@@ -315,8 +316,20 @@ async def _release_without_reset_query(conn: asyncpg.Connection) -> None:
     """
 
 
+# A statement whose client has gone (a transaction of ours abandoned past its deadline: the
+# connection is dropped, not rolled back) would otherwise run on to its end, its locks held,
+# since the server reads the socket only between statements: an OTA revision's apply cut off
+# after its 10 s kept its property's lock for as long as its statement ran. The server
+# checks for a gone client this often while a statement runs (PostgreSQL 14+; decision 0126).
+CLIENT_CHECK_INTERVAL = "1s"
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog")
+    if conn.get_server_version() >= (14,):
+        # A setting of the session for its whole life, as the others; set here rather than
+        # as a startup parameter, which a server before 14 refuses.
+        await conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK_INTERVAL}'")
 
 
 def _json_dumps(value: Any) -> str:

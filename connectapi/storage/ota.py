@@ -13,10 +13,12 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import asyncpg
 
 from ..domain.ota_bookings import CellMove, Mapping, OtaBooking, without_card
+from ..domain.revision_screen import Cut, StayFacts
 from . import bookings
 from .bookings import availability_of as availability_of  # the OTA intake's, as the PMS's
 from .database import Database
@@ -37,28 +39,58 @@ async def property_ids_by_cm(db: Database, mode: str = "live") -> dict[str, int]
     return {r["cm_property_id"]: r["id"] for r in rows}
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """How a revision from the feed was kept: `new` (stored, to be applied), `clash` (its id
+    or system_id is an earlier revision's of another booking or property: stored to be
+    refused and told, decision 0126), or `again` (the same revision offered again), with
+    whether to acknowledge it now: one settled and acknowledged here (our acknowledgement
+    lost on its way), or a repeat under a new id. One waiting to be applied, or applied with
+    its acknowledgement pending, is the round's to apply or acknowledge, once."""
+
+    outcome: str
+    ack_now: bool = False
+
+
 async def store_revision(db: Database, revision_id: str, system_id: str, property_id: int, cm_booking_id: str,
-                         revised_at: datetime, payload: dict[str, Any], at: datetime) -> bool:
-    """Keep a revision as it came, less its card data; False when it is already kept (same
-    id, or the same system_id again: a repeat is a no-op)."""
+                         revised_at: datetime, payload: dict[str, Any], cuts: tuple[Cut, ...],
+                         at: datetime) -> Stored:
+    """Keep a revision as it came, less its card data and bounded (`cuts` says what the
+    bounding cut); a repeat is a no-op, a clash is kept apart."""
     # The intake has taken the card out already; this is the last gate before the record.
-    payload = without_card(payload)
-    stored = await db.fetchval(
-        """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
-                                      received_at)
-           VALUES ($1, $2, $3, $4, $5, $6, 'received', $7) ON CONFLICT DO NOTHING RETURNING seq""",
-        revision_id, system_id, property_id, cm_booking_id, revised_at, json.dumps(payload), at)
-    return stored is not None
+    text = json.dumps(without_card(payload))
+    cut = json.dumps([c.as_json() for c in cuts]) if cuts else None
 
+    async def work(conn: asyncpg.Connection) -> Stored | None:
+        stored = await conn.fetchval(
+            """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
+                                          received_at, cut)
+               VALUES ($1, $2, $3, $4, $5, $6, 'received', $7, $8) ON CONFLICT DO NOTHING RETURNING seq""",
+            revision_id, system_id, property_id, cm_booking_id, revised_at, text, at, cut)
+        if stored is not None:
+            return Stored("new")
+        kept = await conn.fetch(
+            """SELECT seq, id, property_id, cm_booking_id, state, acked_at FROM ota_revisions
+               WHERE id = $1 OR system_id = $2 ORDER BY seq""", revision_id, system_id)
+        if not kept:
+            return None  # the one it met has just been pruned: store it again
+        same = [r for r in kept if r["property_id"] == property_id and r["cm_booking_id"] == cm_booking_id]
+        if same:
+            by_id = [r for r in same if r["id"] == revision_id]
+            return Stored("again", not by_id or all(r["state"] != "received" and r["acked_at"] is not None
+                                                   for r in by_id))
+        await conn.execute(
+            """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
+                                          received_at, cut, clash_of)
+               VALUES ($1, $2, $3, $4, $5, $6, 'received', $7, $8, $9) ON CONFLICT DO NOTHING""",
+            revision_id, system_id, property_id, cm_booking_id, revised_at, text, at, cut, kept[0]["seq"])
+        return Stored("clash")
 
-async def offered_again(db: Database, revision_id: str) -> bool:
-    """Whether a revision the feed offers, not stored anew, wants acknowledging now: one
-    settled and acknowledged here (our acknowledgement lost on its way), or a repeat under a
-    new id (not in the record). One waiting to be applied, or applied with its
-    acknowledgement pending, is the round's to apply or acknowledge, once."""
-    settled = await db.fetchval("SELECT state <> 'received' AND acked_at IS NOT NULL FROM ota_revisions WHERE id = $1",
-                                revision_id)
-    return settled is None or bool(settled)
+    for _ in range(3):
+        done = await db.transaction(work)
+        if done is not None:
+            return done
+    raise RuntimeError(f"revision {revision_id[:40]} neither stored nor found three times")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +101,34 @@ class Received:
     cm_booking_id: str
     revised_at: datetime
     payload: dict[str, Any]
+    cuts: tuple[Cut, ...] = ()
+    attempts: int = 0
+    clash_of: int | None = None  # the earlier revision whose id or system_id this one repeats
 
 
 async def received(db: Database, limit: int = 500, mode: str = "live") -> list[Received]:
     """Revisions of `mode`'s properties stored but not yet applied, in the order they came."""
     rows = await db.fetch(
-        f"""SELECT seq, id, property_id, cm_booking_id, revised_at, payload FROM ota_revisions
-            WHERE state = 'received' AND {_OF_MODE} ORDER BY seq LIMIT $1""", limit, mode)
+        f"""SELECT seq, id, property_id, cm_booking_id, revised_at, payload, cut, attempts, clash_of
+            FROM ota_revisions WHERE state = 'received' AND {_OF_MODE} ORDER BY seq LIMIT $1""", limit, mode)
     return [Received(r["seq"], r["id"], r["property_id"], r["cm_booking_id"], r["revised_at"],
-                     json.loads(r["payload"])) for r in rows]
+                     json.loads(r["payload"]), _cuts(r["cut"]), r["attempts"], r["clash_of"]) for r in rows]
+
+
+def _cuts(stored: Any) -> tuple[Cut, ...]:
+    if stored is None:
+        return ()
+    listed = json.loads(stored) if isinstance(stored, str) else stored
+    return tuple(Cut.from_json(c) for c in listed)
+
+
+async def count_attempt(db: Database, seq: int, why: str) -> int:
+    """One more apply of a waiting revision that ran out of time or was rolled back for now;
+    answers how many there have been (0: it is no longer waiting)."""
+    tries = await db.fetchval(
+        """UPDATE ota_revisions SET attempts = attempts + 1, note = $2 WHERE seq = $1 AND state = 'received'
+           RETURNING attempts""", seq, why[:300])
+    return int(tries or 0)
 
 
 async def lock_received(conn: asyncpg.Connection, seq: int) -> bool:
@@ -102,9 +153,9 @@ async def apply_again(db: Database, property_id: int, revision_id: str) -> str |
     acknowledgement stands: the channel manager is not asked again."""
     before = await db.fetchval(
         """WITH before AS (SELECT seq, state FROM ota_revisions WHERE id = $2 AND property_id = $1 FOR UPDATE),
-                again AS (UPDATE ota_revisions r SET state = 'received', note = NULL, settled_at = NULL
+                again AS (UPDATE ota_revisions r SET state = 'received', note = NULL, settled_at = NULL, attempts = 0
                           FROM before WHERE r.seq = before.seq AND before.state = ANY($3::text[]))
-           SELECT state FROM before""",
+           SELECT state FROM before ORDER BY seq DESC LIMIT 1""",
         property_id, revision_id, list(KEPT_STATES))
     return None if before is None else str(before)
 
@@ -113,22 +164,39 @@ async def unacknowledged(db: Database, limit: int = 500, mode: str = "live") -> 
     """Settled revisions of `mode`'s properties still to acknowledge at their channel manager."""
     rows = await db.fetch(
         f"""SELECT id FROM ota_revisions WHERE state <> 'received' AND acked_at IS NULL AND {_OF_MODE}
-            ORDER BY seq LIMIT $1""", limit, mode)
+            GROUP BY id ORDER BY min(seq) LIMIT $1""", limit, mode)
     return [r["id"] for r in rows]
 
 
 async def acknowledged(db: Database, revision_id: str, at: datetime) -> None:
-    await db.execute("UPDATE ota_revisions SET acked_at = $2 WHERE id = $1", revision_id, at)
+    """The channel manager took the acknowledgement of this id: every settled revision kept
+    under it (a clash shares its id with an earlier one) is acknowledged."""
+    await db.execute("UPDATE ota_revisions SET acked_at = $2 WHERE id = $1 AND state <> 'received' AND acked_at IS NULL",
+                     revision_id, at)
 
 
 async def mapping_in(conn: asyncpg.Connection, property_id: int) -> Mapping:
     owner = catalog_owner("$1")
-    rooms = await conn.fetch(f"SELECT id, cm_id FROM room_types WHERE property_id = {owner} AND cm_id IS NOT NULL",
-                             property_id)
+    rooms = await conn.fetch(
+        f"SELECT id, cm_id, rooms FROM room_types WHERE property_id = {owner} AND cm_id IS NOT NULL", property_id)
     plans = await conn.fetch(
         f"SELECT id, cm_id, meal_plan FROM rate_plans WHERE property_id = {owner} AND cm_id IS NOT NULL", property_id)
     return Mapping({r["cm_id"]: r["id"] for r in rooms}, {p["cm_id"]: p["id"] for p in plans},
-                   {p["id"]: p["meal_plan"] for p in plans})
+                   {p["id"]: p["meal_plan"] for p in plans}, {r["cm_id"]: r["rooms"] for r in rooms})
+
+
+async def screening_facts(db: Database, property_id: int, now: datetime) -> tuple[Mapping, StayFacts] | None:
+    """The property's mapping, and what a revision of it is screened against (its today,
+    its rooms); None when there is no such property. Read without any lock: it is read
+    before the property is locked, so that a revision it refuses never takes the lock."""
+    async def work(conn: asyncpg.Connection) -> tuple[Mapping, StayFacts] | None:
+        zone = await conn.fetchval("SELECT timezone FROM properties WHERE id = $1", property_id)
+        if zone is None:
+            return None
+        mapping = await mapping_in(conn, property_id)
+        return mapping, StayFacts(now.astimezone(ZoneInfo(zone)).date(), mapping.room_counts)
+
+    return await db.run(work)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,13 +295,16 @@ async def move_cells(conn: asyncpg.Connection, property_id: int, booking_id: int
 async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[dict[str, Any]]:
     """The property's revisions, newest first, as the admin interface shows them."""
     rows = await db.fetch(
-        """SELECT r.id, r.state, r.note, r.received_at, r.settled_at, r.acked_at, r.payload, b.reference
+        """SELECT r.id, r.state, r.note, r.received_at, r.settled_at, r.acked_at, r.payload, r.cut, r.attempts,
+                  r.clash_of, b.reference
            FROM ota_revisions r LEFT JOIN bookings b ON b.id = r.booking_id
            WHERE r.property_id = $1 ORDER BY r.seq DESC LIMIT $2""", property_id, limit)
     views = []
     for r in rows:
         payload = json.loads(r["payload"])
         views.append({"revisionId": r["id"], "state": r["state"], "note": r["note"],
+                      "cut": [c.said() for c in _cuts(r["cut"])], "attempts": r["attempts"],
+                      "clash": r["clash_of"] is not None,
                       "status": payload.get("status"), "reservationCode": payload.get("ota_reservation_code"),
                       "reference": r["reference"], "receivedAt": r["received_at"].isoformat(),
                       "settledAt": r["settled_at"].isoformat() if r["settled_at"] else None,

@@ -7,12 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import copy
+import json
+from collections.abc import Callable
+from datetime import date
+from decimal import Decimal
+
 import pytest
 
+from connectapi.actors.booking_intake import APPLY_TRIES
+from connectapi.actors.messages.property_writer import OTA_APPLY_WITHIN
+from connectapi.channel.sandbox.bookings import Stay
 from connectapi.storage.database import Database, RecordRefused
 from connectapi.storage.migrations import bundled_migrations
-from .harness import Harness
-from .test_ota_bookings import CM_ONLY, NOTIFY_SECRET, cm_ids, events_of, hooked_property, ota_booking
+from .harness import Harness, eventually
+from .test_ota_bookings import CM_ONLY, NOTIFY_SECRET, cm_ids, events_of, hooked_property, ota_booking, revisions
 from .webhook_receiver import Receiver
 
 
@@ -118,3 +127,222 @@ async def test_the_migration_unmaps_the_later_of_two_properties_sharing_an_id(db
            JOIN room_types r ON r.property_id = p.id JOIN rate_plans q ON q.property_id = p.id""")}
     assert held == {ids[0]: ("cm-p", "cm-room", "cm-plan"), ids[1]: (None, None, "cm-copy-plan"),
                     ids[2]: ("cm-own", "cm-own-room", None)}
+
+
+# --- 1 and 4. A revision screened before anything is locked or written -------------------------
+
+GUEST = {"name": "Ana", "surname": "Lima", "mail": "ana@example.com", "phone": "+351 912 345 678", "country": "PT"}
+
+
+def offered(api: Harness, prop: dict[str, Any], change: Callable[[dict[str, Any]], None] = lambda r: None,
+            check_in: date = date(2026, 12, 10), check_out: date = date(2026, 12, 12)) -> dict[str, Any]:
+    """A new revision for `prop`'s first room type and plan in the sandbox's feed, as Channex
+    documents one, then changed by `change` (made hostile) before the intake can read it:
+    nothing here awaits between the two."""
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    cm = cm_ids(api, prop)
+    made = sandbox.bookings.new(Stay(cm[0], cm[1], cm[1 + len(prop["roomTypes"])], check_in, check_out, 2, 0,
+                                     dict(GUEST), Decimal("240.00"), "EUR", "BookingCom"), api.ctx.clock.now())
+    change(made)
+    return made
+
+
+def stay(arrival: str, departure: str) -> Callable[[dict[str, Any]], None]:
+    def change(revision: dict[str, Any]) -> None:
+        revision["arrival_date"], revision["departure_date"] = arrival, departure
+        revision["rooms"][0]["checkin_date"], revision["rooms"][0]["checkout_date"] = arrival, departure
+    return change
+
+
+async def settled_as(api: Harness, prop: dict[str, Any], count: int) -> list[tuple[str, str]]:
+    """(state, note) of the property's `count` revisions, oldest first, once each is settled
+    and acknowledged."""
+    return [(r["state"], r["note"]) for r in reversed(await revisions(api, prop, count))]
+
+
+async def nothing_written_for(api: Harness, prop: dict[str, Any]) -> None:
+    db = api.ctx.db
+    assert await db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", prop["id"]) == 0
+    assert await db.fetchval("SELECT count(*) FROM inventory_events WHERE property_id = $1", prop["id"]) == 0
+    assert await db.fetchval("SELECT count(*) FROM webhook_events WHERE property_id = $1 AND type LIKE 'channel.%'",
+                             prop["id"]) == 0
+    # The cells a new property starts with, and none more.
+    assert await db.fetchval(
+        """SELECT count(*) FROM availability_cells c JOIN room_types r ON r.id = c.room_type_id
+           WHERE c.property_id = $1 AND (c.available <> r.rooms OR c.night > DATE '2026-11-22' + 366)""",
+        prop["id"]) == 0
+
+
+async def test_stays_a_property_cannot_hold_are_refused_kept_told_and_acknowledged(api: Harness,
+                                                                                   receiver: Receiver) -> None:
+    prop, _ = await hooked_property(api, receiver)  # with the PMS: a stay applied would take its rooms
+    hostile = [stay("2026-12-01", "3026-12-01"), stay("9999-12-01", "9999-12-03"), stay("0001-01-01", "0001-01-03"),
+               stay("2026-12-01", "2126-12-01"), stay("2026-12-01", "2027-03-02")]
+    for change in hostile:
+        offered(api, prop, change)
+    settled = await settled_as(api, prop, len(hostile))
+    assert [state for state, _ in settled] == ["refused"] * len(hostile)
+    assert [note for _, note in settled] == [
+        "its stay of 365,242 nights is longer than 90", "its arrival 9999-12-01 is past the horizon (2027-12-22)",
+        "its arrival 0001-01-01 is more than a year ago", "its stay of 36,524 nights is longer than 90",
+        "its stay of 91 nights is longer than 90"]
+    await nothing_written_for(api, prop)
+    told = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.unapplied"] * len(hostile)
+    assert api.ctx.channel.sandbox is not None and api.ctx.channel.sandbox.bookings.feed(None) == []
+    # The longest stay the contract takes, at the edges of the window, is applied.
+    offered(api, prop, stay("2027-12-22", "2028-03-21"))
+    offered(api, prop, stay("2025-11-22", "2025-11-23"))
+    assert [state for state, _ in await settled_as(api, prop, len(hostile) + 2)][-2:] == ["applied", "applied"]
+
+
+async def test_rooms_and_amounts_a_property_cannot_hold_are_refused(api: Harness, receiver: Receiver) -> None:
+    prop, _ = await hooked_property(api, receiver)  # its first room type has 8 rooms
+
+    def rooms(count: int) -> Callable[[dict[str, Any]], None]:
+        return lambda revision: revision.update(rooms=[copy.deepcopy(revision["rooms"][0]) for _ in range(count)])
+
+    def amount(value: str, where: str = "booking") -> Callable[[dict[str, Any]], None]:
+        def change(revision: dict[str, Any]) -> None:
+            (revision if where == "booking" else revision["rooms"][0])["amount"] = value
+        return change
+
+    hostile = [rooms(10_000), rooms(9), rooms(101), amount("-500.00"), amount("-1.00", "room"), amount("1e12"),
+               amount("NaN"), amount("Infinity", "room")]
+    for change in hostile:
+        offered(api, prop, change)
+    settled = await settled_as(api, prop, len(hostile))
+    assert [state for state, _ in settled] == ["refused"] * len(hostile)
+    assert settled[0][1].startswith("it was too large to keep whole: rooms (10,000 items), the revision (")
+    assert [note for _, note in settled[1:]] == [
+        "it sells 9 rooms of a room type the property has 8 of",
+        "it sells 101 rooms, more than 100 in one booking",
+        "a negative amount (-500.00)", "a negative amount (-1.00)", "an amount of ten or more integer digits",
+        "an amount that is not a number", "an amount that is not a number"]
+    await nothing_written_for(api, prop)
+    # What is kept for review is bounded too, and the cuts recorded.
+    [kept] = [r for r in await revisions(api, prop, len(hostile)) if r["cut"]]
+    assert kept["cut"][0] == "rooms (10,000 items)" and kept["cut"][1].startswith("the revision (")
+    assert await api.ctx.db.fetchval("SELECT max(length(payload::text)) FROM ota_revisions") < 1_000_000
+
+
+async def test_oversized_guest_fields_are_cut_recorded_and_the_webhook_stays_small(api: Harness,
+                                                                                   receiver: Receiver) -> None:
+    prop, secret = await hooked_property(api, receiver)
+
+    def hostile(revision: dict[str, Any]) -> None:
+        revision["customer"].update(mail="a" * 200_000 + "@example.com", phone="9" * 100_000, country="P" * 100_000,
+                                    name="N" * 500, address="x" * 50_000)
+    offered(api, prop, hostile)
+    [(state, note)] = await settled_as(api, prop, 1)
+    assert state == "applied"
+    # Read from what was kept: its strings at most 4,000 characters (the cuts below).
+    assert note == ("guest name cut (505 characters); guest e-mail dropped (4,000 characters, not an address); "
+                    "guest phone dropped (4,000 characters, not a number); "
+                    "guest country dropped (4,000 characters, not a two-letter code)")
+    [kept] = await revisions(api, prop, 1)
+    assert kept["cut"] == ["customer.mail (200,012 characters)", "customer.phone (100,000 characters)",
+                           "customer.country (100,000 characters)", "customer.address (50,000 characters)"]
+    headers, body = receiver.received[1]
+    assert len(body) < 10_000
+    booking = json.loads(body)["data"]["booking"]
+    assert booking["guest"] == {"name": "N" * 199 + "…", "email": None, "phone": None, "country": None}
+    assert (await events_of(receiver, secret, 2))[1]["type"] == "channel.booking.created"
+    assert await api.ctx.db.fetchval("SELECT max(length(payload::text)) FROM ota_revisions") < 30_000
+
+
+# --- 3. Clashing ids are kept, never dropped ------------------------------------------------------
+
+async def test_a_revision_reusing_another_propertys_revision_id_is_kept_and_told(api: Harness,
+                                                                                 receiver: Receiver) -> None:
+    first, secret = await hooked_property(api, receiver, **CM_ONLY)
+    second = await api.create_property(name="Another Hotel", **CM_ONLY)
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    applied = offered(api, first)
+    [(state, _)] = await settled_as(api, first, 1)
+    assert state == "applied"
+    # The second hotel's revision comes under the id of the first's, applied and acknowledged.
+    theirs = offered(api, second, check_in=date(2026, 12, 20), check_out=date(2026, 12, 21))
+    del sandbox.bookings.revisions[theirs["id"]]
+    theirs["id"] = theirs["revision_id"] = applied["id"]
+    sandbox.bookings.revisions[applied["id"]] = theirs
+    sandbox.bookings.acked.discard(applied["id"])
+    api.ctx.properties.wakeups.revisions_waiting()
+    [(state, note)] = await settled_as(api, second, 1)
+    assert state == "refused"
+    assert note == ("its id or system id is an earlier revision's, of another booking or property: kept for review, "
+                    "not applied")
+    [kept] = await revisions(api, second, 1)
+    assert kept["clash"] and kept["acknowledged"] and kept["revisionId"] == applied["id"]
+    assert sandbox.bookings.feed(None) == []
+    told = (await api.admin("GET", f"/properties/{second['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.unapplied"]
+    # The first hotel's revision and booking are as they were; nothing reached the second's.
+    assert [(r["state"], r["clash"]) for r in await revisions(api, first, 1)] == [("applied", False)]
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", second["id"]) == 0
+    assert len([event for event in await events_of(receiver, secret, 2)]) == 2 and len(receiver.received) == 2
+    # Offered again (our acknowledgement lost), it is the same clash, not another.
+    sandbox.bookings.acked.discard(applied["id"])
+    api.ctx.properties.wakeups.revisions_waiting()
+    await eventually(lambda: not sandbox.bookings.feed(None), "the clash acknowledged again")
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE id = $1", applied["id"]) == 2
+
+
+async def test_a_new_revision_repeating_another_bookings_system_id_is_kept_and_told(api: Harness,
+                                                                                    receiver: Receiver) -> None:
+    prop, _ = await hooked_property(api, receiver, **CM_ONLY)
+    earlier = offered(api, prop)
+    await settled_as(api, prop, 1)
+    offered(api, prop, lambda r: r.update(system_id=earlier["system_id"]), check_in=date(2026, 12, 20),
+            check_out=date(2026, 12, 21))
+    settled = await settled_as(api, prop, 2)
+    assert [state for state, _ in settled] == ["applied", "refused"]
+    assert [r["clash"] for r in reversed(await revisions(api, prop, 2))] == [False, True]
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", prop["id"]) == 1
+    # The same booking's revision offered again under a new id is a repeat, as before: no clash.
+    again = dict(earlier)
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    again["id"] = again["revision_id"] = "a-new-id-for-the-same-revision"
+    sandbox.bookings.revisions[again["id"]] = again
+    api.ctx.properties.wakeups.revisions_waiting()
+    await eventually(lambda: not sandbox.bookings.feed(None), "the repeat acknowledged")
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE property_id = $1", prop["id"]) == 2
+
+
+# --- 1. No revision holds its property, or another property's, for long ----------------------------
+
+async def test_a_slow_revision_holds_up_no_other_property_and_is_refused_after_its_tries(api: Harness,
+                                                                                          receiver: Receiver) -> None:
+    slow = await api.create_property(**CM_ONLY)
+    other, secret = await hooked_property(api, receiver, name="Another Hotel", **CM_ONLY)
+    # Injected: the slow property's bookings take far longer than any apply may.
+    await api.ctx.db.execute(f"""CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN IF NEW.property_id = {slow['id']} THEN PERFORM pg_sleep(20); END IF; RETURN NEW; END $$""")
+    await api.ctx.db.execute("CREATE TRIGGER stall BEFORE INSERT ON bookings FOR EACH ROW EXECUTE FUNCTION stall()")
+    offered(api, slow)
+    offered(api, other)
+    # The other hotel's booking is applied and told while the slow one's apply is stuck.
+    created = (await events_of(receiver, secret, 2))[1]
+    assert created["property"]["id"] == other["id"] and created["type"] == "channel.booking.created"
+    # Each try of the slow one is rolled back once past its time, and the property's lock with
+    # it (the record ends the statement of a client gone): the next try takes the lock again.
+    async def stalled() -> bool:
+        return bool(await api.ctx.db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"))
+
+    for tries in range(1, APPLY_TRIES + 1):
+        await eventually(stalled, f"try {tries} stalled")
+        api.advance(OTA_APPLY_WITHIN + 1)
+        await eventually(lambda: api.ctx.db.fetchval("SELECT attempts = $2 OR state <> 'received' FROM ota_revisions "
+                                                     "WHERE property_id = $1", slow["id"], tries),
+                         f"try {tries} rolled back")
+        api.ctx.properties.wakeups.revisions_waiting()  # the next round, if the intake has not begun it
+    [(state, note)] = await settled_as(api, slow, 1)
+    assert (state, note) == ("refused", f"it could not be applied in {APPLY_TRIES} tries (its apply ran past "
+                                        f"{OTA_APPLY_WITHIN:g} s and was rolled back)")
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", slow["id"]) == 0
+    told = (await api.admin("GET", f"/properties/{slow['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.unapplied"]
+    assert not await stalled()

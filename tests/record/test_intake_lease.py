@@ -85,7 +85,8 @@ async def test_a_revision_another_round_settled_is_neither_refused_nor_told_agai
         property_id = await db.fetchval(
             "INSERT INTO properties (name, timezone, currency, channel_manager, pms, owner_email) "
             "VALUES ('Casa Azul', 'Europe/Lisbon', 'EUR', true, false, 'owner@example.com') RETURNING id")
-        assert await ota.store_revision(db, "rev-1", "BOO-1-1", property_id, "bk-1", NOW, {"id": "rev-1"}, NOW)
+        assert (await ota.store_revision(db, "rev-1", "BOO-1-1", property_id, "bk-1", NOW, {"id": "rev-1"}, (),
+                                         NOW)).outcome == "new"
         [item] = await ota.received(db)
 
         async def settled_elsewhere(conn: Any) -> None:

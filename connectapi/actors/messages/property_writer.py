@@ -178,12 +178,19 @@ class RevisionSettled:
     mails: int = 0
 
 
+# How long an OTA revision's apply may hold its property's lock before it is rolled back
+# (a try the intake counts; decision 0126). A revision applies in milliseconds.
+OTA_APPLY_WITHIN = 10.0
+
+
 @dataclass(frozen=True, slots=True)
 class ApplyOtaRevision(Ask[RevisionSettled]):
-    """Apply a stored OTA revision of this property: its booking, its inventory, its event."""
+    """Apply a stored OTA revision of this property: its booking, its inventory, its event;
+    rolled back (RecordBusy) if it runs past `within` seconds."""
 
     revision: Received
     now: datetime
+    within: float = OTA_APPLY_WITHIN
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,171 @@
+"""A booking revision from the channel manager, checked as any input is (issue 41).
+
+Channex relays what each OTA sends, and an account's feed can carry anything: one revision
+with a 1,000-year stay once held its property's lock for minutes and wrote hundreds of
+megabytes. So a revision is bounded twice (docs/decisions/0126-the-feed-is-input.md):
+
+- **Before it is kept** (`bounded`): what the record keeps for review has every string cut
+  at TEXT_KEPT characters, every list and object at MEMBERS_KEPT members, and the whole at
+  BYTES_KEPT; each cut is recorded with the revision (`Cut`). A list or object cut, or a
+  revision kept only in outline, can no longer say what the OTA sold: it is refused.
+- **Before anything is locked or written** (`screen`): the stay, the rooms and the amounts
+  must be ones the property can hold. A refusal names the reason; the revision is kept as
+  `refused`, the owner told, and it is acknowledged.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from .ari_write import HORIZON_DAYS
+from .bookings import MAX_NIGHTS
+
+TEXT_KEPT = 4000  # characters of a string (a guest's requests are the longest we expect)
+MEMBERS_KEPT = 400  # items of a list, members of an object (a stay's `days` is at most 90)
+BYTES_KEPT = 256 * 1024  # the whole revision as JSON, once its parts are bounded
+CUTS_LISTED = 20  # cuts recorded with a revision; more are counted in the last
+# The stay a property can hold: an arrival from a year back (a late cancellation of a
+# past stay) to a month past the horizon (an OTA's horizon may run a little past ours),
+# and the contract's own longest booking.
+ARRIVAL_BACK = timedelta(days=365)
+ARRIVAL_AHEAD = timedelta(days=HORIZON_DAYS + 30)
+MAX_OTA_NIGHTS = MAX_NIGHTS
+MAX_OTA_ROOMS = 100
+MAX_GUESTS_A_ROOM = 100  # adults, or children, in one room: more is no booking
+# An amount in major units: below the contract's own bound (ten integer digits).
+AMOUNT_BOUND = Decimal(10) ** 10
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A part of a revision cut before it was kept: where, how large it was, and in what."""
+
+    path: str
+    size: int
+    unit: str  # characters, items, members, or bytes (the whole, kept in outline only)
+
+    @property
+    def structural(self) -> bool:
+        """Whether what the OTA sold may be lost with it: anything but a string's tail."""
+        return self.unit != "characters"
+
+    def said(self) -> str:
+        return f"{self.path or 'the revision'} ({self.size:,} {self.unit})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "unit": self.unit}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Cut:
+        return cls(str(value["path"]), int(value["size"]), str(value["unit"]))
+
+
+def bounded(revision: dict[str, Any]) -> tuple[dict[str, Any], tuple[Cut, ...]]:
+    """The revision as the record may keep it, and what was cut to make it so."""
+    cuts: list[Cut] = []
+    kept = _bound(revision, "", cuts)
+    assert isinstance(kept, dict)
+    size = len(json.dumps(kept, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > BYTES_KEPT:
+        # Still too large (many parts each under their bound): its top-level scalars only,
+        # for a person to recognise it by.
+        kept = {name: value for name, value in kept.items() if not isinstance(value, (dict, list))}
+        cuts.append(Cut("", size, "bytes"))
+    if len(cuts) > CUTS_LISTED:
+        # The cuts that lose what was sold first (sorted stably), so that the last entry,
+        # standing for the rest, is structural whenever any of the rest is.
+        cuts.sort(key=lambda cut: not cut.structural)
+        rest = cuts[CUTS_LISTED - 1:]
+        cuts = [*cuts[:CUTS_LISTED - 1], Cut(f"{len(rest)} more parts", sum(c.size for c in rest), rest[0].unit)]
+    return kept, tuple(cuts)
+
+
+def _bound(value: Any, path: str, cuts: list[Cut]) -> Any:
+    if isinstance(value, str):
+        if len(value) > TEXT_KEPT:
+            cuts.append(Cut(path, len(value), "characters"))
+            return value[:TEXT_KEPT]
+        return value
+    if isinstance(value, dict):
+        if len(value) > MEMBERS_KEPT:
+            cuts.append(Cut(path, len(value), "members"))
+        return {key[:TEXT_KEPT]: _bound(inner, _joined(path, key), cuts)
+                for key, inner in list(value.items())[:MEMBERS_KEPT]}
+    if isinstance(value, list):
+        if len(value) > MEMBERS_KEPT:
+            cuts.append(Cut(path, len(value), "items"))
+        return [_bound(inner, f"{path}[{i}]", cuts) for i, inner in enumerate(value[:MEMBERS_KEPT])]
+    return value
+
+
+def _joined(path: str, key: str) -> str:
+    name = key if len(key) <= 40 else key[:40] + "…"
+    return f"{path}.{name}" if path else name
+
+
+@dataclass(frozen=True, slots=True)
+class StayFacts:
+    """What a revision is screened against: the property's today and, by the channel
+    manager's room type id, how many rooms the property has of each it maps."""
+
+    today: date
+    rooms_by_cm_room_type: dict[str, int]
+
+
+def lost_in_keeping(cuts: tuple[Cut, ...]) -> str | None:
+    """Why a revision kept only in part cannot be applied (what it sold may be in the part
+    cut), or None: checked before it is even read."""
+    lost = [cut for cut in cuts if cut.structural]
+    if lost:
+        return f"it was too large to keep whole: {', '.join(cut.said() for cut in lost[:3])}"
+    return None
+
+
+def screen(arrival: date, departure: date, rooms: list[tuple[str | None, int, int]], amounts: list[Decimal],
+           facts: StayFacts) -> str | None:
+    """Why the property cannot take this revision, or None. `rooms` are (channel manager's
+    room type id, adults, children), `amounts` the total and each room's."""
+    return _stay(arrival, departure, facts.today) or _rooms(rooms, facts) or _amounts(amounts)
+
+
+def _stay(arrival: date, departure: date, today: date) -> str | None:
+    if arrival < today - ARRIVAL_BACK:
+        return f"its arrival {arrival.isoformat()} is more than a year ago"
+    if arrival > today + ARRIVAL_AHEAD:
+        return f"its arrival {arrival.isoformat()} is past the horizon ({(today + ARRIVAL_AHEAD).isoformat()})"
+    nights = (departure - arrival).days
+    if nights > MAX_OTA_NIGHTS:
+        return f"its stay of {nights:,} nights is longer than {MAX_OTA_NIGHTS}"
+    return None
+
+
+def _rooms(rooms: list[tuple[str | None, int, int]], facts: StayFacts) -> str | None:
+    if len(rooms) > MAX_OTA_ROOMS:
+        return f"it sells {len(rooms):,} rooms, more than {MAX_OTA_ROOMS} in one booking"
+    for _, adults, children in rooms:
+        if not (0 <= adults <= MAX_GUESTS_A_ROOM and 0 <= children <= MAX_GUESTS_A_ROOM):
+            return f"a room of {adults:,} adults and {children:,} children"
+    sold = Counter(room_type for room_type, _, _ in rooms if room_type is not None)
+    for room_type, count in sorted(sold.items()):
+        has = facts.rooms_by_cm_room_type.get(room_type)
+        if has is not None and count > has:
+            return f"it sells {count} rooms of a room type the property has {has} of"
+    return None
+
+
+def _amounts(amounts: list[Decimal]) -> str | None:
+    for amount in amounts:
+        if not amount.is_finite():
+            return "an amount that is not a number"
+        if amount < 0:
+            return f"a negative amount ({amount})"
+        if amount >= AMOUNT_BOUND:
+            return "an amount of ten or more integer digits"
+    return None
