@@ -9,6 +9,7 @@ import base64
 import datetime
 import json
 import logging
+import math
 import time
 from typing import Any
 
@@ -224,6 +225,27 @@ def test_a_success_answer_not_from_the_service_raises_with_the_writes_key() -> N
     assert odd.value.idempotency_key == sent[0].headers["x-idempotency-key"]
 
 
+def test_a_redirect_is_never_followed_nor_taken_for_an_answer() -> None:
+    """A 307 to another origin, even with the service's envelope in its body: an error with
+    the write's key, and nothing sent to where it points (as the TypeScript client)."""
+    sent: list[httpx.Request] = []
+
+    def redirecting(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(307, headers={"location": "http://elsewhere.invalid/api/v1/connect-api/v1/rates"},
+                              json={"statuscode": 202, "message": "ok", "data": {"batchId": "not-ours"}})
+
+    client = Client(base_url="http://connectapi.invalid", api_key="cak_test_x", max_retries=0,
+                    http_client=httpx.Client(transport=httpx.MockTransport(redirecting)))
+    with pytest.raises(ApiError) as redirected:
+        client.rates.set([{"ratePlanId": 1, "dateFrom": "2026-12-01", "dateTo": "2026-12-01", "rate": "90",
+                           "currency": "EUR"}])
+    assert (redirected.value.status, redirected.value.code) == (307, "UNEXPECTED_ANSWER")
+    assert "not followed" in redirected.value.message
+    assert redirected.value.idempotency_key == sent[0].headers["x-idempotency-key"]
+    assert [r.url.host for r in sent] == ["connectapi.invalid"]
+
+
 def test_a_wait_beyond_max_wait_raises_at_once_with_the_wait(live: Live, proxy: FaultProxy) -> None:
     keyed = live.keyed()
     client, clock = client_for(proxy.url, keyed)
@@ -339,6 +361,18 @@ def test_the_standard_webhooks_vectors(secret: str, event_id: str, stamp: str, b
         _signed(body.encode(), headers, [secret], 300, float(stamp) + 301)
     with pytest.raises(WebhookVerificationError, match="not an event of the service"):
         verify_webhook(body, headers, secret, now=float(stamp))  # signed, but no event
+
+
+@pytest.mark.parametrize(("tolerance", "now"), [(math.nan, None), (math.inf, None), (300, math.nan),
+                                               (math.inf, math.inf), (-math.inf, None)])
+def test_a_number_that_is_not_finite_fails_closed(tolerance: float, now: float | None) -> None:
+    """A delivery 10^8 s old, signed right: refused whatever non-finite number is given (a
+    NaN compared false with its age and let it through)."""
+    secret, event_id, stamp, body, signature = VECTORS[1]
+    headers = {"webhook-id": event_id, "webhook-timestamp": stamp, "webhook-signature": signature}
+    at = float(stamp) + 1e8 if now is None else now
+    with pytest.raises(WebhookVerificationError, match="must be finite numbers"):
+        verify_webhook(body, headers, secret, tolerance=tolerance, now=at)
 
 
 def test_real_deliveries_verify_and_forgeries_do_not(live: Live) -> None:

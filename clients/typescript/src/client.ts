@@ -589,7 +589,10 @@ export class Client {
         abort.abort();
       }, shared.timeout * 1000);
       try {
-        response = await shared.fetch(url.toString(), { method: call.method, headers, body, signal: abort.signal });
+        // Never followed (fetch's default is to follow): the service does not redirect, and a
+        // redirect to another origin would carry the body there, and on some runtimes the key.
+        response = await shared.fetch(url.toString(),
+          { method: call.method, headers, body, signal: abort.signal, redirect: "manual" });
         text = await response.text();
       } catch (failure) {
         if (attempt < this.maxRetries && mayRetryConnection(call, failure)) {
@@ -614,6 +617,15 @@ export class Client {
         etag: response.headers.get("etag"),
         attempts: attempt + 1,
       });
+      if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+        // What answered is not the service (a proxy, a captive portal): the write may or may
+        // not have been made, so the error carries its key, as UNEXPECTED_ANSWER always does.
+        const location = response.headers.get("location")?.slice(0, 200);
+        throw new ApiError(response.status, "UNEXPECTED_ANSWER",
+          `a redirect${location ? ` to ${location}` : ""}, not followed: the service never redirects`, {
+            requestId: response.headers.get("x-request-id"), rateLimit, idempotencyKey: keyOf(call),
+          });
+      }
       if (response.status < 400) {
         try {
           return (JSON.parse(text) as { data: T }).data;

@@ -66,6 +66,10 @@ async function signed(raw: Uint8Array, headers: HeaderSource, secrets: readonly 
   const sentAt = Number.parseInt(stamp, 10);
   const tolerance = options.tolerance ?? TOLERANCE_SECONDS;
   const nowMs = options.now === undefined ? Date.now() : options.now instanceof Date ? options.now.getTime() : options.now;
+  if (!Number.isFinite(nowMs) || !Number.isFinite(tolerance)) {
+    // Fail closed: an infinite tolerance (or clock) would let a delivery of any age through.
+    throw new WebhookVerificationError(`now (${nowMs}) and tolerance (${tolerance}) must be finite numbers`);
+  }
   const off = nowMs / 1000 - sentAt;
   if (!(Math.abs(off) <= tolerance)) {
     throw new WebhookVerificationError(

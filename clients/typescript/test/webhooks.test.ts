@@ -60,6 +60,12 @@ test("refused: a stale or future timestamp, a tampered body, a missing header, a
   await refused(verifyWebhook(v.body, headersOf(v), v.secret, { now: (v.timestamp - 301) * 1000 }), /-301 s/);
   await verifyWebhook(v.body, headersOf(v), v.secret, { now: (v.timestamp + 300) * 1000 });
   await verifyWebhook(v.body, headersOf(v), v.secret, { now: (v.timestamp + 3000) * 1000, tolerance: 3600 });
+  // A number that is not finite fails closed, whichever it is: a delivery 10^8 s old is refused.
+  const old = { now: (v.timestamp + 1e8) * 1000 };
+  for (const options of [{ ...old, tolerance: NaN }, { ...old, tolerance: Infinity }, { now: NaN },
+    { now: Infinity, tolerance: Infinity }]) {
+    await refused(verifyWebhook(v.body, headersOf(v), v.secret, options), /must be finite numbers/);
+  }
   await refused(verifyWebhook(v.body.replace("test_user", "test_usEr"), headersOf(v), v.secret,
     { now: v.timestamp * 1000 }), /no signature matches/);
   for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature"]) {

@@ -338,6 +338,14 @@ def answered(call: Call[M], response: httpx.Response, attempt: int, max_retries:
     or its error raised."""
     rate_limit = seen.rate_limit = RateLimit.from_headers(response.headers)
     seen.last_response = last_response(response, call, attempt + 1)
+    if response.is_redirect or 300 <= response.status_code < 400:
+        # Never followed (httpx does not unless told): the service does not redirect, and what
+        # answered is not it; the write may or may not have been made, so the key goes along.
+        location = response.headers.get("location", "")[:200]
+        raise ApiError(response.status_code, "UNEXPECTED_ANSWER",
+                       f"a redirect{f' to {location}' if location else ''}, not followed: the service never "
+                       "redirects", request_id=response.headers.get("x-request-id"), rate_limit=rate_limit,
+                       idempotency_key=call.idempotency_key)
     if response.status_code < 400:
         return answer_of(call, response, rate_limit)
     error = error_of(response, rate_limit, call.idempotency_key)

@@ -9,6 +9,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -57,6 +58,9 @@ def _signed(raw: bytes, headers: Mapping[str, str], secrets: Sequence[str], tole
     except ValueError:
         raise WebhookVerificationError("webhook-timestamp is not a number of seconds") from None
     at = time.time() if now is None else now
+    if not (math.isfinite(at) and math.isfinite(tolerance)):
+        # Fail closed: a NaN compares false with everything, and "> NaN" let any age through.
+        raise WebhookVerificationError(f"now ({at!r}) and tolerance ({tolerance!r}) must be finite numbers")
     if abs(at - sent_at) > tolerance:
         when = f"{at - sent_at:.0f} s old" if at > sent_at else f"{sent_at - at:.0f} s ahead"
         raise WebhookVerificationError(f"webhook-timestamp is {when}, beyond {tolerance:g} s: a replay or a clock "
