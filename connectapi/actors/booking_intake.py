@@ -57,8 +57,9 @@ class Round:
 
 
 ROUND_BATCH = 500  # revisions a round applies, and acknowledges, at most
-# Properties whose revisions a round applies side by side: a slow one holds up no other.
-PROPERTIES_AT_ONCE = 8
+# Properties whose revisions a round applies side by side: a slow one holds up no other. Each
+# holds a connection of the process's pool (ten) while it applies: most stay for requests.
+PROPERTIES_AT_ONCE = 4
 # Applies of one revision that ran past their time (ApplyOtaRevision.within) or were rolled
 # back for now, a round apart, before it is refused: kept, the owner told, acknowledged.
 APPLY_TRIES = 3

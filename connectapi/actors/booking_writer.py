@@ -91,15 +91,15 @@ async def _create_run(tx: Tx, property_id: int, requests: list[CreateBooking]) -
         min(first for first, _ in spans), max(last for _, last in spans))
     run = _Run(prop, dict(prop.held), {})
     answers = []
-    for request, booking_id in zip(requests, prop.next_ids, strict=True):
-        made = await _create(tx, property_id, run, booking_id, request)
+    for request, (booking_id, reference) in zip(requests, prop.next_bookings, strict=True):
+        made = await _create(tx, property_id, run, booking_id, reference, request)
         if request.claim is not None:
             await idempotency.finish(tx, property_id, request.claim.route, request.claim.key, made.stored())
         answers.append(made)
     return answers
 
 
-async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int,
+async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int, reference: str,
                   request: CreateBooking) -> BookingOutcome:
     body, prop = request.body, run.prop
     if body.externalReference in run.made:
@@ -125,7 +125,6 @@ async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int,
     if short is not None:
         return Refused(ApiError("NO_AVAILABILITY", f"no room left on {short.night.isoformat()}", short.details()))
 
-    reference = store.pms_reference(property_id, booking_id)
     facts = emails.BookingFacts(prop.name, reference, planned.external_reference, planned.check_in,
                                 planned.check_out, len(planned.rooms), planned.guest_name,
                                 rules.money(planned.total_minor, planned.exponent), planned.currency)
@@ -135,7 +134,7 @@ async def _create(tx: Tx, property_id: int, run: _Run, booking_id: int,
     if prop.guest_confirmation and planned.guest_email:
         mails.append(_mail(planned.guest_email, emails.guest_confirmation(facts)))
     room_ids = await store.insert_booking(
-        tx, property_id, request.key_id, booking_id, planned, body.guest.phone,
+        tx, property_id, request.key_id, booking_id, reference, planned, body.guest.phone,
         rules.folio(planned, room_types), f"booking {reference} created through the Connect API",
         {"bookingId": booking_id, "reference": reference, "externalReference": planned.external_reference,
          "source": "api"}, mails,

@@ -21,7 +21,7 @@ from ..domain.ota_bookings import Mapping, MalformedRevision, OtaBooking, Revisi
 from ..domain.revision_screen import lost_in_keeping
 from ..domain.webhook_events import PropertyFacts, new_event
 from ..storage import ari, notifications, ota, webhooks
-from ..storage.bookings import log_activity, pms_reference
+from ..storage.bookings import log_activity
 from ..storage.database import QUERY_CANCELED, Database, RecordBusy, Tx
 from ..storage.records import PropertyLock
 from .messages.property_writer import RevisionSettled
@@ -103,8 +103,7 @@ async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received, revisi
 
 async def _create(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBooking,
                   now: datetime) -> RevisionSettled:
-    booking_id = await ota.next_booking_id(tx)
-    reference = pms_reference(prop.id, booking_id)
+    booking_id, reference = await ota.next_booking(tx, prop.id, prop.live_id, prop.mode)
     status = "CANCELLED" if normal.cancelled else "UPCOMING"
     told = ota_rules.told(normal, reference, status)
     await ota.insert_booking(tx, prop.id, booking_id, reference, item.cm_booking_id, normal, status,

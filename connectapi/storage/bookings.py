@@ -134,8 +134,9 @@ class LockedProperty:
     earlier: dict[str, int]  # the property's bookings with one of the asked externalReferences, by reference
     catalog: Catalog
     held: dict[tuple[int, date], int]  # availability of the asked room types over the asked span of nights
-    next_ids: tuple[int, ...]  # one per booking asked, drawn now so each reference is known before its insert;
-    # unused ids leave gaps
+    # An id and a PMS reference per booking asked, drawn now so each reference is known
+    # before its insert; those of a booking refused leave gaps.
+    next_bookings: tuple[tuple[int, str], ...]
 
 
 async def lock_for_bookings(conn: asyncpg.Connection, property_id: int, external_references: list[str],
@@ -157,7 +158,8 @@ async def lock_for_bookings(conn: asyncpg.Connection, property_id: int, external
     return LockedProperty(row["name"], row["currency"].strip(), row["timezone"], row["owner_email"],
                           row["guest_confirmation"], row["channel_manager"],
                           {reference: int(found_id) for reference, found_id in row["earlier"]}, catalog, held,
-                          tuple(int(i) for i in row["next_ids"]))
+                          tuple((int(booking_id), pms_reference(row["live_id"], row["first_number"] + i, row["mode"]))
+                                for i, booking_id in enumerate(row["next_ids"])))
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +242,7 @@ class Mail:
 
 
 async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int | None, booking_id: int,
-                         booking: PlannedBooking, guest_phone_as_sent: str, lines: list[FolioLine],
+                         reference: str, booking: PlannedBooking, guest_phone_as_sent: str, lines: list[FolioLine],
                          activity: str, event: dict[str, Any], mails: list[Mail], move: InventoryMove,
                          at: datetime) -> dict[int, int]:
     """The guest (the property's one with this normalised phone, made if new; a missing
@@ -292,7 +294,7 @@ async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int
                        SELECT $2, $1, e.room_type_id, $41, $42, e.delta, $43, $15
                        FROM unnest($44::bigint[], $45::integer[]) AS e (room_type_id, delta))
            SELECT r.id, r.position FROM r, moved""",
-        booking_id, property_id, key_id, pms_reference(property_id, booking_id), booking.external_reference,
+        booking_id, property_id, key_id, reference, booking.external_reference,
         booking.check_in, booking.check_out, booking.currency, booking.guest_phone, booking.guest_name,
         guest_phone_as_sent, booking.guest_email, booking.total_minor, booking.notes, at,
         [r.index for r in booking.rooms], [r.room_type_id for r in booking.rooms],
@@ -309,9 +311,13 @@ async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int
     return {r["position"]: r["id"] for r in rows}
 
 
-def pms_reference(property_id: int, booking_id: int) -> str:
-    """The PMS's own reference of a booking: what the front desk reads out."""
-    return f"PMS-{property_id}-{booking_id:06d}"
+def pms_reference(live_id: int, number: int, mode: str) -> str:
+    """The PMS's own reference of a booking: what the front desk reads out. It names the
+    live property (the one its keys, owner and desk know, a test twin's too) and the
+    booking's number among the property's: nothing of other properties nor of the twin's
+    own id (docs/decisions/0127-booking-ids-that-tell-nothing.md). A test booking's says
+    TEST, so that a support call tells it at once."""
+    return f"{'PMS' if mode == 'live' else 'TEST'}-{live_id}-{number:06d}"
 
 
 async def lock_booking(conn: asyncpg.Connection, property_id: int, booking_id: int) -> BookingLock | None:

@@ -224,8 +224,12 @@ async def known_booking(conn: asyncpg.Connection, property_id: int, cm_booking_i
                  row["last_revision_seq"], json.loads(row["told"]))
 
 
-async def next_booking_id(conn: asyncpg.Connection) -> int:
-    return int(await conn.fetchval("SELECT nextval('booking_ids')"))
+async def next_booking(conn: asyncpg.Connection, property_id: int, live_id: int, mode: str) -> tuple[int, str]:
+    """A new booking's id and PMS reference (migration 0030), under the property's lock."""
+    row = await conn.fetchrow("SELECT connectapi_new_id('bookings') AS id, connectapi_next_booking_numbers($1, 1) AS n",
+                              property_id)
+    assert row is not None
+    return int(row["id"]), bookings.pms_reference(live_id, row["n"], mode)
 
 
 async def insert_booking(conn: asyncpg.Connection, property_id: int, booking_id: int, reference: str,

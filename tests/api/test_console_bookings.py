@@ -43,7 +43,7 @@ async def test_an_api_booking_checked_in_on_the_bookings_page_can_no_longer_be_c
     listed = await visitor.get(base)
     assert listed.status == 200 and 'aria-current="page">Bookings' in listed.text
     api_part = listed.text.split('id="api-bookings"', 1)[1].split('id="ota-bookings"', 1)[0]
-    reference = f"PMS-{prop['id']}-{booking_id:06d}"
+    reference = f"PMS-{prop['id']}-000001"
     assert f'href="{base}/{booking_id}">{reference}</a>' in api_part
     assert "WEB-1001" in api_part and "Ana Silva" in api_part and "2026-12-01 to 2026-12-04" in api_part
     assert "upcoming" in api_part and "361.50 EUR" in api_part
@@ -77,7 +77,7 @@ async def test_the_notifications_page_shows_a_booking_s_email(api: Harness) -> N
     page = await visitor.get(path)
     assert page.status == 200 and 'aria-current="page">Notifications' in page.text
     assert "booking.created" in page.text and "owner@casa-azul.example" in page.text
-    assert f"New booking PMS-{prop['id']}-{booking_id:06d}" in page.text
+    assert f"New booking PMS-{prop['id']}-000001" in page.text
 
     async def sent() -> bool:
         return "sent 2026-11-22 10:00 UTC" in (await visitor.get(path)).text

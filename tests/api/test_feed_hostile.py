@@ -20,7 +20,7 @@ from connectapi.actors.messages.property_writer import OTA_APPLY_WITHIN
 from connectapi.channel.sandbox.bookings import Stay
 from connectapi.storage.database import Database, RecordRefused
 from connectapi.storage.migrations import bundled_migrations
-from .harness import Harness, eventually
+from .harness import API, Harness, eventually
 from .test_ota_bookings import CM_ONLY, NOTIFY_SECRET, cm_ids, events_of, hooked_property, ota_booking, revisions
 from .webhook_receiver import Receiver
 
@@ -346,3 +346,61 @@ async def test_a_slow_revision_holds_up_no_other_property_and_is_refused_after_i
     told = (await api.admin("GET", f"/properties/{slow['id']}/notifications")).data
     assert [n["kind"] for n in told] == ["ota.unapplied"]
     assert not await stalled()
+
+
+# --- 6. Small ones ------------------------------------------------------------------------------
+
+async def test_the_admin_sandbox_routes_refuse_a_test_twins_id(api: Harness, receiver: Receiver) -> None:
+    prop, _ = await hooked_property(api, receiver)
+    test_key = (await api.create_key(prop["id"], ["ari:read"], mode="test"))["key"]
+    assert (await api.call("GET", f"{API}/property", key=test_key)).status == 200  # its test record made
+    twin = await api.ctx.db.fetchval("SELECT id FROM properties WHERE twin_of = $1", prop["id"])
+    assert twin is not None
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    body = {"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
+            "checkIn": "2026-12-10", "checkOut": "2026-12-12", "adults": 2,
+            "guest": {"name": "Ana", "surname": "Lima", "email": "ana@example.com"}, "amount": "240.00"}
+    for path, sent in ((f"/properties/{twin}/sandbox/ota-bookings", body),
+                       (f"/properties/{twin}/sandbox/ota-bookings/123/modify", {"adults": 1}),
+                       (f"/properties/{twin}/sandbox/ota-bookings/123/cancel", None)):
+        refused = await api.admin("POST", path, sent)
+        assert (refused.status, refused.code) == (404, "PROPERTY_NOT_FOUND"), path
+    assert (await api.admin("GET", f"/properties/{twin}/channel-grid")).code == "PROPERTY_NOT_FOUND"
+    assert sandbox.bookings.revisions == {}
+    # The live property's own id still makes one.
+    assert (await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings", body)).status == 201
+
+
+async def test_booking_ids_and_references_tell_nothing_of_other_properties(api: Harness) -> None:
+    keys = {}
+    props = []
+    for name in ("First", "Second"):
+        prop = await api.create_property(name=name)
+        props.append(prop)
+        keys[prop["id"]] = (await api.create_key(prop["id"], ["bookings:read", "bookings:write"]))["key"]
+        keys[-prop["id"]] = (await api.create_key(prop["id"], ["bookings:read", "bookings:write"], mode="test"))["key"]
+    made: list[dict[str, Any]] = []
+    # Interleaved, live and test: each property's references count its own bookings only.
+    for n in range(3):
+        for prop in props:
+            for key in (keys[prop["id"]], keys[-prop["id"]]):
+                answer = await api.call("POST", f"{API}/bookings", key=key, body={
+                    "externalReference": f"WEB-{n}", "checkIn": "2026-12-01", "checkOut": "2026-12-02",
+                    "currency": "EUR", "guest": {"name": "Ana Silva", "phone": "+351 912 345 678"},
+                    "rooms": [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
+                               "adults": 2, "nightlyRate": "100.00"}]})
+                assert answer.status == 201, answer.body
+                made.append(answer.data)
+    twins = [r["id"] for r in await api.ctx.db.fetch("SELECT id FROM properties WHERE mode = 'test'")]
+    assert len(twins) == 2
+    for prop in props:
+        for kind in ("PMS", "TEST"):
+            mine = [b["reference"] for b in made if b["reference"].startswith(f"{kind}-{prop['id']}-")]
+            assert mine == [f"{kind}-{prop['id']}-{n:06d}" for n in (1, 2, 3)]
+    assert not any(f"-{twin}-" in b["reference"] for b in made for twin in twins)
+    # Ids from a keyed permutation: unrelated from one booking to the next, exact in JavaScript.
+    ids = [b["bookingId"] for b in made] + [room["bookingRoomId"] for b in made for room in b["rooms"]]
+    assert all(2**32 <= i < 2**53 for i in ids) and len(set(ids)) == len(ids)
+    assert min(abs(a - b) for a, b in zip(ids, ids[1:])) > 2**20
+    assert sorted(ids[:len(made)]) != ids[:len(made)]  # not in the order they were made (1 in 12! by chance)

@@ -109,6 +109,18 @@ def test_the_previous_release_record_is_served(tmp_path: Path) -> None:
         wrote = api.put("/rates", json={"updates": [{"ratePlanId": 1, "dateFrom": str(FIRST), "dateTo": str(FIRST),
                                                      "rate": 130, "currency": "EUR"}]})
         assert wrote.status_code == 202, wrote.text
+        # and books: its references go on above the old one's number, its id tells nothing
+        # (migration 0030), and the old booking's room keeps its id
+        booked = api.post("/bookings", json={
+            "externalReference": "NEW-1", "checkIn": str(FIRST + timedelta(days=10)),
+            "checkOut": str(FIRST + timedelta(days=11)), "currency": "EUR",
+            "guest": {"name": "Rui Costa", "phone": "+351 913 000 111"},
+            "rooms": [{"roomTypeId": 1, "ratePlanId": 1, "adults": 2, "nightlyRate": "120.00"}]})
+        assert booked.status_code == 201, booked.text
+        new = booked.json()["data"]
+        assert new["reference"] == "PMS-1-000002" and 2**32 <= new["bookingId"] < 2**53
+        assert 2**32 <= new["rooms"][0]["bookingRoomId"] < 2**53
+        assert api.get("/bookings/1").json()["data"]["rooms"][0]["bookingRoomId"] == 1
     finally:
         served.proc.send_signal(signal.SIGTERM)
         assert served.proc.wait(30) == 0

@@ -98,7 +98,8 @@ def test_each_function_is_defined_once_in_its_file() -> None:
     creates one, but for a dead one a later migration drops (0009's, dropped by 0025)."""
     files = bundled_functions()
     assert sorted(files) == sorted(p.stem for p in (STORAGE / "sql").glob("*.sql"))
-    assert set(files) == {"connectapi_notify_auth_change", "connectapi_move_availability",
+    assert set(files) == {"connectapi_notify_auth_change", "connectapi_move_availability", "connectapi_new_id",
+                          "connectapi_next_booking_numbers",
                           "connectapi_lock_for_bookings", "connectapi_charge_budgets", "connectapi_prune_budgets",
                           "connectapi_reserve_budgets"}
     for name, function in files.items():

@@ -67,8 +67,7 @@ def _day(name: str, default: date) -> date:
 @blueprint.get("/properties/<int:property_id>/channel-grid")
 async def channel_grid(property_id: int) -> Response:
     ctx = context()
-    if await properties.get_live_property(ctx.db, property_id) is None:
-        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    await _live(property_id)
     first = _day("from", ctx.clock.now().date())
     last = _day("to", dates.plus_days(first, GRID_DEFAULT_DAYS) or date.max)
     if not 0 <= (last - first).days <= GRID_MAX_DAYS:
@@ -94,20 +93,29 @@ async def channel_grid(property_id: int) -> Response:
                "restrictions": restrictions})
 
 
+async def _live(property_id: int) -> int:
+    """A live property's id, as every admin route takes one: a test twin's is no property of
+    the admin API (a twin reads its live property's channel ids, and its id here made a live
+    booking on the live property)."""
+    if await properties.get_live_property(context().db, property_id) is None:
+        raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
+    return property_id
+
+
 @blueprint.post("/properties/<int:property_id>/sandbox/ota-bookings")
 async def sandbox_ota_booking(property_id: int) -> Response:
     sandbox = _sandbox()
     body = parse_model(OtaBookingIn, await raw_body())
-    return ok(await sandbox_bookings.new_booking(sandbox, property_id, body), 201)
+    return ok(await sandbox_bookings.new_booking(sandbox, await _live(property_id), body), 201)
 
 
 @blueprint.post("/properties/<int:property_id>/sandbox/ota-bookings/<reference>/modify")
 async def sandbox_ota_modify(property_id: int, reference: str) -> Response:
     sandbox = _sandbox()
     body = parse_model(OtaBookingChangeIn, await raw_body())
-    return ok(await sandbox_bookings.modify_booking(sandbox, property_id, reference, body))
+    return ok(await sandbox_bookings.modify_booking(sandbox, await _live(property_id), reference, body))
 
 
 @blueprint.post("/properties/<int:property_id>/sandbox/ota-bookings/<reference>/cancel")
 async def sandbox_ota_cancel(property_id: int, reference: str) -> Response:
-    return ok(await sandbox_bookings.cancel_booking(_sandbox(), property_id, reference))
+    return ok(await sandbox_bookings.cancel_booking(_sandbox(), await _live(property_id), reference))
