@@ -250,15 +250,19 @@ async def prune(db: Database, idle_before: datetime, failed_before: datetime, no
     their end, failed logins too old for the lockout, setup links used or expired."""
     total = 0
     for sql, args in (
-        ("""DELETE FROM owner_sessions WHERE digest IN (
-                SELECT digest FROM owner_sessions WHERE last_seen_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)""",
+        # Each batch chosen in a CTE, which runs once (storage.retention.prune says why).
+        ("""WITH chosen AS MATERIALIZED (
+                SELECT digest FROM owner_sessions WHERE last_seen_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+            DELETE FROM owner_sessions t USING chosen WHERE t.digest = chosen.digest""",
          (idle_before, limit)),
-        ("""DELETE FROM owner_login_failures WHERE id IN (
-                SELECT id FROM owner_login_failures WHERE at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)""",
+        ("""WITH chosen AS MATERIALIZED (
+                SELECT id FROM owner_login_failures WHERE at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+            DELETE FROM owner_login_failures t USING chosen WHERE t.id = chosen.id""",
          (failed_before, limit)),
-        ("""DELETE FROM owner_setup_links WHERE digest IN (
+        ("""WITH chosen AS MATERIALIZED (
                 SELECT digest FROM owner_setup_links WHERE used_at IS NOT NULL OR expires_at <= $1
-                LIMIT $2 FOR UPDATE SKIP LOCKED)""", (now, limit)),
+                LIMIT $2 FOR UPDATE SKIP LOCKED)
+            DELETE FROM owner_setup_links t USING chosen WHERE t.digest = chosen.digest""", (now, limit)),
     ):
         status = await db.execute(sql, *args)
         total += int(status.split()[-1])
