@@ -110,10 +110,11 @@ async def _describe_template(template_dsn: str) -> None:
             tables = [r["name"] for r in await conn.fetch(
                 """SELECT format('%I', c.relname) AS name FROM pg_class c
                    WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
-                         AND c.relname NOT IN ('schema_migrations', 'schema_functions')""")]
+                         AND c.relname NOT IN ('schema_migrations', 'schema_functions', 'id_keys')""")]
         finally:
             await conn.close()
-        # Foreign keys are not checked while emptying (replica role): any order will do.
+        # Foreign keys are not checked while emptying (replica role): any order will do. The
+        # id keys stay, as a start of the service leaves them (storage.migrations.make_id_keys).
         _template["empty"] = ("SET session_replication_role = replica;"
                               + "".join(f"DELETE FROM {table};" for table in tables)
                               + "SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, start_value, false)"

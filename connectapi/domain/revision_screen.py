@@ -106,7 +106,8 @@ def _bound(value: Any, path: str, cuts: list[Cut]) -> Any:
 
 
 def _joined(path: str, key: str) -> str:
-    name = key if len(key) <= 40 else key[:40] + "…"
+    # A path is shown to the owner and the operator: the feed's key names, bounded and printable.
+    name = "".join(c if c.isprintable() else "?" for c in key[:40]) + ("…" if len(key) > 40 else "")
     return f"{path}.{name}" if path else name
 
 
@@ -151,7 +152,7 @@ def _rooms(rooms: list[tuple[str | None, int, int]], facts: StayFacts) -> str | 
         return f"it sells {len(rooms):,} rooms, more than {MAX_OTA_ROOMS} in one booking"
     for _, adults, children in rooms:
         if not (0 <= adults <= MAX_GUESTS_A_ROOM and 0 <= children <= MAX_GUESTS_A_ROOM):
-            return f"a room of {adults:,} adults and {children:,} children"
+            return f"a room of {_said(adults)} adults and {_said(children)} children"
     sold = Counter(room_type for room_type, _, _ in rooms if room_type is not None)
     for room_type, count in sorted(sold.items()):
         has = facts.rooms_by_cm_room_type.get(room_type)
@@ -160,12 +161,17 @@ def _rooms(rooms: list[tuple[str | None, int, int]], facts: StayFacts) -> str | 
     return None
 
 
+def _said(count: int) -> str:
+    """A count from the feed as a note shows it: bounded (it may have thousands of digits)."""
+    return f"{count:,}" if abs(count) < 10**9 else ("more than" if count > 0 else "less than") + " a billion"
+
+
 def _amounts(amounts: list[Decimal]) -> str | None:
     for amount in amounts:
         if not amount.is_finite():
             return "an amount that is not a number"
         if amount < 0:
-            return f"a negative amount ({amount})"
+            return f"a negative amount ({amount if amount > -AMOUNT_BOUND else 'ten or more integer digits'})"
         if amount >= AMOUNT_BOUND:
             return "an amount of ten or more integer digits"
     return None

@@ -49,10 +49,12 @@ def test_rooms_past_what_the_property_has_or_any_booking_holds() -> None:
     assert rooms(*[("cm-other", 2, 0)] * 101) == "it sells 101 rooms, more than 100 in one booking"
     assert rooms(("cm-double", 101, 0)) == "a room of 101 adults and 0 children"
     assert rooms(("cm-double", 2, -1)) == "a room of 2 adults and -1 children"
+    assert rooms(("cm-double", int("9" * 4000), 0)) == "a room of more than a billion adults and 0 children"
 
 
 @pytest.mark.parametrize(("amount", "why"), [
     ("0", None), ("9999999999.99", None), ("-0.01", "a negative amount (-0.01)"),
+    ("-" + "9" * 3000, "a negative amount (ten or more integer digits)"),
     ("10000000000", "an amount of ten or more integer digits"), ("NaN", "an amount that is not a number"),
     ("sNaN", "an amount that is not a number"), ("-Infinity", "an amount that is not a number"),
 ])
@@ -70,6 +72,11 @@ def test_strings_are_cut_and_the_cuts_recorded_but_only_structure_lost_refuses()
     assert len(kept["rooms"]) == len(kept["days"]) == MEMBERS_KEPT
     assert cuts == (Cut("rooms", MEMBERS_KEPT + 1, "items"), Cut("days", MEMBERS_KEPT + 1, "members"))
     assert lost_in_keeping(cuts) == "it was too large to keep whole: rooms (401 items), days (401 members)"
+
+
+def test_a_cut_names_its_path_printably_and_briefly() -> None:
+    _, cuts = bounded({"a\nb" + "k" * 60: "v" * (TEXT_KEPT + 1)})
+    assert cuts == (Cut("a?b" + "k" * 37 + "…", TEXT_KEPT + 1, "characters"),)
 
 
 def test_a_revision_too_large_once_bounded_is_kept_in_outline() -> None:

@@ -5,9 +5,10 @@
 -- small ids made before (all under 2^32). The largest, 2^32 + 2^52 - 1, is exact in a
 -- JavaScript number.
 --
--- The key of each kind is made on first use and kept in `id_keys`, whose rows a backup
--- carries: a restored record goes on with the same permutation. An id already taken (a
--- key lost and made again) is passed over for the next value.
+-- The key of each kind is kept in `id_keys`, whose rows a backup carries: a restored record
+-- goes on with the same permutation. Each start makes the keys a record lacks
+-- (storage.migrations.make_id_keys); a key still missing is made here, in the caller's
+-- transaction. An id already taken (a key lost and made again) is passed over.
 CREATE OR REPLACE FUNCTION connectapi_new_id(p_kind text) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     half CONSTANT bigint := 67108863;  -- 2^26 - 1
