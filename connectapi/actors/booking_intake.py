@@ -38,7 +38,7 @@ from ..domain.revision_screen import bounded
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
                       RoundsActor, Wake)
 from ..storage import leases, ota
-from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, RecordRefused, StorageError
+from ..storage.database import LOCK_NOT_AVAILABLE, RECORD_AWAY, RECORD_BUSY, Database, RecordRefused, StorageError
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
 from .messages.property_writer import ApplyOtaRevision, RefuseOtaRevision, RevisionSettled, WriterMessage
 
@@ -145,13 +145,15 @@ class BookingIntake(RoundsActor[Wake]):
             log.warning("intake: could not read the booking feed: %s", feed.error)
         await self._store(feed.revisions, done)
         waiting = await ota.received(self._db, self._batch, self._mode)
-        taken = await self._apply_all(waiting, done)
+        taken, failure = await self._apply_all(waiting, done)
         acked = 0
         for revision_id in await ota.unacknowledged(self._db, self._batch, self._mode):
             if not await self._ack(revision_id):
                 break  # the rest wait for a later round
             acked += 1
         done.acknowledged += acked
+        if failure is not None:
+            raise failure  # a bug of ours, once what was settled is acknowledged
         took_something = bool(done.stored or done.acknowledged)
         if not feed.complete and not took_something:
             log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")
@@ -161,10 +163,11 @@ class BookingIntake(RoundsActor[Wake]):
             not feed.complete and took_something)
         return done
 
-    async def _apply_all(self, waiting: list[ota.Received], done: Round) -> int:
+    async def _apply_all(self, waiting: list[ota.Received], done: Round) -> tuple[int, Exception | None]:
         """Each property's waiting revisions in the order they came, properties side by side
-        (PROPERTIES_AT_ONCE at a time): one whose apply is slow holds up its own property's
-        others only, never another property's. Answers how many were settled."""
+        (PROPERTIES_AT_ONCE at a time): one whose apply is slow, or whose record refuses for
+        now, holds up its own property's others only, never another property's nor the
+        acknowledgements. Answers how many were settled, and a failure that is a bug."""
         by_property: dict[int, list[ota.Received]] = {}
         for item in waiting:
             by_property.setdefault(item.property_id, []).append(item)
@@ -182,24 +185,33 @@ class BookingIntake(RoundsActor[Wake]):
                             return  # the property's others wait behind it for a later round
                         taken += 1
                         done.settled[applied.state] += 1
-                except Exception as exc:  # noqa: BLE001 - raised below, once the other properties are done
+                except StorageError as exc:
+                    # The record, for this property now: its revisions wait for a later round.
+                    log.warning("intake: the revisions of property %d wait: %s", items[0].property_id, exc)
+                except Exception as exc:  # noqa: BLE001 - raised by the round, once the others are done
                     failed.append(exc)
 
         async with trio.open_nursery() as nursery:
             for items in by_property.values():
                 nursery.start_soon(apply_property, items)
-        if failed:
-            raise failed[0]
-        return taken
+        return taken, (failed[0] if failed else None)
 
     async def _apply(self, item: ota.Received) -> RevisionSettled | None:
         """The revision applied by its property's writer; refused if the record refuses it
         for good (or a bug of ours crashes on it), or once APPLY_TRIES applies ran out of time
         or were rolled back for now; None if it was not applied now and may be next round
         (the writer down, busy or restarting; a try that ran out of time)."""
+        if item.attempts >= APPLY_TRIES:
+            # Its tries are spent (its refusal failed last round): refused without another.
+            why = f"it could not be applied in {item.attempts} tries"
+            return await self._refuse(item, why)
         try:
             return await self._writers.ask(item.property_id, ApplyOtaRevision(item, self._clock.now()), ASK_TIMEOUT)
         except RecordRefused as exc:
+            if exc.sqlstate == LOCK_NOT_AVAILABLE:
+                # It waited for the property's lock: no fault of the revision's, not a try.
+                log.warning("intake: revision %s waits for its property's lock: %s", item.id, exc)
+                return None
             if exc.transient:
                 # Ours (past its time) says itself; the record's says its kind, not its SQL.
                 reason = str(exc) if exc.__cause__ is None else type(exc.__cause__).__name__
@@ -221,6 +233,9 @@ class BookingIntake(RoundsActor[Wake]):
             log.warning("intake: the writer of property %d cannot take revision %s now: %s", item.property_id,
                         item.id, exc)
             return None
+        return await self._refuse(item, why)
+
+    async def _refuse(self, item: ota.Received, why: str) -> RevisionSettled | None:
         try:
             return await self._writers.ask(item.property_id, RefuseOtaRevision(item, why, self._clock.now()),
                                            ASK_TIMEOUT)
@@ -249,8 +264,16 @@ class BookingIntake(RoundsActor[Wake]):
                 continue
             # Kept for review as it came, but bounded: the feed is input (decision 0126).
             kept, cuts = bounded(raw)
-            stored = await ota.store_revision(self._db, revision_id, system_id, property_id, cm_booking, revised_at,
-                                              kept, cuts, self._clock.now())
+            try:
+                stored = await ota.store_revision(self._db, revision_id, system_id, property_id, cm_booking,
+                                                  revised_at, kept, cuts, self._clock.now())
+            except RecordRefused as exc:
+                if exc.transient:
+                    raise
+                # A value the record cannot keep, that nothing here foresaw: this one item stays
+                # in the feed (the channel manager tells the property), the others go on.
+                log.error("intake: revision %s cannot be stored: %s", revision_id, exc)
+                continue
             if stored.outcome == "clash":
                 log.warning("intake: revision %s of property %d repeats the id or system id of an earlier revision "
                             "of another booking: kept for review", revision_id, property_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from datetime import date, datetime
 
 import trio
@@ -19,21 +20,30 @@ from ..domain import emails
 from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import Mapping, MalformedRevision, OtaBooking, Revision
 from ..domain.revision_screen import lost_in_keeping
+from ..domain.text import one_line
 from ..domain.webhook_events import PropertyFacts, new_event
 from ..storage import ari, notifications, ota, webhooks
 from ..storage.bookings import log_activity
-from ..storage.database import QUERY_CANCELED, Database, RecordBusy, Tx
+from ..storage.database import LOCK_NOT_AVAILABLE, QUERY_CANCELED, Database, RecordBusy, Tx
 from ..storage.records import PropertyLock
 from .messages.property_writer import RevisionSettled
 
 log = logging.getLogger("connectapi.intake")
 
 
+# How long an apply, or a refusal, may wait for its property's lock (another transaction of
+# the property: a write, a booking, a push's cell updates) before it gives way for this
+# round. Waiting is no fault of the revision's: it is not counted as a try.
+LOCK_WAIT = 10.0
+
+
 async def apply_revision(db: Database, item: ota.Received, now: datetime, within: float) -> RevisionSettled:
     """Apply the revision, checked first (domain.revision_screen) before the property is
-    locked: one it refuses never takes the lock. The apply itself is rolled back if it runs
-    past `within` seconds (RecordBusy: the intake counts it as a try), so that no revision
-    holds the property's lock, and its writes and bookings, for longer."""
+    locked: one it refuses never takes the lock. Once it holds the lock, the apply is
+    rolled back if it runs past `within` seconds (RecordBusy, QUERY_CANCELED: the intake
+    counts it as a try), so that no revision holds the property's lock, and its writes and
+    bookings, for longer; waiting for the lock past LOCK_WAIT gives way (RecordBusy,
+    LOCK_NOT_AVAILABLE: not counted)."""
     lost = lost_in_keeping(item.cuts)
     if lost is not None:
         return await refuse_revision(db, item, lost, now)
@@ -46,23 +56,22 @@ async def apply_revision(db: Database, item: ota.Received, now: datetime, within
                                      "property: kept for review, not applied", now)
     facts = await ota.screening_facts(db, item.property_id, now)
     assert facts is not None, "a revision is stored under a property of the record"
-    mapping, stay = facts
-    why = ota_rules.screened(revision, stay)
+    why = ota_rules.screened(revision, facts[1])
     if why is not None:
         return await refuse_revision(db, item, why, now)
 
-    async def work(tx: Tx) -> RevisionSettled:
+    async def work(tx: Tx, locked: Callable[[], None]) -> RevisionSettled:
         prop = await ari.lock_property(tx, item.property_id)
+        locked()
         if not await ota.lock_received(tx, item.seq):
             # Another process applied it while this one waited for the lock.
             return RevisionSettled("already settled")
-        applied = await _apply_revision(tx, prop, item, revision, mapping, now)
+        # The mapping as it is now, under the lock (the screen read it before).
+        applied = await _apply_revision(tx, prop, item, revision, await ota.mapping_in(tx, prop.id), now)
         await ota.settle(tx, item.seq, applied.state, applied.note, applied.booking_id, now)
         return applied
 
-    with trio.move_on_after(within):
-        return await db.transaction(work)
-    raise RecordBusy(f"its apply ran past {within:g} s and was rolled back", QUERY_CANCELED)
+    return await _under_the_lock(db, work, within, f"its apply ran past {within:g} s and was rolled back")
 
 
 async def refuse_revision(db: Database, item: ota.Received, why: str, now: datetime,
@@ -70,18 +79,42 @@ async def refuse_revision(db: Database, item: ota.Received, why: str, now: datet
     """A revision the screen or the record refused (or a bug of ours) must not hold up the
     ones behind it, round after round: it is kept, marked refused (`note`, or `why`), the
     owner told why, and it is acknowledged with the others."""
-    async def work(tx: Tx) -> RevisionSettled:
+    async def work(tx: Tx, locked: Callable[[], None]) -> RevisionSettled:
         prop = await ari.lock_property(tx, item.property_id)
+        locked()
         if not await ota.lock_received(tx, item.seq):
             # Settled meanwhile (another round applied it): neither overwritten nor told twice.
             return RevisionSettled("already settled")
         mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
-            prop.name, str(item.payload.get("ota_reservation_code", "?"))[:60],
-            str(item.payload.get("ota_name", "the OTA"))[:40], why), now)
+            prop.name, one_line(str(item.payload.get("ota_reservation_code", "?")), 60),
+            one_line(str(item.payload.get("ota_name", "the OTA")), 40), why), now)
         await ota.settle(tx, item.seq, "refused", note or why, None, now)
         return RevisionSettled("refused", note or why, mails=mails)
 
-    return await db.transaction(work)
+    return await _under_the_lock(db, work, REFUSE_WITHIN, f"its refusal ran past {REFUSE_WITHIN:g} s")
+
+
+REFUSE_WITHIN = 10.0
+
+
+async def _under_the_lock(db: Database, work: Callable[[Tx, Callable[[], None]], Awaitable[RevisionSettled]],
+                          within: float, past: str) -> RevisionSettled:
+    """`work` in one transaction: LOCK_WAIT for the property's lock (with the connection),
+    then `within` once `work` says it holds it. Either deadline rolls it back and drops the
+    connection (the record ends a statement whose client is gone: decision 0126)."""
+    held = False
+    with trio.move_on_after(LOCK_WAIT) as bounded:
+        def locked() -> None:
+            # Called from the transaction (asyncio, through trio-asyncio, on this thread and
+            # this run): from now on the bound is the time the lock may be held.
+            nonlocal held
+            held = True
+            bounded.deadline = trio.current_time() + within
+
+        return await db.transaction(lambda tx: work(tx, locked))
+    if held:
+        raise RecordBusy(past, QUERY_CANCELED)
+    raise RecordBusy(f"waited {LOCK_WAIT:g} s for the property's lock", LOCK_NOT_AVAILABLE)
 
 
 async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received, revision: Revision, mapping: Mapping,
@@ -90,7 +123,8 @@ async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received, revisi
     if isinstance(normal, list):
         what = ", ".join(normal)
         mails = await _tell_owner(tx, prop, None, emails.owner_ota_unapplied(
-            prop.name, revision.reservation_code, revision.ota_name,
+            prop.name, one_line(revision.reservation_code, ota_rules.CODE_MAX),
+            one_line(revision.ota_name, ota_rules.CHANNEL_MAX),
             f"it names what this property does not map to the channel manager ({what})"), now)
         return RevisionSettled("unmapped", f"not mapped: {what}", mails=mails)
     known = await ota.known_booking(tx, prop.id, item.cm_booking_id)

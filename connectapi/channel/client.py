@@ -21,6 +21,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import json
+import math
 import logging
 import re
 import ssl
@@ -228,15 +229,17 @@ class ChannelManagerClient:
         return response
 
     async def _read(self, method: str, path: str, reader: Callable[[Any], _T], *, json_body: Any = None,
-                    params: dict[str, str] | None = None) -> _T:
-        """Call, parse the 2xx as JSON and read it with `reader` (which raises _Shape)."""
-        return (await self._read_answer(method, path, reader, json_body=json_body, params=params))[0]
+                    params: dict[str, str] | None = None, items: bool = False) -> _T:
+        """Call, parse the 2xx as JSON and read it with `reader` (which raises _Shape).
+        `items`: the answer lists items each read on its own (the booking feed): a number no
+        one can hold is kept as its text (_tolerant_number), for its item alone to fail."""
+        return (await self._read_answer(method, path, reader, json_body=json_body, params=params, items=items))[0]
 
     async def _read_answer(self, method: str, path: str, reader: Callable[[Any], _T], *, json_body: Any = None,
-                           params: dict[str, str] | None = None) -> tuple[_T, httpx.Response]:
+                           params: dict[str, str] | None = None, items: bool = False) -> tuple[_T, httpx.Response]:
         response = await self._call(method, path, json_body=json_body, params=params)
         status = response.status_code
-        body = _parse_json(response.content)
+        body = _parse_json(response.content, items)
         if body is _NOT_JSON:
             what = "with an empty body" if not response.content.strip() else \
                 f"that is not JSON ({_content_type(response)})"
@@ -319,7 +322,7 @@ class ChannelManagerClient:
         for page in range(1, max_pages + 1):
             items, total, limit, skipped = await self._read(
                 "GET", "/api/v1/booking_revisions/feed", _feed_page,
-                params={**params, "pagination[page]": str(page)})
+                params={**params, "pagination[page]": str(page)}, items=True)
             for why in skipped:
                 log.warning("booking feed, page %d: an item that is not a revision is left in the channel "
                             "manager's feed: %s", page, self._say(why))
@@ -333,7 +336,7 @@ class ChannelManagerClient:
         return Feed(list(found.values()), complete=False)
 
     async def booking_revision(self, revision_id: str) -> dict[str, Any]:
-        return await self._read("GET", f"/api/v1/booking_revisions/{_segment(revision_id)}", _revision)
+        return await self._read("GET", f"/api/v1/booking_revisions/{_segment(revision_id)}", _revision, items=True)
 
     async def ack_booking_revision(self, revision_id: str) -> None:
         """Only once the revision is stored: an acknowledged revision is not offered again.
@@ -376,10 +379,37 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_json(content: bytes) -> Any:
+def _constant(name: str) -> str:
+    """NaN, Infinity, -Infinity (no JSON, though parsers take them) in a list of items: kept
+    as their text, as a number no one can hold is (_number), for its item to fail alone."""
+    return name
+
+
+NUMBER_DIGITS_MAX = 100  # a number longer than this is kept as its text, not read
+
+
+def _number(text: str) -> Any:
+    """A number of a list of items, or its text when it is no number we can hold: more
+    digits than any answer has (int() refuses past 4,300 and failed the whole page) or past
+    a float's range (1e999 read as infinity). Whoever reads the member then refuses it
+    alone: one item of a feed page never makes the page, and the items beside it,
+    unreadable."""
+    if len(text) > NUMBER_DIGITS_MAX:
+        return text
+    if text.lstrip("-").isdigit():
+        return int(text)
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
+def _parse_json(content: bytes, items: bool = False) -> Any:
     """The JSON of a body, or _NOT_JSON: undecodable text, bad syntax, NaN or Infinity,
-    nesting deeper than the parser goes, a number too long to read."""
+    nesting deeper than the parser goes, a number too long to read. With `items` (a list of
+    items each read on its own), a number no one can hold (NaN, Infinity, 1e999, thousands
+    of digits) is its text instead: the reader of its item refuses that one alone."""
     try:
+        if items:
+            return json.loads(content, parse_constant=_constant, parse_int=_number, parse_float=_number)
         return json.loads(content, parse_constant=_reject_constant)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return _NOT_JSON

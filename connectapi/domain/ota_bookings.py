@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 import re
 from typing import Any
 
@@ -35,6 +35,7 @@ PHONE_DIGITS = (5, 20)
 CHANNEL_MAX = 40
 CODE_MAX = 60
 ID_MAX = 200  # characters of an id the channel manager gives (uuids, reservation codes)
+UNMAPPED_NAMED = 5  # unmapped ids a note names
 _COUNTRY = re.compile(r"[A-Za-z]{2}")
 
 
@@ -123,13 +124,21 @@ def _text(raw: dict[str, Any], name: str) -> str:
     return str(value)
 
 
+REVISED_YEARS = (2000, 9000)  # an `inserted_at` outside these is none a revision was made at
+
+
 def revised_at(raw: dict[str, Any]) -> datetime:
-    """The channel manager's `inserted_at`: documented without a zone, and in UTC."""
+    """The channel manager's `inserted_at`: documented without a zone, and in UTC. One whose
+    instant in UTC falls outside the calendar (0001-01-01 at +14:00) is unreadable here,
+    not a value the record refuses later (which failed every round of the intake)."""
     try:
-        at = datetime.fromisoformat(str(raw["inserted_at"]))
-    except (KeyError, ValueError):
+        at = datetime.fromisoformat(str(raw["inserted_at"])[:64])
+        at = (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).astimezone(UTC)
+    except (KeyError, ValueError, OverflowError):
         raise MalformedRevision("no readable inserted_at") from None
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    if not REVISED_YEARS[0] <= at.year <= REVISED_YEARS[1]:
+        raise MalformedRevision(f"inserted_at in the year {at.year}")
+    return at
 
 
 def parse_revision(raw: dict[str, Any]) -> Revision:
@@ -156,7 +165,8 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         )
     except MalformedRevision:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, InvalidOperation) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+        # ArithmeticError: Decimal's InvalidOperation, and int() of an infinite float.
         raise MalformedRevision(f"unreadable revision: {type(exc).__name__} {exc}"[:200]) from None
 
 
@@ -167,9 +177,16 @@ def _room(room: dict[str, Any]) -> RevisionRoom:
     return RevisionRoom(
         None if room["room_type_id"] is None else str(room["room_type_id"]),
         None if room.get("rate_plan_id") is None else str(room["rate_plan_id"]),
-        int(occupancy.get("adults", 1)), int(occupancy.get("children") or 0),
+        _whole(occupancy.get("adults", 1)), _whole(occupancy.get("children") or 0),
         Decimal(str(room.get("amount", "0"))),
     )
+
+
+def _whole(value: Any) -> int:
+    """A count: a whole number, or a string of one (never a float or a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"{type(value).__name__} is not a whole number")
+    return int(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,9 +246,9 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
         if room.cm_room_type_id is None:
             unmapped.append("a room the channel manager has not mapped to a room type")
         elif room.cm_room_type_id not in mapping.room_types:
-            unmapped.append(f"room type {room.cm_room_type_id}")
+            unmapped.append(f"room type {one_line(room.cm_room_type_id, 60)}")
         if room.cm_rate_plan_id is not None and room.cm_rate_plan_id not in mapping.rate_plans:
-            unmapped.append(f"rate plan {room.cm_rate_plan_id}")
+            unmapped.append(f"rate plan {one_line(room.cm_rate_plan_id, 60)}")
     try:
         exponent = currency_exponent(revision.currency)
     except KeyError:
@@ -239,7 +256,9 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
         exponent = 2
     total = _minor(revision.amount, exponent)
     if unmapped:
-        return sorted(set(unmapped))
+        named = sorted(set(unmapped))
+        # Named in a note and an e-mail: a few, and how many more (a revision may hold 100 rooms).
+        return named[:UNMAPPED_NAMED] + ([f"{len(named) - UNMAPPED_NAMED} more"] if len(named) > UNMAPPED_NAMED else [])
     nights = len(stay_nights_of(revision.arrival, revision.departure))
     rooms = []
     for room in revision.rooms:

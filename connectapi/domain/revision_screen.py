@@ -31,6 +31,10 @@ TEXT_KEPT = 4000  # characters of a string (a guest's requests are the longest w
 MEMBERS_KEPT = 400  # items of a list, members of an object (a stay's `days` is at most 90)
 BYTES_KEPT = 256 * 1024  # the whole revision as JSON, once its parts are bounded
 CUTS_LISTED = 20  # cuts recorded with a revision; more are counted in the last
+# What a revision too large to keep whole is kept by: what names it, bounded.
+OUTLINE = ("id", "booking_id", "revision_id", "system_id", "property_id", "unique_id", "ota_reservation_code",
+           "ota_name", "status", "arrival_date", "departure_date", "amount", "currency", "inserted_at")
+OUTLINE_TEXT = 200
 # The stay a property can hold: an arrival from a year back (a late cancellation of a
 # past stay) to a month past the horizon (an OTA's horizon may run a little past ours),
 # and the contract's own longest booking.
@@ -72,11 +76,12 @@ def bounded(revision: dict[str, Any]) -> tuple[dict[str, Any], tuple[Cut, ...]]:
     cuts: list[Cut] = []
     kept = _bound(revision, "", cuts)
     assert isinstance(kept, dict)
-    size = len(json.dumps(kept, separators=(",", ":"), ensure_ascii=False).encode())
+    size = stored_size(kept)
     if size > BYTES_KEPT:
-        # Still too large (many parts each under their bound): its top-level scalars only,
-        # for a person to recognise it by.
-        kept = {name: value for name, value in kept.items() if not isinstance(value, (dict, list))}
+        # Still too large (many parts each under their bound): only what a person recognises
+        # it by, each bounded.
+        kept = {name: value[:OUTLINE_TEXT] if isinstance(value, str) else value
+                for name, value in kept.items() if name in OUTLINE and not isinstance(value, (dict, list))}
         cuts.append(Cut("", size, "bytes"))
     if len(cuts) > CUTS_LISTED:
         # The cuts that lose what was sold first (sorted stably), so that the last entry,
@@ -85,6 +90,11 @@ def bounded(revision: dict[str, Any]) -> tuple[dict[str, Any], tuple[Cut, ...]]:
         rest = cuts[CUTS_LISTED - 1:]
         cuts = [*cuts[:CUTS_LISTED - 1], Cut(f"{len(rest)} more parts", sum(c.size for c in rest), rest[0].unit)]
     return kept, tuple(cuts)
+
+
+def stored_size(revision: dict[str, Any]) -> int:
+    """Bytes of the revision as the record keeps it (JSON text, non-ASCII escaped)."""
+    return len(json.dumps(revision))
 
 
 def _bound(value: Any, path: str, cuts: list[Cut]) -> Any:

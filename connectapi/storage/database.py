@@ -81,11 +81,12 @@ class RecordBusy(RecordRefused):
 
 UNIQUE_VIOLATION = "23505"  # a RecordRefused's sqlstate when a unique index refused the row
 QUERY_CANCELED = "57014"  # a statement cancelled (a timeout): transient
+LOCK_NOT_AVAILABLE = "55P03"  # a lock not had within its wait: transient
 
 
 def _transient(sqlstate: str | None) -> bool:
     state = sqlstate or ""
-    return state.startswith("40") or state in ("55P03", QUERY_CANCELED)
+    return state.startswith("40") or state in (LOCK_NOT_AVAILABLE, QUERY_CANCELED)
 
 
 def _refused(message: str, sqlstate: str | None) -> RecordRefused:
@@ -329,7 +330,12 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     if conn.get_server_version() >= (14,):
         # A setting of the session for its whole life, as the others; set here rather than
         # as a startup parameter, which a server before 14 refuses.
-        await conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK_INTERVAL}'")
+        try:
+            await conn.execute(f"SET client_connection_check_interval = '{CLIENT_CHECK_INTERVAL}'")
+        except asyncpg.PostgresError as exc:
+            # A platform whose server cannot tell a gone client (it refuses any other value
+            # than 0): the connection serves all the same, as it did before the setting.
+            log.warning("the record cannot check for gone clients on this platform: %s", exc)
 
 
 def _json_dumps(value: Any) -> str:

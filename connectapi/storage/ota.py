@@ -70,15 +70,18 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
         if stored is not None:
             return Stored("new")
         kept = await conn.fetch(
-            """SELECT seq, id, property_id, cm_booking_id, state, acked_at FROM ota_revisions
+            """SELECT seq, id, property_id, cm_booking_id, state, acked_at, payload FROM ota_revisions
                WHERE id = $1 OR system_id = $2 ORDER BY seq""", revision_id, system_id)
         if not kept:
             return None  # the one it met has just been pruned: store it again
         same = [r for r in kept if r["property_id"] == property_id and r["cm_booking_id"] == cm_booking_id]
-        if same:
-            by_id = [r for r in same if r["id"] == revision_id]
-            return Stored("again", not by_id or all(r["state"] != "received" and r["acked_at"] is not None
-                                                   for r in by_id))
+        by_id = [r for r in same if r["id"] == revision_id]
+        if by_id:
+            return Stored("again", all(r["state"] != "received" and r["acked_at"] is not None for r in by_id))
+        if any(_content(r["payload"]) == _content(text) for r in same):
+            # The same message under a new id (its system id the same): nothing of ours to wait for.
+            return Stored("again", True)
+        # Another booking's, another property's, or the same system id saying something else.
         await conn.execute(
             """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
                                           received_at, cut, clash_of)
@@ -91,6 +94,16 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
         if done is not None:
             return done
     raise RuntimeError(f"revision {revision_id[:40]} neither stored nor found three times")
+
+
+# What names a revision rather than says what it is: a repeat under a new id differs in these.
+_NAMING = ("id", "revision_id", "inserted_at")
+
+
+def _content(payload: Any) -> dict[str, Any]:
+    """A stored revision's content, its naming members left out."""
+    found = json.loads(payload) if isinstance(payload, str) else payload
+    return {k: v for k, v in found.items() if k not in _NAMING} if isinstance(found, dict) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +122,8 @@ class Received:
 async def received(db: Database, limit: int = 500, mode: str = "live") -> list[Received]:
     """Revisions of `mode`'s properties stored but not yet applied, in the order they came."""
     rows = await db.fetch(
-        f"""SELECT seq, id, property_id, cm_booking_id, revised_at, payload, cut, attempts, clash_of
+        f"""SELECT seq, id, property_id, cm_booking_id, revised_at, payload, cut, attempts,
+                   CASE WHEN clash_cleared THEN NULL ELSE clash_of END AS clash_of
             FROM ota_revisions WHERE state = 'received' AND {_OF_MODE} ORDER BY seq LIMIT $1""", limit, mode)
     return [Received(r["seq"], r["id"], r["property_id"], r["cm_booking_id"], r["revised_at"],
                      json.loads(r["payload"]), _cuts(r["cut"]), r["attempts"], r["clash_of"]) for r in rows]
@@ -150,10 +164,12 @@ KEPT_STATES = ("unmapped", "refused")  # kept without changing anything: the own
 async def apply_again(db: Database, property_id: int, revision_id: str) -> str | None:
     """Put a kept revision back among those waiting to be applied, answering the state it
     had (unchanged unless kept); None when the property has no such revision. Its
-    acknowledgement stands: the channel manager is not asked again."""
+    acknowledgement stands: the channel manager is not asked again. A clash put back is the
+    operator's word that it is genuine: it is applied as any revision."""
     before = await db.fetchval(
         """WITH before AS (SELECT seq, state FROM ota_revisions WHERE id = $2 AND property_id = $1 FOR UPDATE),
-                again AS (UPDATE ota_revisions r SET state = 'received', note = NULL, settled_at = NULL, attempts = 0
+                again AS (UPDATE ota_revisions r SET state = 'received', note = NULL, settled_at = NULL, attempts = 0,
+                                                     clash_cleared = r.clash_of IS NOT NULL
                           FROM before WHERE r.seq = before.seq AND before.state = ANY($3::text[]))
            SELECT state FROM before ORDER BY seq DESC LIMIT 1""",
         property_id, revision_id, list(KEPT_STATES))

@@ -17,10 +17,11 @@ import pytest
 
 from connectapi.actors.booking_intake import APPLY_TRIES
 from connectapi.actors.messages.property_writer import OTA_APPLY_WITHIN
+from connectapi.actors.ota_writer import LOCK_WAIT
 from connectapi.channel.sandbox.bookings import Stay
 from connectapi.storage.database import Database, RecordRefused
 from connectapi.storage.migrations import bundled_migrations
-from .harness import API, Harness, eventually
+from .harness import API, Harness, eventually, held_elsewhere
 from .test_ota_bookings import CM_ONLY, NOTIFY_SECRET, cm_ids, events_of, hooked_property, ota_booking, revisions
 from .webhook_receiver import Receiver
 
@@ -103,30 +104,39 @@ async def test_the_record_itself_holds_one_property_per_channel_id(api: Harness)
         assert refused.value.sqlstate == "23505"
 
 
-async def test_the_migration_unmaps_the_later_of_two_properties_sharing_an_id(db: Database) -> None:
-    """Pairs a version before this one let in: the property mapped first keeps the id."""
+async def test_the_migration_unmaps_every_property_sharing_an_id_and_tells_their_owners(db: Database) -> None:
+    """Pairs a version before this one let in: which of two is right cannot be told (the
+    first made may be the one that copied), so neither keeps a mapping; a property sharing
+    nothing keeps its own."""
     await db.execute("""DROP INDEX properties_cm_property_id; DROP INDEX room_types_cm_id; DROP INDEX rate_plans_cm_id;
         CREATE UNIQUE INDEX room_types_cm_id ON room_types (property_id, cm_id) WHERE cm_id IS NOT NULL;
         CREATE UNIQUE INDEX rate_plans_cm_id ON rate_plans (property_id, cm_id) WHERE cm_id IS NOT NULL""")
     ids = []
-    for name, cm_property in (("First", "cm-p"), ("Copy", "cm-p"), ("Own", "cm-own")):
+    # Copy took First's property id; Plan shares only a rate plan id with First.
+    for name, cm_property, cm_room, cm_plan in (("First", "cm-p", "cm-room", "cm-plan"),
+                                                ("Copy", "cm-p", "cm-copy-room", "cm-copy-plan"),
+                                                ("Plan", "cm-plan-p", "cm-plan-room", "cm-plan"),
+                                                ("Own", "cm-own", "cm-own-room", "cm-own-plan")):
         prop = await db.fetchval(
-            """INSERT INTO properties (name, timezone, currency, channel_manager, pms, cm_property_id)
-               VALUES ($1, 'Europe/Lisbon', 'EUR', true, false, $2) RETURNING id""", name, cm_property)
+            """INSERT INTO properties (name, timezone, currency, channel_manager, pms, cm_property_id, owner_email)
+               VALUES ($1, 'Europe/Lisbon', 'EUR', true, false, $2, $3) RETURNING id""",
+            name, cm_property, f"{name.lower()}@example.com")
         room = await db.fetchval("INSERT INTO room_types (property_id, name, max_adults, max_occupancy, rooms, cm_id) "
-                                 "VALUES ($1, 'Double', 2, 2, 4, $2) RETURNING id",
-                                 prop, "cm-room" if name != "Own" else "cm-own-room")
+                                 "VALUES ($1, 'Double', 2, 2, 4, $2) RETURNING id", prop, cm_room)
         await db.execute("INSERT INTO rate_plans (property_id, room_type_id, name, meal_plan, cm_id) "
-                         "VALUES ($1, $2, 'Flex', 'RO', $3)", prop, room, "cm-plan" if name == "First" else
-                         "cm-plan" if name == "Own" else "cm-copy-plan")
+                         "VALUES ($1, $2, 'Flex', 'RO', $3)", prop, room, cm_plan)
         ids.append(prop)
     [migration] = [m for m in bundled_migrations() if m.name == "one_property_per_channel_id"]
-    await db.execute(migration.sql)
+    await db.transaction(lambda conn: conn.execute(migration.sql))
     held = {r["id"]: (r["cm_property_id"], r["room"], r["plan"]) for r in await db.fetch(
         """SELECT p.id, p.cm_property_id, r.cm_id AS room, q.cm_id AS plan FROM properties p
            JOIN room_types r ON r.property_id = p.id JOIN rate_plans q ON q.property_id = p.id""")}
-    assert held == {ids[0]: ("cm-p", "cm-room", "cm-plan"), ids[1]: (None, None, "cm-copy-plan"),
-                    ids[2]: ("cm-own", "cm-own-room", None)}
+    assert held == {ids[0]: (None, None, None), ids[1]: (None, None, None), ids[2]: (None, None, None),
+                    ids[3]: ("cm-own", "cm-own-room", "cm-own-plan")}
+    told = await db.fetch("SELECT property_id, kind, to_address FROM notifications ORDER BY property_id")
+    assert [tuple(r) for r in told] == [(ids[0], "channel.unmapped", "first@example.com"),
+                                        (ids[1], "channel.unmapped", "copy@example.com"),
+                                        (ids[2], "channel.unmapped", "plan@example.com")]
 
 
 # --- 1 and 4. A revision screened before anything is locked or written -------------------------
@@ -244,11 +254,11 @@ async def test_oversized_guest_fields_are_cut_recorded_and_the_webhook_stays_sma
     [kept] = await revisions(api, prop, 1)
     assert kept["cut"] == ["customer.mail (200,012 characters)", "customer.phone (100,000 characters)",
                            "customer.country (100,000 characters)", "customer.address (50,000 characters)"]
+    assert (await events_of(receiver, secret, 2))[1]["type"] == "channel.booking.created"
     headers, body = receiver.received[1]
     assert len(body) < 10_000
     booking = json.loads(body)["data"]["booking"]
     assert booking["guest"] == {"name": "N" * 199 + "…", "email": None, "phone": None, "country": None}
-    assert (await events_of(receiver, secret, 2))[1]["type"] == "channel.booking.created"
     assert await api.ctx.db.fetchval("SELECT max(length(payload::text)) FROM ota_revisions") < 30_000
 
 
@@ -346,6 +356,86 @@ async def test_a_slow_revision_holds_up_no_other_property_and_is_refused_after_i
     told = (await api.admin("GET", f"/properties/{slow['id']}/notifications")).data
     assert [n["kind"] for n in told] == ["ota.unapplied"]
     assert not await stalled()
+
+
+async def test_waiting_for_the_propertys_lock_is_no_try_of_the_revisions(
+        api: Harness, receiver: Receiver, db_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    prop, secret = await hooked_property(api, receiver, **CM_ONLY)
+
+    def gave_way() -> int:
+        return caplog.text.count("waits for its property's lock")
+
+    async def waiting() -> int:
+        return int(await api.ctx.db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))
+
+    async def waiting_none() -> bool:
+        return await waiting() == 0
+
+    async with held_elsewhere(db_dsn, ("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE",
+                                       (prop["id"],))) as held:
+        offered(api, prop)
+        for round_ in range(APPLY_TRIES + 1):  # more rounds than a revision has tries
+            await eventually(waiting, f"round {round_} waiting")
+            api.advance(LOCK_WAIT + 1)
+            await eventually(lambda: gave_way() > round_, f"round {round_} giving way")
+            await eventually(waiting_none, "the abandoned wait ended by the record")
+            api.advance(60.0)  # the next round
+        assert await api.ctx.db.fetchval("SELECT attempts || state FROM ota_revisions") == "0received"
+        await held.rollback()
+    api.ctx.properties.wakeups.revisions_waiting()
+    [(state, _)] = await settled_as(api, prop, 1)
+    assert state == "applied"
+    assert (await events_of(receiver, secret, 2))[1]["type"] == "channel.booking.created"
+
+
+async def test_a_revision_whose_instant_is_off_the_calendar_is_left_and_the_others_go_on(
+        api: Harness, receiver: Receiver, caplog: pytest.LogCaptureFixture) -> None:
+    prop, secret = await hooked_property(api, receiver, **CM_ONLY)
+    odd = offered(api, prop, lambda r: r.update(inserted_at="0001-01-01T00:00:00+14:00"))
+    offered(api, prop, check_in=date(2026, 12, 20), check_out=date(2026, 12, 21))
+    [(state, _)] = await settled_as(api, prop, 1)
+    assert state == "applied"
+    assert (await events_of(receiver, secret, 2))[1]["data"]["booking"]["stay"]["checkIn"] == "2026-12-20"
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None and [r["id"] for r in sandbox.bookings.feed(None)] == [odd["id"]]
+    assert "inserted_at in the year" in caplog.text or "no readable inserted_at" in caplog.text
+
+
+async def test_a_number_no_one_can_hold_fails_its_revision_alone(api: Harness, receiver: Receiver) -> None:
+    """NaN in one revision of a feed page made the page, and every revision on it, unreadable
+    round after round; a number of thousands of digits (over 4,300: the same) is read as the
+    item's own problem too."""
+    prop, secret = await hooked_property(api, receiver, **CM_ONLY)
+    offered(api, prop, lambda r: r["rooms"][0]["occupancy"].update(adults=float("nan")))
+    offered(api, prop, lambda r: r["rooms"][0]["occupancy"].update(children=10**4000), check_in=date(2026, 12, 14),
+            check_out=date(2026, 12, 15))
+    offered(api, prop, check_in=date(2026, 12, 20), check_out=date(2026, 12, 21))
+    settled = await settled_as(api, prop, 3)
+    assert [state for state, _ in settled] == ["refused", "refused", "applied"]
+    assert settled[1][1] == "a room of 2 adults and more than a billion children"
+    assert (await events_of(receiver, secret, 2))[1]["data"]["booking"]["stay"]["checkIn"] == "2026-12-20"
+
+
+async def test_the_same_system_id_under_a_new_id_saying_something_else_is_a_clash(api: Harness,
+                                                                                  receiver: Receiver) -> None:
+    prop, _ = await hooked_property(api, receiver, **CM_ONLY)
+    earlier = offered(api, prop)
+    await settled_as(api, prop, 1)
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    other = copy.deepcopy(earlier)
+    other["id"] = other["revision_id"] = "the-same-system-id-another-amount"
+    other["amount"] = other["rooms"][0]["amount"] = "1.00"
+    sandbox.bookings.revisions[other["id"]] = other
+    api.ctx.properties.wakeups.revisions_waiting()
+    assert [(r["state"], r["clash"]) for r in await revisions(api, prop, 2)] == [("refused", True),
+                                                                                 ("applied", False)]
+    assert await api.ctx.db.fetchval("SELECT total_minor FROM bookings WHERE property_id = $1", prop["id"]) == 24000
+    # An operator who finds it genuine has it applied: the booking says what it says now.
+    again = await api.admin("POST", f"/properties/{prop['id']}/ota-revisions/{other['id']}/apply")
+    assert again.status == 202, again.body
+    await eventually(lambda: api.ctx.db.fetchval(
+        "SELECT total_minor = 100 FROM bookings WHERE property_id = $1", prop["id"]), "the clash applied")
 
 
 # --- 6. Small ones ------------------------------------------------------------------------------

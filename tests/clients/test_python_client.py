@@ -375,6 +375,14 @@ def test_a_number_that_is_not_finite_fails_closed(tolerance: float, now: float |
         verify_webhook(body, headers, secret, tolerance=tolerance, now=at)
 
 
+@pytest.mark.parametrize("stamp", ["9" * 400, "1e9", "0x10", "1_000", ""])
+def test_a_timestamp_that_is_no_number_of_seconds_is_refused(stamp: str) -> None:
+    secret, event_id, _, body, signature = VECTORS[1]
+    headers = {"webhook-id": event_id, "webhook-timestamp": stamp, "webhook-signature": signature}
+    with pytest.raises(WebhookVerificationError, match="not a number of seconds"):
+        verify_webhook(body, headers, secret)
+
+
 def test_real_deliveries_verify_and_forgeries_do_not(live: Live) -> None:
     keyed = live.keyed()
     endpoint = live.webhook_endpoint(keyed, "/py-hook")

@@ -4,7 +4,6 @@ bounded as the contract bounds a booking's."""
 
 from __future__ import annotations
 
-import json
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
@@ -13,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectapi.domain.ota_bookings import OtaBooking, normalise, parse_revision, screened
+from connectapi.domain.ota_bookings import MalformedRevision, OtaBooking, normalise, parse_revision, revised_at, screened
 from connectapi.domain.revision_screen import (
-    BYTES_KEPT, CUTS_LISTED, MEMBERS_KEPT, TEXT_KEPT, Cut, StayFacts, bounded, lost_in_keeping, screen,
+    BYTES_KEPT, CUTS_LISTED, MEMBERS_KEPT, TEXT_KEPT, Cut, StayFacts, bounded, lost_in_keeping, screen, stored_size,
 )
 from .test_ota_revisions import MAPPING, raw
 
@@ -85,6 +84,12 @@ def test_a_revision_too_large_once_bounded_is_kept_in_outline() -> None:
     assert kept == {"id": "r", "status": "new"}
     assert [c.unit for c in cuts] == ["bytes"] and cuts[0].size > BYTES_KEPT
     assert lost_in_keeping(cuts) is not None
+    # Many top-level strings, each under its bound, non-ASCII (six bytes each as stored):
+    # only what names it is kept, each of it bounded.
+    wide = {"id": "r" * 300, **{f"k{i}": "é" * TEXT_KEPT for i in range(MEMBERS_KEPT)}}
+    kept, cuts = bounded(wide)
+    assert kept == {"id": "r" * 200} and stored_size(kept) <= BYTES_KEPT
+    assert cuts[-1].unit == "bytes" and cuts[-1].size > 6 * TEXT_KEPT * (MEMBERS_KEPT - 1)  # as stored
 
 
 def test_many_cuts_are_listed_up_to_a_bound_and_a_lost_structure_is_never_hidden_among_them() -> None:
@@ -111,8 +116,7 @@ json_values = st.recursive(
 @given(st.dictionaries(st.text(max_size=20), json_values, max_size=10))
 def test_what_is_kept_is_bounded_whatever_came(revision: dict[str, Any]) -> None:
     kept, cuts = bounded(revision)
-    size = len(json.dumps(kept, ensure_ascii=False).encode())
-    assert size <= BYTES_KEPT or all(not isinstance(v, (dict, list)) for v in kept.values())
+    assert stored_size(kept) <= BYTES_KEPT
     assert len(cuts) <= CUTS_LISTED
     if not cuts:
         assert kept == revision
@@ -145,3 +149,29 @@ def test_a_parsed_revision_is_screened_on_its_total_and_every_room() -> None:
     assert screened(parse_revision(raw()), FACTS) is None
     room = {**raw()["rooms"][0], "amount": "-5"}
     assert screened(parse_revision(raw(rooms=[room])), FACTS) == "a negative amount (-5)"
+
+
+def test_numbers_no_one_can_hold_are_kept_as_text_and_refuse_their_revision_alone() -> None:
+    from connectapi.channel.client import _parse_json
+
+    page = _parse_json(b'{"data": [{"adults": 1e999, "big": ' + b"9" * 5000 + b', "ok": 2, "rate": 120.5, '
+                       b'"odd": NaN}]}', items=True)
+    assert page == {"data": [{"adults": "1e999", "big": "9" * 5000, "ok": 2, "rate": 120.5, "odd": "NaN"}]}
+    for adults in ("1e999", float("inf"), 2.5, True, "9" * 5000):
+        room = {**raw()["rooms"][0], "occupancy": {"adults": adults}}
+        with pytest.raises(MalformedRevision):
+            parse_revision(raw(rooms=[room]))
+
+
+@pytest.mark.parametrize("inserted_at", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00",
+                                         "1970-01-01T00:00:00", "9" * 100, None])
+def test_an_instant_off_the_calendar_is_unreadable(inserted_at: Any) -> None:
+    with pytest.raises(MalformedRevision):
+        revised_at({"inserted_at": inserted_at})
+
+
+def test_the_unmapped_ids_a_note_names_are_few_and_short() -> None:
+    rooms = [{**raw()["rooms"][0], "room_type_id": f"{i}" + "x" * 3000} for i in range(100)]
+    named = normalise(parse_revision(raw(rooms=rooms)), MAPPING)
+    assert isinstance(named, list) and len(named) == 6 and named[-1] == "95 more"
+    assert all(len(n) < 80 for n in named)

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -53,10 +54,10 @@ def _signed(raw: bytes, headers: Mapping[str, str], secrets: Sequence[str], tole
     event_id = _header(headers, "webhook-id")
     stamp = _header(headers, "webhook-timestamp")
     signatures = _header(headers, "webhook-signature")
-    try:
-        sent_at = int(stamp)
-    except ValueError:
-        raise WebhookVerificationError("webhook-timestamp is not a number of seconds") from None
+    if not re.fullmatch(r"\s*[+-]?[0-9]{1,15}\s*", stamp):
+        # Digits only, and not so many that the age cannot be reckoned (a float overflows).
+        raise WebhookVerificationError("webhook-timestamp is not a number of seconds")
+    sent_at = int(stamp)
     at = time.time() if now is None else now
     if not (math.isfinite(at) and math.isfinite(tolerance)):
         # Fail closed: a NaN compares false with everything, and "> NaN" let any age through.
