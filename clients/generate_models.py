@@ -1,5 +1,6 @@
-"""The client libraries' models, generated from the service's own documents: the OpenAPI
-document (every request body and every answer) and the webhook contract (the event).
+"""The client libraries' models, generated from the service's own OpenAPI document: every
+request body, every answer, and the webhook event (its `webhooks` components, made from the
+webhook contract).
 
     python clients/generate_models.py            # from the service's code, in this repository
     python clients/generate_models.py --check    # exit 1 when a written file is stale
@@ -10,7 +11,7 @@ attributes that tolerate members added later) and `clients/typescript/src/types.
 interface per schema). A test renders both from the document the live service serves and
 compares them with the files, so the libraries cannot drift from the contract.
 
-Standard library only: `render()` takes the two documents as plain JSON.
+Standard library only: `render()` takes the document as plain JSON.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ TYPESCRIPT_TYPES = HERE / "typescript" / "src" / "types.ts"
 # Names for inline schemas better than the parent's name and the member's: a shape two
 # answers share is named once, after the first that has it.
 NAMES = {"BatchRejected": "Rejection", "SyncRate": "SyncCells", "PropertyProduct": "PropertyProducts",
-         "WebhookBookingAmount": "WebhookBookingAmounts"}
+         "WebhookBookingAmount": "WebhookBookingAmounts", "WebhookBookingRoomTaxe": "WebhookBookingTax",
+         "WebhookBookingRoomService": "WebhookBookingService", "WebhookBookingRoomNight": "WebhookBookingNight",
+         "WebhookBookingAmountsGuarantee": "WebhookBookingGuarantee"}
 
 
 @dataclass
@@ -142,36 +145,8 @@ def _operations(doc: dict[str, Any]) -> tuple[set[str], set[str]]:
     return requests, answers
 
 
-def _webhook_schemas(contract: dict[str, Any]) -> dict[str, Any]:
-    """The event's envelope with `data` as the union of what it holds (a booking, or a
-    ping's reason), and the booking and changed fields as components of their own."""
-    envelope = contract["schemas"]["envelope"]
-    defs = envelope["$defs"]
-
-    def local(schema: Any) -> Any:
-        if isinstance(schema, dict):
-            return {k: (v.replace("#/$defs/booking/properties/", "#/components/schemas/WebhookBooking/properties/")
-                        .replace("#/$defs/", "#/components/schemas/Webhook") if k == "$ref" else local(v))
-                    for k, v in schema.items()}
-        return [local(s) for s in schema] if isinstance(schema, list) else schema
-
-    booking = local(defs["booking"])
-    changed = {"type": "object", "properties": {
-        name: booking["properties"][name] for name in defs["changedFields"]["properties"]}}
-    event = {**{k: v for k, v in envelope.items() if k not in ("$defs", "allOf", "$schema")}}
-    event["properties"] = {**event["properties"],
-                           "data": {"type": "object", "properties": {
-                               "booking": {"$ref": "#/components/schemas/WebhookBooking"},
-                               "reason": {"type": "string"}}},
-                           "changes": {"anyOf": [{"$ref": "#/components/schemas/WebhookChangedFields"},
-                                                 {"type": "null"}]},
-                           "previous": {"anyOf": [{"$ref": "#/components/schemas/WebhookChangedFields"},
-                                                  {"type": "null"}]}}
-    return {"WebhookEvent": event, "WebhookBooking": booking, "WebhookChangedFields": changed}
-
-
-def collect(doc: dict[str, Any], contract: dict[str, Any]) -> dict[str, Model]:
-    components = {**doc["components"]["schemas"], **_webhook_schemas(contract)}
+def collect(doc: dict[str, Any]) -> dict[str, Model]:
+    components = doc["components"]["schemas"]
     requests, answers = _operations(doc)
     collector = Collector(components)
     for name in sorted(requests):
@@ -316,21 +291,21 @@ def render_typescript(models: dict[str, Model]) -> str:
     return "\n".join(out)
 
 
-def render(doc: dict[str, Any], contract: dict[str, Any]) -> dict[Path, str]:
-    models = collect(doc, contract)
+def render(doc: dict[str, Any]) -> dict[Path, str]:
+    models = collect(doc)
     return {PYTHON_MODELS: render_python(models), TYPESCRIPT_TYPES: render_typescript(models)}
 
 
-def _from_the_service() -> tuple[dict[str, Any], dict[str, Any]]:
+def _from_the_service() -> dict[str, Any]:
     sys.path.insert(0, str(HERE.parent))
-    from connectapi.domain.webhook_contract import contract
     from connectapi.http.public.openapi import openapi_document
-    # Through JSON, as the service serves them.
-    return json.loads(json.dumps(openapi_document())), json.loads(json.dumps(contract()))
+    # Through JSON, as the service serves it.
+    document: dict[str, Any] = json.loads(json.dumps(openapi_document()))
+    return document
 
 
 def main(argv: list[str]) -> int:
-    rendered = render(*_from_the_service())
+    rendered = render(_from_the_service())
     stale = [path for path, text in rendered.items() if not path.exists() or path.read_text() != text]
     if "--check" in argv:
         for path in stale:

@@ -150,6 +150,7 @@ async def _create(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBoo
     # as cancelled: receivers reconcile on the reference either way.
     kind = "channel.booking.cancelled" if normal.cancelled else "channel.booking.created"
     events = await _emit(tx, prop, kind, told, None, None, now)
+    mails += await _amounts_flagged(tx, prop, booking_id, reference, normal, now)
     return RevisionSettled("applied", _noted(normal), booking_id, moved, events, mails)
 
 
@@ -180,13 +181,28 @@ async def _revise(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBoo
                            f"{normal.channel} changed {', '.join(changes)} of {normal.reservation_code} "
                            f"({known.reference})", now)
         events = await _emit(tx, prop, "channel.booking.modified", told, changes, previous, now)
+    if "amounts" in changes or "rooms" in changes or known.status != status:
+        mails += await _amounts_flagged(tx, prop, known.booking_id, known.reference, normal, now)
     return RevisionSettled("applied", _noted(normal, None if events else "nothing told changed"), known.booking_id,
                            moved, events, mails)
 
 
 def _noted(normal: OtaBooking, *said: str | None) -> str | None:
-    """An applied revision's note: what it left as it was, and what of it was cut or dropped."""
-    return "; ".join(part for part in (*said, *normal.cut) if part) or None
+    """An applied revision's note: what it left as it was, what of it was cut or dropped, and
+    what of its amounts does not add up."""
+    disagree = [f"amounts do not add up: {'; '.join(normal.disagreements)}"] if normal.disagreements else []
+    return "; ".join(part for part in (*said, *normal.cut, *disagree) if part) or None
+
+
+async def _amounts_flagged(tx: Tx, prop: PropertyLock, booking_id: int, reference: str, normal: OtaBooking,
+                           now: datetime) -> int:
+    """The owner told of amounts that do not add up (told as the OTA sent them all the same:
+    the service never mends an OTA's money)."""
+    if not normal.disagreements:
+        return 0
+    log.warning("intake: an OTA booking of property %d has amounts that do not add up", prop.id)
+    return await _tell_owner(tx, prop, booking_id, emails.owner_ota_amounts(
+        prop.name, normal.reservation_code, normal.channel, reference, list(normal.disagreements)), now)
 
 
 async def _move(tx: Tx, prop: PropertyLock, booking_id: int, reference: str,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -20,7 +20,7 @@ from pydantic import (
 from . import addresses, scopes
 from .ids import MAX_ID, bounded_int
 from .money import is_known_currency
-from .text import EMAIL_PATTERN, LINE_PATTERN
+from .text import EMAIL_PATTERN, LINE_PATTERN, TEXT_PATTERN
 
 MEAL_PLANS = ("RO", "BB", "CP", "HB", "FB", "AI")
 PROPERTY_STATUSES = ("active", "deleted", "demo")
@@ -233,15 +233,57 @@ class OtaGuestIn(BaseModel):
     email: Annotated[str, Field(max_length=254, pattern=LINE_PATTERN)] | None = None
     phone: Annotated[str, Field(max_length=32, pattern=LINE_PATTERN)] | None = None
     country: Annotated[str, Field(pattern=r"^[A-Z]{2}$")] | None = None
+    language: Annotated[str, Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")] | None = None
+    address: Annotated[str, Field(max_length=200, pattern=LINE_PATTERN)] | None = None
+    city: Annotated[str, Field(max_length=100, pattern=LINE_PATTERN)] | None = None
+    zip: Annotated[str, Field(max_length=20, pattern=LINE_PATTERN)] | None = None
+    company: Annotated[str, Field(max_length=200, pattern=LINE_PATTERN)] | None = None
+    vatNumber: Annotated[str, Field(max_length=40, pattern=LINE_PATTERN)] | None = None
 
 
 OtaAmount = Annotated[str, Field(pattern=r"^[0-9]{1,10}(\.[0-9]{1,2})?$")]
+ChargeName = Annotated[str, Field(min_length=1, max_length=100, pattern=LINE_PATTERN)]
 
 
-class OtaBookingChangeIn(BaseModel):
-    """A modified OTA booking (sandbox): any of the create fields."""
+class OtaChargeIn(BaseModel):
+    """A tax or an extra of a simulated OTA booking, as the OTA would charge it."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: ChargeName
+    amount: OtaAmount
+    type: Annotated[str, Field(min_length=1, max_length=60, pattern=LINE_PATTERN)] | None = None
+    inclusive: bool = False  # a tax: whether the room's price includes it
+    priceMode: Annotated[str, Field(min_length=1, max_length=40, pattern=LINE_PATTERN)] | None = None
+    persons: Annotated[StrictInt, Field(ge=0, le=100)] | None = None
+    nights: Annotated[StrictInt, Field(ge=0, le=90)] | None = None
+
+
+class OtaDetailsIn(BaseModel):
+    """What a simulated OTA booking may carry besides its stay (issue 42): each night's price,
+    taxes, extras, payment terms, the children's ages, the arrival hour and requests."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # One per night: the room's price that night (the amount spread evenly when not given).
+    nightlyAmounts: Annotated[list[OtaAmount], Field(min_length=1, max_length=90)] | None = None
+    taxes: Annotated[list[OtaChargeIn], Field(max_length=10)] | None = None  # the room's (else the OTA's own)
+    extras: Annotated[list[OtaChargeIn], Field(max_length=10)] | None = None  # bought on top of the room
+    childrenAges: Annotated[list[Annotated[StrictInt, Field(ge=0, le=17)]], Field(max_length=20)] | None = None
+    arrivalHour: Annotated[str, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")] | None = None
+    notes: Annotated[str, Field(max_length=2000, pattern=TEXT_PATTERN)] | None = None
+    paymentCollect: Literal["ota", "property"] | None = None
+    paymentType: Literal["credit_card", "bank_transfer"] | None = None
+    virtualCard: bool | None = None
+    commission: OtaAmount | None = None
+
+    def details(self) -> dict[str, Any]:
+        """The fields given, by name (a change names only what changes)."""
+        return {name: getattr(self, name) for name in OtaDetailsIn.model_fields if name in self.model_fields_set}
+
+
+class OtaBookingChangeIn(OtaDetailsIn):
+    """A modified OTA booking (sandbox): any of the create fields."""
 
     roomTypeId: StrictInt | None = None
     ratePlanId: StrictInt | None = None
@@ -254,10 +296,8 @@ class OtaBookingChangeIn(BaseModel):
     channel: Annotated[str, Field(min_length=1, max_length=40, pattern=LINE_PATTERN)] | None = None
 
 
-class OtaBookingIn(BaseModel):
+class OtaBookingIn(OtaDetailsIn):
     """A new OTA booking the sandbox channel manager emits for a property."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     roomTypeId: StrictInt
     ratePlanId: StrictInt

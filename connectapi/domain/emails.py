@@ -75,6 +75,16 @@ def owner_ota_unapplied(property_name: str, reservation_code: str, channel: str,
                  f"Check the booking with {channel} and in the PMS.\n")
 
 
+def owner_ota_amounts(property_name: str, reservation_code: str, channel: str, reference: str,
+                      disagreements: list[str]) -> Email:
+    """An OTA booking whose amounts do not add up: told as the OTA sent them, never mended."""
+    said = "".join(f"- {one}\n" for one in disagreements)
+    return Email("ota.amounts", f"OTA booking {reservation_code}: its amounts do not add up ({property_name})",
+                 f"{channel} sent reservation {reservation_code} (PMS {reference}) with amounts that do not add "
+                 f"up:\n{said}\nThe booking is in the PMS and its webhook carries the amounts as {channel} sent "
+                 f"them. Check them with {channel} before you charge the guest.\n")
+
+
 def owner_ota_overbooked(property_name: str, reservation_code: str, channel: str, reference: str,
                          nights: list[str]) -> Email:
     return Email("ota.overbooked", f"Overbooking: {channel} sold {reservation_code} with no room left "

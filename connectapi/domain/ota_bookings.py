@@ -17,13 +17,15 @@ from typing import Any
 
 from .bookings import money, normalise_phone, stay_nights_of, to_minor
 from .money import currency_exponent
+from .ota_details import (BookingDetails, Charge, RoomDetails, Unreadable, booking_details, disagreements, object_of,
+                          room_details)
 from .revision_screen import StayFacts, screen
 from .text import EMAIL_PATTERN, one_line
 
 STATUSES = ("new", "modified", "cancelled")
 # The booking's fields a `modified` event compares; `changes` and `previous` hold the ones
 # that differ, each whole (the new value and the old one).
-COMPARED = ("status", "stay", "rooms", "guest", "amounts", "channel")
+COMPARED = ("status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services", "arrivalHour", "notes")
 
 
 # The booking's own fields, bounded as the contract bounds a booking's (decision 0030):
@@ -50,6 +52,7 @@ class RevisionRoom:
     adults: int
     children: int
     amount: Decimal
+    details: RoomDetails = RoomDetails((), (), (), (), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +71,15 @@ class Revision:
     customer: dict[str, str | None]
     rooms: tuple[RevisionRoom, ...]
     revised_at: datetime
+    details: BookingDetails = BookingDetails()
+    room_cut: tuple[str, ...] = ()  # what of the rooms' details was cut or dropped
 
 
-# PCI (docs/decisions/0093-no-card-data.md): of a revision's `guarantee` only
-# `is_virtual` is kept; any other key naming a card, anywhere in the revision, is dropped.
+# PCI (docs/decisions/0093-no-card-data.md, 0128): of a revision's `guarantee` only
+# `is_virtual` and the card's brand (`card_type`: a code such as VI or MC, no cardholder
+# data) are kept; any other key naming a card, anywhere in the revision, is dropped.
 _CARD_KEY = re.compile(r"card|cvv|cvc", re.IGNORECASE)
+_CARD_TYPE = re.compile(r"[A-Za-z]{2,20}")
 
 
 def without_card(raw: dict[str, Any]) -> dict[str, Any]:
@@ -81,11 +88,17 @@ def without_card(raw: dict[str, Any]) -> dict[str, Any]:
     assert isinstance(cleaned, dict)
     if "guarantee" in raw:
         guarantee = raw["guarantee"]
-        virtual = guarantee.get("is_virtual") if isinstance(guarantee, dict) else None
-        # That a guarantee came, and whether the OTA's own virtual card pays, is all the desk
-        # needs from it; a guarantee that is not an object is dropped whole.
-        cleaned["guarantee"] = None if guarantee is None else (
-            {"is_virtual": virtual} if isinstance(virtual, bool) else {})
+        # That a guarantee came, whether the OTA's own virtual card pays, and the card's
+        # brand are all the desk needs from it; a guarantee that is not an object is
+        # dropped whole, and a brand that is not a short code is dropped.
+        kept: dict[str, Any] = {}
+        if isinstance(guarantee, dict):
+            if isinstance(guarantee.get("is_virtual"), bool):
+                kept["is_virtual"] = guarantee["is_virtual"]
+            brand = guarantee.get("card_type")
+            if isinstance(brand, str) and _CARD_TYPE.fullmatch(brand):
+                kept["card_type"] = brand
+        cleaned["guarantee"] = None if guarantee is None else kept
     return cleaned
 
 
@@ -147,7 +160,11 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         status = str(raw["status"])
         if status not in STATUSES:
             raise MalformedRevision(f"unknown status {status[:20]!r}")
-        rooms = tuple(_room(room) for room in raw["rooms"])
+        occupancy = object_of(raw.get("occupancy"))
+        # The booking's children's ages stand for its one room's when the room has none.
+        ages = occupancy.get("ages") if len(raw["rooms"]) == 1 else None
+        room_cut: list[str] = []
+        rooms = tuple(_room(room, ages, f"rooms[{i}]", room_cut) for i, room in enumerate(raw["rooms"]))
         customer = raw.get("customer") or {}
         arrival, departure = date.fromisoformat(raw["arrival_date"]), date.fromisoformat(raw["departure_date"])
         if departure <= arrival:
@@ -161,16 +178,18 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
             amount=Decimal(str(raw["amount"])), currency=str(raw["currency"]).upper(),
             customer={k: (None if customer.get(k) in (None, "") else str(customer[k]))
                       for k in ("name", "surname", "mail", "phone", "country")},
-            rooms=rooms, revised_at=revised_at(raw),
+            rooms=rooms, revised_at=revised_at(raw), details=booking_details(raw), room_cut=tuple(room_cut),
         )
     except MalformedRevision:
         raise
+    except Unreadable as exc:
+        raise MalformedRevision(str(exc)[:200]) from None
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         # ArithmeticError: Decimal's InvalidOperation, and int() of an infinite float.
         raise MalformedRevision(f"unreadable revision: {type(exc).__name__} {exc}"[:200]) from None
 
 
-def _room(room: dict[str, Any]) -> RevisionRoom:
+def _room(room: dict[str, Any], booking_ages: list[Any] | None, where: str, cut: list[str]) -> RevisionRoom:
     # Both ids are always there, either may be null (unmapped at the channel manager); a
     # room without `room_type_id` at all is not one we can read.
     occupancy = room.get("occupancy") or {}
@@ -178,7 +197,7 @@ def _room(room: dict[str, Any]) -> RevisionRoom:
         None if room["room_type_id"] is None else str(room["room_type_id"]),
         None if room.get("rate_plan_id") is None else str(room["rate_plan_id"]),
         _whole(occupancy.get("adults", 1)), _whole(occupancy.get("children") or 0),
-        Decimal(str(room.get("amount", "0"))),
+        Decimal(str(room.get("amount", "0"))), room_details(room, booking_ages, where, cut),
     )
 
 
@@ -208,6 +227,7 @@ class OtaRoom:
     children: int
     amount_minor: int
     nightly_minor: int
+    details: RoomDetails = RoomDetails((), (), (), (), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +249,9 @@ class OtaBooking:
     reservation_code: str
     # What of the revision's own fields was cut or dropped (decision 0126), for the note.
     cut: tuple[str, ...] = ()
+    details: BookingDetails = BookingDetails()
+    # What of its amounts does not add up (told as sent all the same), for the owner.
+    disagreements: tuple[str, ...] = ()
 
     @property
     def nights(self) -> list[date]:
@@ -267,16 +290,20 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
         assert room.cm_room_type_id is not None  # an unmapped room was answered above
         rooms.append(OtaRoom(mapping.room_types[room.cm_room_type_id], plan,
                              mapping.meal_plans.get(plan, "RO") if plan is not None else "RO",
-                             max(1, room.adults), max(0, room.children), amount, amount // nights))
+                             max(1, room.adults), max(0, room.children), amount, amount // nights, room.details))
     guest, cut = _guest(revision.customer)
     channel, code = one_line(revision.ota_name, CHANNEL_MAX), one_line(revision.reservation_code, CODE_MAX)
     cut += [what for what, was, now in (("channel name", revision.ota_name, channel),
                                         ("reservation code", revision.reservation_code, code)) if was.strip() != now]
+    cut += [*revision.room_cut, *revision.details.cut]
+    cancelled = revision.status == "cancelled"
     return OtaBooking(
-        cancelled=revision.status == "cancelled", check_in=revision.arrival, check_out=revision.departure,
+        cancelled=cancelled, check_in=revision.arrival, check_out=revision.departure,
         rooms=tuple(rooms), guest_name=guest["name"] or "OTA guest", guest_email=guest["email"],
         guest_phone=guest["phone"], guest_country=guest["country"], total_minor=total, currency=revision.currency,
-        exponent=exponent, channel=channel, reservation_code=code, cut=tuple(cut))
+        exponent=exponent, channel=channel, reservation_code=code, cut=tuple(cut), details=revision.details,
+        disagreements=tuple(disagreements(revision.amount, [(r.amount, r.details) for r in revision.rooms],
+                                          revision.details.services, cancelled, revision.currency[:3])))
 
 
 def _guest(customer: dict[str, str | None]) -> tuple[dict[str, str | None], list[str]]:
@@ -305,9 +332,14 @@ def _guest(customer: dict[str, str | None]) -> tuple[dict[str, str | None], list
 
 def screened(revision: Revision, facts: StayFacts) -> str | None:
     """Why the property cannot take this revision (domain.revision_screen), or None."""
+    details = revision.details
+    amounts = [revision.amount, *(room.amount for room in revision.rooms),
+               *(price for room in revision.rooms for _, price in room.details.days),
+               *(charge.amount for room in revision.rooms for charge in (*room.details.taxes, *room.details.services)),
+               *(charge.amount for charge in (*details.taxes, *details.services)),
+               *([details.commission] if details.commission is not None else [])]
     return screen(revision.arrival, revision.departure,
-                  [(room.cm_room_type_id, room.adults, room.children) for room in revision.rooms],
-                  [revision.amount, *(room.amount for room in revision.rooms)], facts)
+                  [(room.cm_room_type_id, room.adults, room.children) for room in revision.rooms], amounts, facts)
 
 
 def _phone(phone: str | None) -> str | None:
@@ -329,20 +361,52 @@ def _minor(amount: Decimal, exponent: int) -> int:
 
 def told(booking: OtaBooking, reference: str, status: str) -> dict[str, Any]:
     """`data.booking` of a webhook event: the property's ids only, never the channel
-    manager's ids or anything of its credentials."""
+    manager's ids or anything of its credentials; amounts as two-decimal strings in the
+    booking's currency, each as the OTA sent it."""
+    details, exponent = booking.details, booking.exponent
+
+    def amount(value: Decimal) -> str:
+        return money(_minor(value, exponent), exponent)
+
+    guarantee = details.guarantee
+    address, company = details.address, details.company
     return {
         "reference": reference,
         "status": status,
         "stay": {"checkIn": booking.check_in.isoformat(), "checkOut": booking.check_out.isoformat(),
                  "nights": len(booking.nights)},
         "rooms": [{"roomTypeId": r.room_type_id, "ratePlanId": r.rate_plan_id, "adults": r.adults,
-                   "children": r.children, "amount": money(r.amount_minor, booking.exponent)}
+                   "children": r.children, "amount": money(r.amount_minor, exponent),
+                   "nights": [{"date": night.isoformat(), "amount": amount(price)} for night, price in r.details.days],
+                   "taxes": [_tax(t, amount) for t in r.details.taxes],
+                   "services": [_service(s, amount) for s in r.details.services],
+                   "childrenAges": list(r.details.children_ages), "infants": r.details.infants}
                   for r in booking.rooms],
         "guest": {"name": booking.guest_name, "email": booking.guest_email, "phone": booking.guest_phone,
-                  "country": booking.guest_country},
-        "amounts": {"total": money(booking.total_minor, booking.exponent), "currency": booking.currency},
+                  "country": booking.guest_country, "language": details.language,
+                  "address": None if address is None else {"line": address.line, "city": address.city,
+                                                           "zip": address.zip, "country": address.country},
+                  "company": None if company is None else {"name": company.name, "vatNumber": company.vat_number}},
+        "amounts": {"total": money(booking.total_minor, exponent), "currency": booking.currency,
+                    "commission": None if details.commission is None else amount(details.commission),
+                    "paymentCollect": details.payment_collect, "paymentType": details.payment_type,
+                    "guarantee": None if guarantee is None else {"virtualCard": guarantee.virtual_card,
+                                                                 "cardType": guarantee.card_type}},
         "channel": {"name": booking.channel, "reservationCode": booking.reservation_code},
+        "taxes": [_tax(t, amount) for t in details.taxes],
+        "services": [_service(s, amount) for s in details.services],
+        "arrivalHour": details.arrival_hour,
+        "notes": details.notes,
     }
+
+
+def _tax(tax: Charge, amount: Any) -> dict[str, Any]:
+    return {"name": tax.name, "type": tax.type, "inclusive": tax.inclusive, "amount": amount(tax.amount)}
+
+
+def _service(service: Charge, amount: Any) -> dict[str, Any]:
+    return {"name": service.name, "type": service.type, "amount": amount(service.amount),
+            "priceMode": service.price_mode, "persons": service.persons, "nights": service.nights}
 
 
 def changes_between(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -9,17 +9,15 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from .admin_models import OtaAmount, OtaBookingIn, OtaGuestIn
+from .admin_models import OtaAmount, OtaBookingIn, OtaDetailsIn, OtaGuestIn
 from .text import LINE_PATTERN
 
 # What a simulated OTA booking costs a night when the integrator names no amount.
 DEFAULT_NIGHTLY_AMOUNT = Decimal("100.00")
 
 
-class TestOtaBookingIn(BaseModel):
+class TestOtaBookingIn(OtaDetailsIn):
     """An OTA booking for the test sandbox to emit, in our ids."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     roomTypeId: StrictInt
     ratePlanId: StrictInt
@@ -29,7 +27,7 @@ class TestOtaBookingIn(BaseModel):
     channel: Annotated[str, Field(min_length=1, max_length=40, pattern=LINE_PATTERN)] = "BookingCom"
     adults: Annotated[StrictInt, Field(ge=1, le=20)] = 2
     children: Annotated[StrictInt, Field(ge=0, le=20)] = 0
-    amount: OtaAmount | None = None  # the booking's total; default 100.00 a night
+    amount: OtaAmount | None = None  # the rooms' price; default 100.00 a night
 
     @model_validator(mode="after")
     def _stay(self) -> TestOtaBookingIn:
@@ -42,7 +40,7 @@ class TestOtaBookingIn(BaseModel):
         amount = self.amount if self.amount is not None else f"{DEFAULT_NIGHTLY_AMOUNT * nights:.2f}"
         return OtaBookingIn(roomTypeId=self.roomTypeId, ratePlanId=self.ratePlanId, checkIn=self.checkIn,
                             checkOut=self.checkOut, adults=self.adults, children=self.children, guest=self.guest,
-                            amount=amount, channel=self.channel)
+                            amount=amount, channel=self.channel, **self.details())
 
 
 class TestFaultsIn(BaseModel):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import UTC, datetime
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
@@ -21,6 +22,20 @@ SAMPLE_AT = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 
 _MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2}$", "description": "major units, two decimals"}
 _NULLABLE_STRING = {"type": ["string", "null"]}
+_NULLABLE_COUNT = {"type": ["integer", "null"], "minimum": 0}
+# Members added since the first release of the booking (issue 42): in every event, but not
+# in a `previous` that tells a booking as an event before them told it.
+_TAX = {"type": "object", "required": ["name", "type", "inclusive", "amount"], "additionalProperties": False,
+        "description": "a tax as the OTA charged it: `inclusive` when the room's price includes it",
+        "properties": {"name": {"type": "string"}, "type": _NULLABLE_STRING,
+                       "inclusive": {"type": ["boolean", "null"]}, "amount": _MONEY}}
+_SERVICE = {"type": "object", "required": ["name", "type", "amount", "priceMode", "persons", "nights"],
+            "additionalProperties": False, "description": "an extra the guest bought (breakfast, parking ...)",
+            "properties": {"name": {"type": "string"}, "type": _NULLABLE_STRING, "amount": _MONEY,
+                           "priceMode": {**_NULLABLE_STRING, "description": "per stay, per night, per person per night"},
+                           "persons": _NULLABLE_COUNT, "nights": _NULLABLE_COUNT}}
+_TAXES = {"type": "array", "items": _TAX}
+_SERVICES = {"type": "array", "items": _SERVICE}
 
 BOOKING_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -43,31 +58,63 @@ BOOKING_SCHEMA: dict[str, Any] = {
                 "required": ["roomTypeId", "ratePlanId", "adults", "children", "amount"],
                 "properties": {"roomTypeId": {"type": "integer"}, "ratePlanId": {"type": ["integer", "null"]},
                                "adults": {"type": "integer", "minimum": 1},
-                               "children": {"type": "integer", "minimum": 0}, "amount": _MONEY},
+                               "children": {"type": "integer", "minimum": 0}, "amount": _MONEY,
+                               "nights": {"type": "array", "description": "each night's price, as the OTA sent it",
+                                          "items": {"type": "object", "required": ["date", "amount"],
+                                                    "additionalProperties": False,
+                                                    "properties": {"date": {"type": "string", "format": "date"},
+                                                                   "amount": _MONEY}}},
+                               "taxes": _TAXES, "services": _SERVICES,
+                               "childrenAges": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                               "infants": {"type": "integer", "minimum": 0}},
             },
         },
         "guest": {
             "type": "object", "required": ["name", "email", "phone", "country"], "additionalProperties": False,
             "properties": {"name": {"type": "string"}, "email": _NULLABLE_STRING, "phone": _NULLABLE_STRING,
-                           "country": _NULLABLE_STRING},
+                           "country": _NULLABLE_STRING, "language": _NULLABLE_STRING,
+                           "address": {"type": ["object", "null"], "required": ["line", "city", "zip", "country"],
+                                       "additionalProperties": False,
+                                       "properties": {"line": _NULLABLE_STRING, "city": _NULLABLE_STRING,
+                                                      "zip": _NULLABLE_STRING, "country": _NULLABLE_STRING}},
+                           "company": {"type": ["object", "null"], "required": ["name", "vatNumber"],
+                                       "additionalProperties": False,
+                                       "properties": {"name": _NULLABLE_STRING, "vatNumber": _NULLABLE_STRING}}},
         },
         "amounts": {
             "type": "object", "required": ["total", "currency"], "additionalProperties": False,
-            "properties": {"total": _MONEY, "currency": {"type": "string", "pattern": "^[A-Z]{3}$"}},
+            "properties": {"total": _MONEY, "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                           "commission": {"type": ["string", "null"], "pattern": _MONEY["pattern"],
+                                          "description": "the OTA's commission (Booking.com, Airbnb), or null"},
+                           "paymentCollect": {"anyOf": [{"enum": ["ota", "property"]}, {"type": "null"}],
+                                              "description": "who collects the money: the OTA (the guest paid "
+                                                             "it), the property, or not said (usually the property)"},
+                           "paymentType": {"anyOf": [{"enum": ["credit_card", "bank_transfer"]}, {"type": "null"}]},
+                           "guarantee": {"type": ["object", "null"], "required": ["virtualCard", "cardType"],
+                                         "additionalProperties": False,
+                                         "description": "a card guaranteed the booking; never its number, "
+                                                        "holder, expiry or CVV",
+                                         "properties": {"virtualCard": {"type": "boolean"},
+                                                        "cardType": _NULLABLE_STRING}}},
         },
         "channel": {
             "type": "object", "required": ["name", "reservationCode"], "additionalProperties": False,
             "properties": {"name": {"type": "string"}, "reservationCode": {"type": "string"}},
         },
+        "taxes": {**_TAXES, "description": "taxes of the whole booking (most OTAs give them per room)"},
+        "services": {**_SERVICES, "description": "extras of the whole booking"},
+        "arrivalHour": {"type": ["string", "null"], "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
+        "notes": {**_NULLABLE_STRING, "description": "the guest's requests, as the OTA sent them"},
     },
 }
 
-_CHANGED_FIELDS = {
+_CHANGED_FIELDS: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "minProperties": 1,
     "description": "the booking's fields that changed, each whole: in `changes` the new value, in `previous` "
                    "the old one",
     "properties": {name: {"$ref": f"#/$defs/booking/properties/{name}"}
-                   for name in ("status", "stay", "rooms", "guest", "amounts", "channel")},
+                   for name in ("status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services",
+                                "arrivalHour", "notes")},
 }
 
 ENVELOPE_SCHEMA: dict[str, Any] = {
@@ -117,28 +164,51 @@ _DESCRIPTIONS = {
 }
 
 
-def _example_booking(status: str = "UPCOMING", check_out: str = "2026-10-03", total: str = "240.00") -> dict[str, Any]:
-    nights = (datetime.fromisoformat(check_out) - datetime.fromisoformat("2026-10-01")).days
+def _example_booking(status: str = "UPCOMING", prices: tuple[str, ...] = ("120.00", "120.00")) -> dict[str, Any]:
+    """A Booking.com booking as the front desk needs it: each night's price, VAT included, a
+    city tax not, breakfast bought as an extra, a child aged 5, arrival at 22:30, paid at
+    the OTA with its virtual card."""
+    nights = [f"2026-10-{day:02d}" for day in range(1, len(prices) + 1)]
+    room = sum((Decimal(p) for p in prices), Decimal(0))
+    breakfast = Decimal("15.00") * 3 * len(prices)
     return {
-        "reference": "PMS-42-001017", "status": status,
-        "stay": {"checkIn": "2026-10-01", "checkOut": check_out, "nights": nights},
-        "rooms": [{"roomTypeId": 7, "ratePlanId": 12, "adults": 2, "children": 0, "amount": total}],
-        "guest": {"name": "Ana Lima", "email": "ana@example.com", "phone": "+351912345678", "country": "PT"},
-        "amounts": {"total": total, "currency": "EUR"},
-        "channel": {"name": "BookingCom", "reservationCode": "BOO-1001"},
+        "reference": "PMS-42-000017", "status": status,
+        "stay": {"checkIn": nights[0], "checkOut": f"2026-10-{len(prices) + 1:02d}", "nights": len(prices)},
+        "rooms": [{"roomTypeId": 7, "ratePlanId": 12, "adults": 2, "children": 1, "amount": f"{room:.2f}",
+                   "nights": [{"date": night, "amount": price} for night, price in zip(nights, prices, strict=True)],
+                   "taxes": [{"name": "VAT (6%)", "type": "Value Added Tax (VAT)", "inclusive": True,
+                              "amount": f"{(room * 6 / 106).quantize(Decimal('0.01')):.2f}"},
+                             {"name": "City tax", "type": "city_tax", "inclusive": False,
+                              "amount": f"{Decimal(2) * 2 * len(prices):.2f}"}],
+                   "services": [], "childrenAges": [5], "infants": 0}],
+        "guest": {"name": "Ana Lima", "email": "ana.lima.412@guest.booking.com", "phone": "+351912345678",
+                  "country": "PT", "language": "pt",
+                  "address": {"line": "Rua Augusta 100", "city": "Lisboa", "zip": "1100-053", "country": "PT"},
+                  "company": None},
+        "amounts": {"total": f"{room + breakfast:.2f}", "currency": "EUR",
+                    "commission": f"{(room + breakfast) * Decimal('0.15'):.2f}", "paymentCollect": "ota",
+                    "paymentType": "credit_card", "guarantee": {"virtualCard": True, "cardType": "MC"}},
+        "channel": {"name": "BookingCom", "reservationCode": "4205138871"},
+        "taxes": [],
+        "services": [{"name": "Breakfast", "type": "Breakfast", "amount": f"{breakfast:.2f}",
+                      "priceMode": "Per person per night", "persons": 3, "nights": len(prices)}],
+        "arrivalHour": "22:30",
+        "notes": "A quiet room, please.",
     }
 
 
 def _examples() -> list[dict[str, Any]]:
     prop = PropertyFacts(42, "Casa Azul", "EUR", "Europe/Lisbon")
-    before, after = _example_booking(), _example_booking(check_out="2026-10-04", total="360.00")
-    changed = ("stay", "rooms", "amounts")
+    # The modification: the second night's price, and so the room's amount, the total and
+    # the commission, and the VAT included in it.
+    before, after = _example_booking(), _example_booking(prices=("120.00", "135.00"))
+    changed = ("rooms", "amounts")
     made: list[tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]] = [
         ("channel.booking.created", {"booking": before}, None, None),
         ("channel.booking.modified", {"booking": after}, {k: after[k] for k in changed},
          {k: before[k] for k in changed}),
-        ("channel.booking.cancelled", {"booking": _example_booking(status="CANCELLED", check_out="2026-10-04",
-                                                                   total="360.00")}, None, None),
+        ("channel.booking.cancelled", {"booking": _example_booking(status="CANCELLED", prices=("120.00", "135.00"))},
+         None, None),
         (PING, {"reason": "test"}, None, None),
     ]
     examples = []
@@ -149,6 +219,46 @@ def _examples() -> list[dict[str, Any]]:
                          "headers": signed_headers(event_id, body, [SAMPLE_SECRET], SAMPLE_AT),
                          "body": body, "event": json.loads(body)})
     return examples
+
+
+def openapi_schemas() -> dict[str, Any]:
+    """The event as OpenAPI components (the OpenAPI document's `webhooks` and the client
+    libraries' models): the envelope with `data` as the union of what it holds (a booking,
+    or a ping's reason), and the booking and changed fields as components of their own."""
+    def local(schema: Any) -> Any:
+        if isinstance(schema, dict):
+            return {k: (v.replace("#/$defs/booking/properties/", "#/components/schemas/WebhookBooking/properties/")
+                        .replace("#/$defs/", "#/components/schemas/Webhook") if k == "$ref" else local(v))
+                    for k, v in schema.items()}
+        return [local(s) for s in schema] if isinstance(schema, list) else schema
+
+    booking = local(BOOKING_SCHEMA)
+    changed = {"type": "object", "description": _CHANGED_FIELDS["description"],
+               "properties": {name: booking["properties"][name] for name in _CHANGED_FIELDS["properties"]}}
+    event = {k: v for k, v in ENVELOPE_SCHEMA.items() if k not in ("$defs", "allOf", "$schema")}
+    event["properties"] = {**event["properties"],
+                           "data": {"type": "object", "description": "`booking` for a channel.booking event, "
+                                                                     "`reason` for a ping",
+                                    "properties": {"booking": {"$ref": "#/components/schemas/WebhookBooking"},
+                                                   "reason": {"type": "string"}}},
+                           "changes": {"anyOf": [{"$ref": "#/components/schemas/WebhookChangedFields"},
+                                                 {"type": "null"}]},
+                           "previous": {"anyOf": [{"$ref": "#/components/schemas/WebhookChangedFields"},
+                                                  {"type": "null"}]}}
+    return {"WebhookEvent": event, "WebhookBooking": booking, "WebhookChangedFields": changed}
+
+
+def openapi_webhooks() -> dict[str, Any]:
+    """OpenAPI 3.1's `webhooks`: one per event type, each a POST of the event, signed."""
+    described = {kind: _DESCRIPTIONS[kind] for kind in EVENT_TYPES}
+    return {kind: {"post": {
+        "summary": what, "description": f"{what}. Signed as Standard Webhooks 1.0 (webhook-id, webhook-timestamp, "
+                                        "webhook-signature); the contract at /api/v1/public/webhooks/contract has "
+                                        "the retry schedule and signed examples.",
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/WebhookEvent"}}}},
+        "responses": {"2XX": {"description": "received; anything else is retried for a day"}}}}
+        for kind, what in described.items()}
 
 
 @cache

@@ -312,6 +312,16 @@ async def move_cells(conn: asyncpg.Connection, property_id: int, booking_id: int
                               reason, at)
 
 
+async def told_of(db: Database, property_id: int, booking_id: int) -> dict[str, Any] | None:
+    """An OTA booking as its last event told it (`data.booking`): what the front desk reads."""
+    found = await db.fetchval("SELECT told FROM ota_bookings WHERE booking_id = $1 AND property_id = $2",
+                              booking_id, property_id)
+    if found is None:
+        return None
+    told: dict[str, Any] = json.loads(found) if isinstance(found, str) else found
+    return told
+
+
 async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[dict[str, Any]]:
     """The property's revisions, newest first, as the admin interface shows them."""
     rows = await db.fetch(

@@ -161,3 +161,50 @@ async def test_a_form_without_its_token_is_refused(api: Harness) -> None:
     assert await api.ctx.db.fetchval("SELECT status FROM bookings WHERE id = $1", booking_id) == "UPCOMING"
     assert [r["state"] for r in await ota.revisions_of(api.ctx.db, prop["id"])] == ["unmapped"]
     assert (await api.admin("GET", f"/properties/{prop['id']}")).data["bookingsPerDay"] is None
+
+
+@pytest.mark.parametrize("env", [{"CONNECTAPI_CM_NOTIFY_SECRET": NOTIFY_SECRET, "CONNECTAPI_PUSH_PAUSED": "0"}])
+async def test_an_ota_booking_shows_the_front_desk_its_nights_taxes_extras_and_who_collects(api: Harness) -> None:
+    """Made on the sandbox as an OTA would sell it (issue 42): nights priced apart, a city tax
+    not included, breakfast on top, paid to the channel with its virtual card, a child of 5."""
+    prop = await api.create_property()
+    made = await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings", {
+        "roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
+        "checkIn": "2026-12-10", "checkOut": "2026-12-12", "adults": 2, "children": 1, "childrenAges": [5],
+        "guest": {"name": "Ana", "surname": "Lima", "language": "pt", "city": "Lisboa"}, "amount": "250.00",
+        "nightlyAmounts": ["120.00", "130.00"], "arrivalHour": "22:30", "notes": "A cot, please.",
+        "taxes": [{"name": "VAT (6%)", "type": "Value Added Tax (VAT)", "inclusive": True, "amount": "14.15"},
+                  {"name": "City tax", "type": "city_tax", "amount": "8.00"}],
+        "extras": [{"name": "Breakfast", "amount": "45.00", "priceMode": "Per person per night", "persons": 3,
+                    "nights": 2}],
+        "paymentCollect": "ota", "paymentType": "credit_card", "virtualCard": True, "commission": "44.25"})
+    assert made.status == 201, made.body
+    [settled] = await revisions(api, prop, 1)
+    assert (settled["state"], settled["note"]) == ("applied", None)
+    booking_id = await api.ctx.db.fetchval("SELECT id FROM bookings WHERE property_id = $1", prop["id"])
+    visitor = await owner_of(api, prop)
+    page = await visitor.get(f"/console/properties/{prop['id']}/bookings/{booking_id}")
+    assert page.status == 200
+    desk = page.text.split('id="ota-terms"', 1)[1].split("Front desk", 1)[0]
+    for shown in ("295.00 EUR", "44.25 EUR", "the channel (the guest paid it)", "credit card",
+                  "the channel&#39;s virtual card (MC)", "22:30", "A cot, please.", "children aged 5",
+                  "2026-12-10</td><td>120.00 EUR", "2026-12-11</td><td>130.00 EUR",
+                  "VAT (6%) (included)</td><td>14.15 EUR", "City tax (not included)</td><td>8.00 EUR",
+                  "Breakfast, per person per night</td><td>45.00 EUR"):
+        assert shown in desk, shown
+
+    # The OTA changes it with nights that do not add up to the room's amount: passed on as sent,
+    # and the owner told.
+    code = made.data["reference"]
+    changed = await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings/{code}/modify",
+                              {"nightlyAmounts": ["120.00", "100.00"]})
+    assert changed.status == 200, changed.body
+    [latest, _] = await revisions(api, prop, 2)
+    assert latest["state"] == "applied"
+    assert latest["note"] == ("amounts do not add up: the nights of room 1 add up to 220.00 EUR, its amount is "
+                              "250.00 EUR")
+    told = await api.ctx.db.fetch("SELECT kind, body FROM notifications WHERE property_id = $1 AND kind = $2",
+                                  prop["id"], "ota.amounts")
+    assert len(told) == 1 and "the nights of room 1 add up to 220.00 EUR" in told[0]["body"]
+    after = await visitor.get(f"/console/properties/{prop['id']}/bookings/{booking_id}")
+    assert "2026-12-11</td><td>100.00 EUR" in after.text and "Room</td><td>250.00 EUR" in after.text

@@ -250,7 +250,8 @@ async def test_oversized_guest_fields_are_cut_recorded_and_the_webhook_stays_sma
     # Read from what was kept: its strings at most 4,000 characters (the cuts below).
     assert note == ("guest name cut (505 characters); guest e-mail dropped (4,000 characters, not an address); "
                     "guest phone dropped (4,000 characters, not a number); "
-                    "guest country dropped (4,000 characters, not a two-letter code)")
+                    "guest country dropped (4,000 characters, not a two-letter code); "
+                    "guest address cut (4,000 characters)")
     [kept] = await revisions(api, prop, 1)
     assert kept["cut"] == ["customer.mail (200,012 characters)", "customer.phone (100,000 characters)",
                            "customer.country (100,000 characters)", "customer.address (50,000 characters)"]
@@ -258,7 +259,9 @@ async def test_oversized_guest_fields_are_cut_recorded_and_the_webhook_stays_sma
     headers, body = receiver.received[1]
     assert len(body) < 10_000
     booking = json.loads(body)["data"]["booking"]
-    assert booking["guest"] == {"name": "N" * 199 + "…", "email": None, "phone": None, "country": None}
+    assert booking["guest"] == {"name": "N" * 199 + "…", "email": None, "phone": None, "country": None,
+                                "language": None, "company": None,
+                                "address": {"line": "x" * 199 + "…", "city": None, "zip": None, "country": None}}
     assert await api.ctx.db.fetchval("SELECT max(length(payload::text)) FROM ota_revisions") < 30_000
 
 

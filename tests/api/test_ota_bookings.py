@@ -22,7 +22,7 @@ NOTIFY_SECRET = "notify-secret-for-tests"
 ENVELOPE = Draft202012Validator(ENVELOPE_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
 CM_ONLY = {"products": {"channelManager": True, "pms": False}, "pmsEntitled": False}
 # What the sandbox's guarantee holds (a masked test card), as keys and values: never kept.
-CARD = ("411111******1111", "card_number", "cardholder_name", "expiration_date", "cvv", "card_type", "ANA LIMA")
+CARD = ("411111******1111", "card_number", "cardholder_name", "expiration_date", "cvv", "ANA LIMA")
 
 
 @pytest.fixture
@@ -117,11 +117,17 @@ async def test_created_modified_cancelled_on_a_channel_manager_only_property(api
     booking = created["data"]["booking"]
     assert booking["status"] == "UPCOMING" and booking["reference"].startswith(f"PMS-{prop['id']}-")
     assert booking["stay"] == {"checkIn": "2026-12-10", "checkOut": "2026-12-12", "nights": 2}
-    assert booking["rooms"] == [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
-                                 "adults": 2, "children": 0, "amount": "240.00"}]
+    assert booking["rooms"] == [{
+        "roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"], "adults": 2,
+        "children": 0, "amount": "240.00",
+        "nights": [{"date": "2026-12-10", "amount": "120.00"}, {"date": "2026-12-11", "amount": "120.00"}],
+        "taxes": [{"name": "VAT (5%)", "type": "Value Added Tax (VAT)", "inclusive": True, "amount": "11.43"}],
+        "services": [], "childrenAges": [], "infants": 0}]
     assert booking["guest"] == {"name": "Ana Lima", "email": "ana@example.com", "phone": "+351912345678",
-                                "country": "PT"}
-    assert booking["amounts"] == {"total": "240.00", "currency": "EUR"}
+                                "country": "PT", "language": None, "address": None, "company": None}
+    assert booking["amounts"] == {"total": "240.00", "currency": "EUR", "commission": "36.00",
+                                  "paymentCollect": None, "paymentType": None,
+                                  "guarantee": {"virtualCard": False, "cardType": "VI"}}
     assert booking["channel"] == {"name": "BookingCom", "reservationCode": code}
 
     changed = await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings/{code}/modify",

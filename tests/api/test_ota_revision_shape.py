@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from .channel_stub import ChannelStub, serving
 from .conftest import open_harness
 from .harness import API, Harness, eventually
 from .test_ota_bookings import events_of, hooked_property
-from .webhook_receiver import Receiver
+from .webhook_receiver import Receiver, signed_by
 
 DOC = attributes(BOOKING_COM_NEW)
 CM_PROPERTY, CM_BOOKING = DOC["property_id"], DOC["id"]
@@ -36,7 +37,7 @@ DAYS = (date(2026, 12, 10) - date(2020, 11, 13)).days
 CM_IDS = (CM_PROPERTY, CM_BOOKING, CM_ROOM, CM_PLAN, DOC["revision_id"], "d0f5a93b-12ba-40b5-a134-48bbf1c77532",
           "5c0a93d1-10f8-4871-bd30-a850c3d98e9b", "rev-new-1", "rev-modified-2", "rev-cancelled-3", "sys-")
 CARD = ("411111******1111", "CARDHOLDER NAME", "11/2021", "card_number", "cardholder_name", "expiration_date",
-        "cvv", "card_type")
+        "cvv")
 
 
 def revision(document: dict[str, Any], revision_id: str, second: int) -> dict[str, Any]:
@@ -109,13 +110,23 @@ async def test_the_documented_booking_com_messages_are_applied_told_and_acknowle
         created = (await events_of(receiver, secret, 2))[1]
         assert created["type"] == "channel.booking.created"
         booking = created["data"]["booking"]
+        # Every member the documented message carries, in the property's ids (issue 42).
         assert booking["guest"] == {"name": "Name Surname", "email": "customer_email@guest.booking.com",
-                                    "phone": None, "country": "GB"}
+                                    "phone": None, "country": "GB", "language": None,
+                                    "address": {"line": None, "city": ".", "zip": None, "country": "GB"},
+                                    "company": None}
         assert booking["stay"] == {"checkIn": "2026-12-10", "checkOut": "2026-12-12", "nights": 2}
-        assert booking["rooms"] == [{"roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"],
-                                     "adults": 2, "children": 0, "amount": "153.00"}]
-        assert booking["amounts"] == {"total": "153.00", "currency": "GBP"}
+        assert booking["rooms"] == [{
+            "roomTypeId": prop["roomTypes"][0]["id"], "ratePlanId": prop["ratePlans"][0]["id"], "adults": 2,
+            "children": 0, "amount": "153.00",
+            "nights": [{"date": "2026-12-10", "amount": "76.50"}, {"date": "2026-12-11", "amount": "76.50"}],
+            "taxes": [{"name": "VAT (5%)", "type": "Value Added Tax (VAT)", "inclusive": True, "amount": "7.29"}],
+            "services": [], "childrenAges": [], "infants": 0}]
+        assert booking["amounts"] == {"total": "153.00", "currency": "GBP", "commission": "10.00",
+                                      "paymentCollect": None, "paymentType": None,
+                                      "guarantee": {"virtualCard": False, "cardType": "VI"}}
         assert booking["channel"] == {"name": "BookingCom", "reservationCode": "3333333333"}
+        assert (booking["taxes"], booking["services"], booking["arrivalHour"], booking["notes"]) == ([], [], None, None)
 
         stub.offer(revision(BOOKING_COM_MODIFIED, "rev-modified-2", 2))
         await rounds_until(api, lambda: len(receiver.received) >= 3, "the modified event")
@@ -128,13 +139,16 @@ async def test_the_documented_booking_com_messages_are_applied_told_and_acknowle
         cancelled = (await events_of(receiver, secret, 4))[3]
         assert cancelled["type"] == "channel.booking.cancelled"
         assert cancelled["data"]["booking"]["amounts"]["total"] == "76.50"
+        assert cancelled["data"]["booking"]["services"] == [{"name": "Cancellation Fee", "type": "Cancellation Fee",
+                                                             "amount": "76.50", "priceMode": "Per stay",
+                                                             "persons": 0, "nights": 0}]
         await rounds_until(api, lambda: all_acknowledged(api, stub), "every revision acknowledged")
 
         kept = await stored(api)
         assert [(r["id"], r["state"], r["acked"]) for r in kept] == [
             ("rev-new-1", "applied", True), ("rev-modified-2", "applied", True), ("rev-cancelled-3", "applied", True)]
         # Stored as it came, less the card: the surname, the days, the taxes and the rest are there.
-        assert all(r["payload"]["guarantee"] == {"is_virtual": False} for r in kept)
+        assert all(r["payload"]["guarantee"] == {"is_virtual": False, "card_type": "VI"} for r in kept)
         assert kept[0]["payload"]["customer"]["surname"] == "Surname"
         assert kept[0]["payload"]["rooms"][0]["days"] == {"2026-12-10": "76.50", "2026-12-11": "76.50"}
         assert kept[0]["payload"]["rooms"][0]["taxes"][0]["name"] == "VAT (5%)"
@@ -268,3 +282,75 @@ async def test_revisions_stored_before_lose_their_card_to_the_migration(db: Data
     # Still read as the intake reads them (storage/ota.py), the rest untouched.
     waiting = await db.fetchval("SELECT payload FROM ota_revisions WHERE id = 'with-card'")
     assert isinstance(waiting, str) and json.loads(waiting)["customer"] == DOC["customer"]
+
+
+def front_desk_revision(revision_id: str, second: int, second_night: str = "76.50") -> dict[str, Any]:
+    """The documented Booking.com booking with all a front desk needs (issue 42): breakfast
+    bought as an extra, VAT included, a city tax not, a child aged 5, arrival at 22:30, paid
+    to the OTA with its virtual card, and the guest's requests, language and address."""
+    found = revision(BOOKING_COM_NEW, revision_id, second)
+    room = found["rooms"][0]
+    room["occupancy"] = {"adults": 2, "children": 1, "infants": 0, "ages": [5]}
+    found["occupancy"] = {"adults": 2, "children": 1, "infants": 0, "ages": [5]}
+    room["days"] = {"2026-12-10": "76.50", "2026-12-11": second_night}
+    room["amount"] = f"{Decimal('76.50') + Decimal(second_night):.2f}"
+    room["taxes"].append({"is_inclusive": False, "name": "City tax", "nights": 2, "persons": 2,
+                          "price_mode": "Per person per night", "price_per_unit": "2.00", "total_price": "8.00",
+                          "type": "city_tax"})
+    found["services"] = [{"name": "Breakfast", "nights": 2, "persons": 3, "price_mode": "Per person per night",
+                          "price_per_unit": "10.00", "total_price": "60.00", "type": "Breakfast"}]
+    found["amount"] = f"{Decimal(room['amount']) + 60:.2f}"
+    found.update(arrival_hour="22:30", payment_collect="ota", payment_type="credit_card",
+                 notes="You have a booker that would prefer a quiet room. (based on availability)")
+    found["guarantee"].update(is_virtual=True, card_type="MC", cardholder_name="Bookingcom Agent")
+    found["customer"].update(language="en", address="JW Lucasweg 35", city="Haarlem", zip="2031 BE", country="NL",
+                             company={"title": "Company Name", "number": "1123331", "number_type": "VAT",
+                                      "type": "Registration Number"})
+    return found
+
+
+async def test_an_ota_booking_reaches_the_receiver_as_the_front_desk_needs_it(db: Database, receiver: Receiver) -> None:
+    stub = ChannelStub()
+    async with with_channel(db, stub) as api:
+        prop, secret = await mapped_property(api, receiver)
+        stub.offer(front_desk_revision("rev-new-1", 1))
+        await rounds_until(api, lambda: len(receiver.received) >= 2, "the created event")
+        headers, body = receiver.received[1]
+        # Verified as a receiver would, with the standardwebhooks library, at the attempt's time.
+        assert signed_by(secret, headers, body)
+        created = json.loads(body)
+        booking = created["data"]["booking"]
+        room = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+        assert booking["rooms"] == [{
+            "roomTypeId": room[0], "ratePlanId": room[1], "adults": 2, "children": 1, "amount": "153.00",
+            "nights": [{"date": "2026-12-10", "amount": "76.50"}, {"date": "2026-12-11", "amount": "76.50"}],
+            "taxes": [{"name": "VAT (5%)", "type": "Value Added Tax (VAT)", "inclusive": True, "amount": "7.29"},
+                      {"name": "City tax", "type": "city_tax", "inclusive": False, "amount": "8.00"}],
+            "services": [], "childrenAges": [5], "infants": 0}]
+        assert booking["services"] == [{"name": "Breakfast", "type": "Breakfast", "amount": "60.00",
+                                        "priceMode": "Per person per night", "persons": 3, "nights": 2}]
+        assert booking["amounts"] == {"total": "213.00", "currency": "GBP", "commission": "10.00",
+                                      "paymentCollect": "ota", "paymentType": "credit_card",
+                                      "guarantee": {"virtualCard": True, "cardType": "MC"}}
+        assert (booking["arrivalHour"], booking["notes"]) == (
+            "22:30", "You have a booker that would prefer a quiet room. (based on availability)")
+        assert booking["guest"] == {"name": "Name Surname", "email": "customer_email@guest.booking.com",
+                                    "phone": None, "country": "NL", "language": "en",
+                                    "address": {"line": "JW Lucasweg 35", "city": "Haarlem", "zip": "2031 BE",
+                                                "country": "NL"},
+                                    "company": {"name": "Company Name", "vatNumber": "1123331"}}
+        assert booking["taxes"] == []
+
+        # The OTA changes the second night's price: the room's nights, and the amounts.
+        stub.offer(front_desk_revision("rev-modified-2", 2, second_night="90.00") | {"status": "modified"})
+        await rounds_until(api, lambda: len(receiver.received) >= 3, "the modified event")
+        modified = (await events_of(receiver, secret, 3))[2]
+        assert set(modified["changes"]) == {"rooms", "amounts"}
+        assert modified["changes"]["rooms"][0]["nights"][1] == {"date": "2026-12-11", "amount": "90.00"}
+        assert modified["previous"]["rooms"][0]["nights"][1] == {"date": "2026-12-11", "amount": "76.50"}
+        assert (modified["changes"]["amounts"]["total"], modified["previous"]["amounts"]["total"]) == (
+            "226.50", "213.00")
+        # It all adds up: the owner heard of neither booking's amounts.
+        assert not await api.ctx.db.fetchval("SELECT count(*) FROM notifications WHERE kind = 'ota.amounts'")
+    for _, sent in receiver.received:
+        assert not any(card in sent for card in CARD) and "Bookingcom Agent" not in sent

@@ -43,6 +43,34 @@ def stay(prop: dict[str, Any]) -> dict[str, Any]:
             "checkIn": "2026-12-10", "checkOut": "2026-12-12", "guest": {"name": "Ana Lima", "email": "ana@example.com"}}
 
 
+async def test_a_simulated_ota_booking_carries_taxes_extras_payment_terms_and_children(api: Harness,
+                                                                                       receiver: Receiver) -> None:
+    prop, _, test = await keyed(api)
+    endpoint = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "mode": "test"})
+    secret = endpoint.data["secret"]
+    await events_of(receiver, secret, 1)  # the ping
+    made = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body={
+        **stay(prop), "adults": 2, "children": 1, "childrenAges": [7], "arrivalHour": "18:00",
+        "taxes": [{"name": "City tax", "type": "city_tax", "amount": "6.00"}],
+        "extras": [{"name": "Parking", "amount": "20.00", "priceMode": "Per night", "nights": 2}],
+        "paymentCollect": "property", "paymentType": "bank_transfer"})
+    assert made.status == 201, made.body
+    booking = (await events_of(receiver, secret, 2))[1]["data"]["booking"]
+    [room] = booking["rooms"]
+    assert (room["childrenAges"], room["amount"], room["taxes"]) == (
+        [7], "200.00", [{"name": "City tax", "type": "city_tax", "inclusive": False, "amount": "6.00"}])
+    assert [n["amount"] for n in room["nights"]] == ["100.00", "100.00"]
+    assert booking["services"] == [{"name": "Parking", "type": "Parking", "amount": "20.00",
+                                    "priceMode": "Per night", "persons": None, "nights": 2}]
+    assert booking["amounts"]["total"] == "220.00"
+    assert (booking["amounts"]["paymentCollect"], booking["amounts"]["paymentType"], booking["arrivalHour"]) == (
+        "property", "bank_transfer", "18:00")
+    # A body that is not one: nights that are not one a night.
+    wrong = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test,
+                           body={**stay(prop), "nightlyAmounts": ["100.00"]})
+    assert (wrong.status, wrong.code) == (400, "VALIDATION")
+
+
 async def test_a_live_key_gets_404_from_every_helper(api: Harness) -> None:
     prop, live, test = await keyed(api)
     for path in HELPERS:

@@ -185,6 +185,16 @@ export interface GuestPatchIn {
 
 /** A modified OTA booking (sandbox): any of the create fields. */
 export interface OtaBookingChangeIn {
+  nightlyAmounts?: string[] | null;
+  taxes?: OtaChargeIn[] | null;
+  extras?: OtaChargeIn[] | null;
+  childrenAges?: number[] | null;
+  arrivalHour?: string | null;
+  notes?: string | null;
+  paymentCollect?: "ota" | "property" | null;
+  paymentType?: "credit_card" | "bank_transfer" | null;
+  virtualCard?: boolean | null;
+  commission?: string | null;
   roomTypeId?: number | null;
   ratePlanId?: number | null;
   checkIn?: IsoDate | null;
@@ -196,6 +206,17 @@ export interface OtaBookingChangeIn {
   channel?: string | null;
 }
 
+/** A tax or an extra of a simulated OTA booking, as the OTA would charge it. */
+export interface OtaChargeIn {
+  name: string;
+  amount: string;
+  type?: string | null;
+  inclusive?: boolean;
+  priceMode?: string | null;
+  persons?: number | null;
+  nights?: number | null;
+}
+
 /** OtaGuestIn */
 export interface OtaGuestIn {
   name: string;
@@ -203,6 +224,12 @@ export interface OtaGuestIn {
   email?: string | null;
   phone?: string | null;
   country?: string | null;
+  language?: string | null;
+  address?: string | null;
+  city?: string | null;
+  zip?: string | null;
+  company?: string | null;
+  vatNumber?: string | null;
 }
 
 /** PaymentIn */
@@ -397,6 +424,16 @@ export interface TestFaultsIn {
 
 /** An OTA booking for the test sandbox to emit, in our ids. */
 export interface TestOtaBookingIn {
+  nightlyAmounts?: string[] | null;
+  taxes?: OtaChargeIn[] | null;
+  extras?: OtaChargeIn[] | null;
+  childrenAges?: number[] | null;
+  arrivalHour?: string | null;
+  notes?: string | null;
+  paymentCollect?: "ota" | "property" | null;
+  paymentType?: "credit_card" | "bank_transfer" | null;
+  virtualCard?: boolean | null;
+  commission?: string | null;
   roomTypeId: number;
   ratePlanId: number;
   checkIn: IsoDate;
@@ -431,12 +468,20 @@ export interface WebhookBooking {
   guest: WebhookBookingGuest;
   amounts: WebhookBookingAmounts;
   channel: WebhookBookingChannel;
+  taxes?: WebhookBookingTax[];
+  services?: WebhookBookingService[];
+  arrivalHour?: string | null;
+  notes?: string | null;
 }
 
 /** WebhookBookingAmounts */
 export interface WebhookBookingAmounts {
   total: string;
   currency: string;
+  commission?: string | null;
+  paymentCollect?: "ota" | "property" | (string & {}) | null;
+  paymentType?: "credit_card" | "bank_transfer" | (string & {}) | null;
+  guarantee?: WebhookBookingGuarantee | null;
 }
 
 /** WebhookBookingChannel */
@@ -445,12 +490,41 @@ export interface WebhookBookingChannel {
   reservationCode: string;
 }
 
+/** a card guaranteed the booking; never its number, holder, expiry or CVV */
+export interface WebhookBookingGuarantee {
+  virtualCard: boolean;
+  cardType: string | null;
+}
+
 /** WebhookBookingGuest */
 export interface WebhookBookingGuest {
   name: string;
   email: string | null;
   phone: string | null;
   country: string | null;
+  language?: string | null;
+  address?: WebhookBookingGuestAddress | null;
+  company?: WebhookBookingGuestCompany | null;
+}
+
+/** WebhookBookingGuestAddress */
+export interface WebhookBookingGuestAddress {
+  line: string | null;
+  city: string | null;
+  zip: string | null;
+  country: string | null;
+}
+
+/** WebhookBookingGuestCompany */
+export interface WebhookBookingGuestCompany {
+  name: string | null;
+  vatNumber: string | null;
+}
+
+/** WebhookBookingNight */
+export interface WebhookBookingNight {
+  date: IsoDate;
+  amount: string;
 }
 
 /** WebhookBookingRoom */
@@ -460,6 +534,21 @@ export interface WebhookBookingRoom {
   adults: number;
   children: number;
   amount: string;
+  nights?: WebhookBookingNight[];
+  taxes?: WebhookBookingTax[];
+  services?: WebhookBookingService[];
+  childrenAges?: number[];
+  infants?: number;
+}
+
+/** an extra the guest bought (breakfast, parking ...) */
+export interface WebhookBookingService {
+  name: string;
+  type: string | null;
+  amount: string;
+  priceMode: string | null;
+  persons: number | null;
+  nights: number | null;
 }
 
 /** WebhookBookingStay */
@@ -469,7 +558,15 @@ export interface WebhookBookingStay {
   nights: number;
 }
 
-/** WebhookChangedFields */
+/** a tax as the OTA charged it: `inclusive` when the room's price includes it */
+export interface WebhookBookingTax {
+  name: string;
+  type: string | null;
+  inclusive: boolean | null;
+  amount: string;
+}
+
+/** the booking's fields that changed, each whole: in `changes` the new value, in `previous` the old one */
 export interface WebhookChangedFields {
   status?: "UPCOMING" | "CHECKED_IN" | "CANCELLED" | (string & {});
   stay?: WebhookBookingStay;
@@ -477,6 +574,10 @@ export interface WebhookChangedFields {
   guest?: WebhookBookingGuest;
   amounts?: WebhookBookingAmounts;
   channel?: WebhookBookingChannel;
+  taxes?: WebhookBookingTax[];
+  services?: WebhookBookingService[];
+  arrivalHour?: string | null;
+  notes?: string | null;
 }
 
 /** WebhookEvent */
@@ -492,7 +593,7 @@ export interface WebhookEvent {
   previous: WebhookChangedFields | null;
 }
 
-/** WebhookEventData */
+/** `booking` for a channel.booking event, `reason` for a ping */
 export interface WebhookEventData {
   booking?: WebhookBooking;
   reason?: string;

@@ -59,6 +59,19 @@ class Stay:
     # What the OTA keeps of a cancelled stay: the cancelled revision's amount and its one
     # service, as in the docs' Booking.com cancellation (76.50 of a 153.00 stay).
     cancellation_fee: Decimal | None = None
+    # Each night's price (the amount spread evenly when None): given apart from `amount`,
+    # they may disagree with it, as an OTA's may.
+    nightly: list[Decimal] | None = None
+    # The room's taxes, Channex-shaped ({name, type, is_inclusive, total_price, ...}); None:
+    # the OTA's own (Booking.com's example: a 5 % VAT, included).
+    taxes: list[dict[str, Any]] | None = None
+    # Extras bought on top of the room (Channex's booking-level `services`): the booking's
+    # amount is the rooms' and theirs.
+    extras: list[dict[str, Any]] = field(default_factory=list)
+    payment_collect: str | None = None
+    payment_type: str | None = None
+    virtual_card: bool = False
+    commission: Decimal | None = None  # None: the OTA's own (15 % for Booking.com and Airbnb)
 
 
 @dataclass
@@ -178,7 +191,8 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
     card = stay.ota_name not in NO_CARD_OTAS
     guest = stay.guest
     fee = stay.cancellation_fee if status == "cancelled" else None
-    amount = stay.amount if fee is None else fee
+    extras = sum((Decimal(str(e["total_price"])) for e in stay.extras), Decimal(0))
+    amount = stay.amount + extras if fee is None else fee
     return {
         "id": revision_id,
         "booking_id": booking_id,
@@ -193,12 +207,12 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
         "departure_date": stay.departure.isoformat(),
         "arrival_hour": stay.arrival_hour,
         "amount": _money(amount, exponent),
-        "ota_commission": (_money(amount * COMMISSION_RATE, exponent)
-                           if stay.ota_name in COMMISSION_OTAS else None),
+        "ota_commission": (_money(stay.commission, exponent) if stay.commission is not None else
+                           _money(amount * COMMISSION_RATE, exponent) if stay.ota_name in COMMISSION_OTAS else None),
         "currency": stay.currency,
         "notes": stay.notes,
-        "payment_collect": None,
-        "payment_type": None,
+        "payment_collect": stay.payment_collect,
+        "payment_type": stay.payment_type,
         "occupancy": _occupancy(stay),
         "customer": {
             "name": guest.get("name"), "surname": guest.get("surname"), "mail": guest.get("mail"),
@@ -206,8 +220,8 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
             "address": guest.get("address"), "zip": guest.get("zip"), "language": guest.get("language"),
             "company": guest.get("company"), "meta": {"is_genius": False},
         },
-        "guarantee": _guarantee(stay) if card else None,
-        "services": [] if fee is None else [_cancellation_fee(fee, exponent)],
+        "guarantee": _guarantee(stay) if card or stay.virtual_card else None,
+        "services": [dict(e) for e in stay.extras] if fee is None else [_cancellation_fee(fee, exponent)],
         "rooms": [_room(stay, room_id, nights, exponent)],
         # "Timestamp, when Booking Revision was received": ISO 8601 in UTC without a zone,
         # microseconds always shown ("2020-11-12T11:39:50.111087").
@@ -235,13 +249,17 @@ def _guarantee(stay: Stay) -> dict[str, Any]:
     """A masked test card (PCI: Channex never sends a whole number over the non-secure API)."""
     holder = " ".join(str(p) for p in (stay.guest.get("name"), stay.guest.get("surname")) if p) or "CARDHOLDER"
     expires = stay.arrival + timedelta(days=365)
+    if stay.virtual_card:  # the OTA's own card, as in the docs' Expedia example
+        return {"card_number": "511111******1111", "card_type": "MC", "cardholder_name": f"{stay.ota_name} VirtualCard",
+                "cvv": "***", "expiration_date": f"{expires.month:02d}/{expires.year}", "is_virtual": True}
     return {"card_number": "411111******1111", "card_type": "VI", "cardholder_name": holder.upper(), "cvv": "***",
             "expiration_date": f"{expires.month:02d}/{expires.year}", "is_virtual": False}
 
 
 def _room(stay: Stay, room_id: str, nights: list[date], exponent: int) -> dict[str, Any]:
     booking_com = stay.ota_name == "BookingCom"
-    days = _days(stay.amount, nights, exponent)
+    days = (_days(stay.amount, nights, exponent) if stay.nightly is None else
+            {night.isoformat(): _money(price, exponent) for night, price in zip(nights, stay.nightly, strict=True)})
     vat = (stay.amount - stay.amount / (1 + VAT_RATE)).quantize(Decimal(1).scaleb(-exponent))
     room: dict[str, Any] = {
         "amount": _money(stay.amount, exponent),
@@ -253,14 +271,14 @@ def _room(stay: Stay, room_id: str, nights: list[date], exponent: int) -> dict[s
                    if booking_com else None),
         "meta": ({"days_breakdown": [{"amount": price, "date": day, "rate_plan": stay.rate_plan_id}
                                      for day, price in days.items()]} if booking_com else None),
-        "occupancy": {"adults": stay.adults, "children": stay.children, "infants": 0},
+        "occupancy": _occupancy(stay),
         "rate_plan_id": stay.rate_plan_id,
         "room_type_id": stay.room_type_id,
         "services": [],
-        "taxes": [{"is_inclusive": True, "name": "VAT (5%)", "nights": len(nights),
-                   "persons": stay.adults + stay.children, "price_mode": "Per booking",
-                   "price_per_unit": _money(vat, exponent), "total_price": _money(vat, exponent),
-                   "type": "Value Added Tax (VAT)"}] if booking_com else [],
+        "taxes": [dict(t) for t in stay.taxes] if stay.taxes is not None else [
+            {"is_inclusive": True, "name": "VAT (5%)", "nights": len(nights), "persons": stay.adults + stay.children,
+             "price_mode": "Per booking", "price_per_unit": _money(vat, exponent),
+             "total_price": _money(vat, exponent), "type": "Value Added Tax (VAT)"}] if booking_com else [],
     }
     if booking_com:
         room["ota_unique_id"] = "49"  # "right now only Booking.com supported"; the docs' value

@@ -22,6 +22,8 @@ DONE = {
     "applied": "The revision is applied again in the next round: its outcome shows below in a moment.",
 }
 MOST_REVISION_ID = 200
+# Who collects an OTA booking's money, as the front desk reads it.
+COLLECTORS = {"ota": "the channel (the guest paid it)", "property": "the hotel", None: "not said (usually the hotel)"}
 
 
 def money(minor: int, currency: str) -> str:
@@ -56,10 +58,13 @@ async def booking_detail(property_id: int, booking_id: int) -> Response:
     prop, record = await owned_record(property_id)
     booking = await _booking(record.id, booking_id)
     catalog = await properties.get_catalog(context().db, prop.id)
+    # An OTA booking as its last event told it: each night's price, taxes, extras, the
+    # OTA's commission and who collects (issue 42).
+    told = await ota.told_of(context().db, record.id, booking_id) if booking.source == "ota" else None
     return await property_page(
-        "booking.html", prop, "/bookings", notice=_done(), booking=booking, money=money,
+        "booking.html", prop, "/bookings", notice=_done(), booking=booking, money=money, told=told,
         room_names={r.id: r.name for r in catalog.room_types}, plan_names={p.id: p.name for p in catalog.rate_plans},
-        nights=(booking.check_out - booking.check_in).days)
+        nights=(booking.check_out - booking.check_in).days, collectors=COLLECTORS)
 
 
 @login_required

@@ -20,6 +20,7 @@ from ...domain.booking_models import BookingIn, BookingPatchIn, CancelIn
 from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ...domain.test_helper_models import TestFaultsIn, TestOtaBookingIn
+from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -418,7 +419,7 @@ def openapi_document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:
         paths.setdefault(CONNECT_PREFIX + op.path, {})[op.method.lower()] = _operation(op, body_refs)
-    schemas: dict[str, Any] = {**definitions.get("$defs", {}), **DATA_SCHEMAS}
+    schemas: dict[str, Any] = {**definitions.get("$defs", {}), **DATA_SCHEMAS, **openapi_schemas()}
     schemas["SuccessEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {
         "statuscode": {"type": "integer"}, "message": {"type": "string"}, "data": {}}}
     schemas["ErrorEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {
@@ -434,6 +435,7 @@ def openapi_document() -> dict[str, Any]:
                                 "data.code. Budgets are told in the RateLimit headers."},
         "servers": [{"url": "/"}],
         "paths": paths,
+        "webhooks": openapi_webhooks(),
         "components": {"schemas": schemas,
                        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
                                                           "description": "Authorization: Bearer <API key>"}}},

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...channel.sandbox.bookings import Stay
 from ...channel.sandbox.state import SandboxState
-from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaGuestIn
+from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaChargeIn, OtaDetailsIn, OtaGuestIn
 from ...domain.ari_write import HORIZON_DAYS
 from ...domain.bookings import MAX_NIGHTS
 from ...domain.errors import ApiError
@@ -21,7 +21,45 @@ from ..context import context
 
 
 def _guest(g: OtaGuestIn) -> dict[str, Any]:
-    return {"name": g.name, "surname": g.surname, "mail": g.email, "phone": g.phone, "country": g.country}
+    company = None if g.company is None and g.vatNumber is None else {
+        "title": g.company, "number": g.vatNumber, "number_type": "VAT" if g.vatNumber else None}
+    return {"name": g.name, "surname": g.surname, "mail": g.email, "phone": g.phone, "country": g.country,
+            "language": g.language, "address": g.address, "city": g.city, "zip": g.zip, "company": company}
+
+
+def _charge(charge: OtaChargeIn, tax: bool) -> dict[str, Any]:
+    """A tax or an extra as Channex gives one (Bookings Collection: Booking Service, Taxes)."""
+    found: dict[str, Any] = {"name": charge.name, "type": charge.type or ("tax" if tax else charge.name),
+                             "total_price": charge.amount, "price_per_unit": charge.amount,
+                             "price_mode": charge.priceMode or "Per stay", "persons": charge.persons,
+                             "nights": charge.nights}
+    if tax:
+        found["is_inclusive"] = charge.inclusive
+    return found
+
+
+def _details(body: OtaDetailsIn, nights: int) -> dict[str, Any]:
+    """The Stay's fields for what `body` gives of a booking's details (those it names only)."""
+    given = body.details()
+    found: dict[str, Any] = {}
+    if given.get("nightlyAmounts") is not None:
+        if len(body.nightlyAmounts or ()) != nights:
+            raise ApiError("VALIDATION", "request does not match the schema",
+                           [{"path": "nightlyAmounts", "message": f"one amount a night: {nights}"}])
+        found["nightly"] = [Decimal(a) for a in body.nightlyAmounts or ()]
+    if "taxes" in given:
+        found["taxes"] = None if body.taxes is None else [_charge(t, True) for t in body.taxes]
+    if "extras" in given:
+        found["extras"] = [_charge(e, False) for e in body.extras or ()]
+    for name, attr in (("childrenAges", "children_ages"), ("arrivalHour", "arrival_hour"), ("notes", "notes"),
+                       ("paymentCollect", "payment_collect"), ("paymentType", "payment_type")):
+        if name in given:
+            found[attr] = given[name] if name != "childrenAges" else list(given[name] or [])
+    if "virtualCard" in given:
+        found["virtual_card"] = bool(body.virtualCard)
+    if "commission" in given:
+        found["commission"] = None if body.commission is None else Decimal(body.commission)
+    return found
 
 
 async def _mapped(property_id: int) -> ChannelIds:
@@ -71,7 +109,8 @@ async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingI
     assert ids.property_id is not None
     cm_room, cm_plan = _cm_ids(ids, body.roomTypeId, body.ratePlanId)
     stay = Stay(ids.property_id, cm_room, cm_plan, body.checkIn, body.checkOut, body.adults, body.children,
-                _guest(body.guest), Decimal(body.amount), ids.currency, body.channel)
+                _guest(body.guest), Decimal(body.amount), ids.currency, body.channel,
+                **_details(body, (body.checkOut - body.checkIn).days))
     return _view(sandbox.bookings.new(stay, context().clock.now()))
 
 
@@ -115,6 +154,9 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
         raise ApiError("VALIDATION", "request does not match the schema",
                        [{"path": "checkOut", "message": "checkOut must be after checkIn"}])
     _check_stay(arrival, departure)
+    changes |= _details(body, (departure - arrival).days)
+    if "nightly" not in changes and (arrival, departure) != (stay.arrival, stay.departure):
+        changes["nightly"] = None  # nights given for another stay: the amount spread again
     return _view(sandbox.bookings.modify(reference, changes, context().clock.now()))
 
 

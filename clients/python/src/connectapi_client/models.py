@@ -222,6 +222,16 @@ class GuestPatchIn(TypedDict):
 class OtaBookingChangeIn(TypedDict):
     """A modified OTA booking (sandbox): any of the create fields."""
 
+    nightlyAmounts: NotRequired[list[str] | None]
+    taxes: NotRequired[list[OtaChargeIn] | None]
+    extras: NotRequired[list[OtaChargeIn] | None]
+    childrenAges: NotRequired[list[int] | None]
+    arrivalHour: NotRequired[str | None]
+    notes: NotRequired[str | None]
+    paymentCollect: NotRequired[Literal["ota", "property"] | None]
+    paymentType: NotRequired[Literal["credit_card", "bank_transfer"] | None]
+    virtualCard: NotRequired[bool | None]
+    commission: NotRequired[str | None]
     roomTypeId: NotRequired[int | None]
     ratePlanId: NotRequired[int | None]
     checkIn: NotRequired[datetime.date | str | None]
@@ -233,6 +243,18 @@ class OtaBookingChangeIn(TypedDict):
     channel: NotRequired[str | None]
 
 
+class OtaChargeIn(TypedDict):
+    """A tax or an extra of a simulated OTA booking, as the OTA would charge it."""
+
+    name: str
+    amount: str
+    type: NotRequired[str | None]
+    inclusive: NotRequired[bool]
+    priceMode: NotRequired[str | None]
+    persons: NotRequired[int | None]
+    nights: NotRequired[int | None]
+
+
 class OtaGuestIn(TypedDict):
     """A request body: OtaGuestIn."""
 
@@ -241,6 +263,12 @@ class OtaGuestIn(TypedDict):
     email: NotRequired[str | None]
     phone: NotRequired[str | None]
     country: NotRequired[str | None]
+    language: NotRequired[str | None]
+    address: NotRequired[str | None]
+    city: NotRequired[str | None]
+    zip: NotRequired[str | None]
+    company: NotRequired[str | None]
+    vatNumber: NotRequired[str | None]
 
 
 class PaymentIn(TypedDict):
@@ -460,6 +488,16 @@ class TestFaultsIn(TypedDict):
 class TestOtaBookingIn(TypedDict):
     """An OTA booking for the test sandbox to emit, in our ids."""
 
+    nightlyAmounts: NotRequired[list[str] | None]
+    taxes: NotRequired[list[OtaChargeIn] | None]
+    extras: NotRequired[list[OtaChargeIn] | None]
+    childrenAges: NotRequired[list[int] | None]
+    arrivalHour: NotRequired[str | None]
+    notes: NotRequired[str | None]
+    paymentCollect: NotRequired[Literal["ota", "property"] | None]
+    paymentType: NotRequired[Literal["credit_card", "bank_transfer"] | None]
+    virtualCard: NotRequired[bool | None]
+    commission: NotRequired[str | None]
     roomTypeId: int
     ratePlanId: int
     checkIn: datetime.date | str
@@ -497,6 +535,10 @@ class WebhookBooking(Answer):
     guest: WebhookBookingGuest = Field(alias="guest")
     amounts: WebhookBookingAmounts = Field(alias="amounts")
     channel: WebhookBookingChannel = Field(alias="channel")
+    taxes: list[WebhookBookingTax] | None = Field(None, alias="taxes")
+    services: list[WebhookBookingService] | None = Field(None, alias="services")
+    arrival_hour: str | None = Field(None, alias="arrivalHour")
+    notes: str | None = Field(None, alias="notes")
 
 
 class WebhookBookingAmounts(Answer):
@@ -504,6 +546,10 @@ class WebhookBookingAmounts(Answer):
 
     total: str = Field(alias="total")
     currency: str = Field(alias="currency")
+    commission: str | None = Field(None, alias="commission")
+    payment_collect: Literal["ota", "property"] | str | None = Field(None, alias="paymentCollect")
+    payment_type: Literal["credit_card", "bank_transfer"] | str | None = Field(None, alias="paymentType")
+    guarantee: WebhookBookingGuarantee | None = Field(None, alias="guarantee")
 
 
 class WebhookBookingChannel(Answer):
@@ -513,6 +559,13 @@ class WebhookBookingChannel(Answer):
     reservation_code: str = Field(alias="reservationCode")
 
 
+class WebhookBookingGuarantee(Answer):
+    """a card guaranteed the booking; never its number, holder, expiry or CVV"""
+
+    virtual_card: bool = Field(alias="virtualCard")
+    card_type: str | None = Field(alias="cardType")
+
+
 class WebhookBookingGuest(Answer):
     """An answer: WebhookBookingGuest."""
 
@@ -520,6 +573,32 @@ class WebhookBookingGuest(Answer):
     email: str | None = Field(alias="email")
     phone: str | None = Field(alias="phone")
     country: str | None = Field(alias="country")
+    language: str | None = Field(None, alias="language")
+    address: WebhookBookingGuestAddress | None = Field(None, alias="address")
+    company: WebhookBookingGuestCompany | None = Field(None, alias="company")
+
+
+class WebhookBookingGuestAddress(Answer):
+    """An answer: WebhookBookingGuestAddress."""
+
+    line: str | None = Field(alias="line")
+    city: str | None = Field(alias="city")
+    zip: str | None = Field(alias="zip")
+    country: str | None = Field(alias="country")
+
+
+class WebhookBookingGuestCompany(Answer):
+    """An answer: WebhookBookingGuestCompany."""
+
+    name: str | None = Field(alias="name")
+    vat_number: str | None = Field(alias="vatNumber")
+
+
+class WebhookBookingNight(Answer):
+    """An answer: WebhookBookingNight."""
+
+    date: datetime.date = Field(alias="date")
+    amount: str = Field(alias="amount")
 
 
 class WebhookBookingRoom(Answer):
@@ -530,6 +609,22 @@ class WebhookBookingRoom(Answer):
     adults: int = Field(alias="adults")
     children: int = Field(alias="children")
     amount: str = Field(alias="amount")
+    nights: list[WebhookBookingNight] | None = Field(None, alias="nights")
+    taxes: list[WebhookBookingTax] | None = Field(None, alias="taxes")
+    services: list[WebhookBookingService] | None = Field(None, alias="services")
+    children_ages: list[int] | None = Field(None, alias="childrenAges")
+    infants: int | None = Field(None, alias="infants")
+
+
+class WebhookBookingService(Answer):
+    """an extra the guest bought (breakfast, parking ...)"""
+
+    name: str = Field(alias="name")
+    type: str | None = Field(alias="type")
+    amount: str = Field(alias="amount")
+    price_mode: str | None = Field(alias="priceMode")
+    persons: int | None = Field(alias="persons")
+    nights: int | None = Field(alias="nights")
 
 
 class WebhookBookingStay(Answer):
@@ -540,8 +635,17 @@ class WebhookBookingStay(Answer):
     nights: int = Field(alias="nights")
 
 
+class WebhookBookingTax(Answer):
+    """a tax as the OTA charged it: `inclusive` when the room's price includes it"""
+
+    name: str = Field(alias="name")
+    type: str | None = Field(alias="type")
+    inclusive: bool | None = Field(alias="inclusive")
+    amount: str = Field(alias="amount")
+
+
 class WebhookChangedFields(Answer):
-    """An answer: WebhookChangedFields."""
+    """the booking's fields that changed, each whole: in `changes` the new value, in `previous` the old one"""
 
     status: Literal["UPCOMING", "CHECKED_IN", "CANCELLED"] | str | None = Field(None, alias="status")
     stay: WebhookBookingStay | None = Field(None, alias="stay")
@@ -549,6 +653,10 @@ class WebhookChangedFields(Answer):
     guest: WebhookBookingGuest | None = Field(None, alias="guest")
     amounts: WebhookBookingAmounts | None = Field(None, alias="amounts")
     channel: WebhookBookingChannel | None = Field(None, alias="channel")
+    taxes: list[WebhookBookingTax] | None = Field(None, alias="taxes")
+    services: list[WebhookBookingService] | None = Field(None, alias="services")
+    arrival_hour: str | None = Field(None, alias="arrivalHour")
+    notes: str | None = Field(None, alias="notes")
 
 
 class WebhookEvent(Answer):
@@ -566,7 +674,7 @@ class WebhookEvent(Answer):
 
 
 class WebhookEventData(Answer):
-    """An answer: WebhookEventData."""
+    """`booking` for a channel.booking event, `reason` for a ping"""
 
     booking: WebhookBooking | None = Field(None, alias="booking")
     reason: str | None = Field(None, alias="reason")
@@ -628,9 +736,15 @@ TestReset.model_rebuild()
 WebhookBooking.model_rebuild()
 WebhookBookingAmounts.model_rebuild()
 WebhookBookingChannel.model_rebuild()
+WebhookBookingGuarantee.model_rebuild()
 WebhookBookingGuest.model_rebuild()
+WebhookBookingGuestAddress.model_rebuild()
+WebhookBookingGuestCompany.model_rebuild()
+WebhookBookingNight.model_rebuild()
 WebhookBookingRoom.model_rebuild()
+WebhookBookingService.model_rebuild()
 WebhookBookingStay.model_rebuild()
+WebhookBookingTax.model_rebuild()
 WebhookChangedFields.model_rebuild()
 WebhookEvent.model_rebuild()
 WebhookEventData.model_rebuild()
