@@ -17,8 +17,8 @@ from typing import Any
 
 from .bookings import money, normalise_phone, stay_nights_of, to_minor
 from .money import currency_exponent
-from .ota_details import (BookingDetails, Charge, RoomDetails, Unreadable, booking_details, disagreements, object_of,
-                          room_details)
+from .ota_details import (BookingDetails, Charge, RoomDetails, Unreadable, booking_details, card_brand,
+                          disagreements, object_of, room_details)
 from .revision_screen import StayFacts, screen
 from .text import EMAIL_PATTERN, one_line
 
@@ -79,7 +79,6 @@ class Revision:
 # `is_virtual` and the card's brand (`card_type`: a code such as VI or MC, no cardholder
 # data) are kept; any other key naming a card, anywhere in the revision, is dropped.
 _CARD_KEY = re.compile(r"card|cvv|cvc", re.IGNORECASE)
-_CARD_TYPE = re.compile(r"[A-Za-z]{2,20}")
 
 
 def without_card(raw: dict[str, Any]) -> dict[str, Any]:
@@ -95,8 +94,8 @@ def without_card(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(guarantee, dict):
             if isinstance(guarantee.get("is_virtual"), bool):
                 kept["is_virtual"] = guarantee["is_virtual"]
-            brand = guarantee.get("card_type")
-            if isinstance(brand, str) and _CARD_TYPE.fullmatch(brand):
+            brand = card_brand(guarantee.get("card_type"))
+            if brand is not None:
                 kept["card_type"] = brand
         cleaned["guarantee"] = None if guarantee is None else kept
     return cleaned
@@ -163,10 +162,11 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         occupancy = object_of(raw.get("occupancy"))
         # The booking's children's ages stand for its one room's when the room has none.
         ages = occupancy.get("ages") if len(raw["rooms"]) == 1 else None
-        room_cut: list[str] = []
-        rooms = tuple(_room(room, ages, f"rooms[{i}]", room_cut) for i, room in enumerate(raw["rooms"]))
-        customer = raw.get("customer") or {}
         arrival, departure = date.fromisoformat(raw["arrival_date"]), date.fromisoformat(raw["departure_date"])
+        room_cut: list[str] = []
+        rooms = tuple(_room(room, ages, f"rooms[{i}]", room_cut, (arrival, departure))
+                      for i, room in enumerate(raw["rooms"]))
+        customer = raw.get("customer") or {}
         if departure <= arrival:
             raise MalformedRevision("departure_date is not after arrival_date")
         if not rooms:
@@ -189,7 +189,8 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         raise MalformedRevision(f"unreadable revision: {type(exc).__name__} {exc}"[:200]) from None
 
 
-def _room(room: dict[str, Any], booking_ages: list[Any] | None, where: str, cut: list[str]) -> RevisionRoom:
+def _room(room: dict[str, Any], booking_ages: list[Any] | None, where: str, cut: list[str],
+          stay: tuple[date, date]) -> RevisionRoom:
     # Both ids are always there, either may be null (unmapped at the channel manager); a
     # room without `room_type_id` at all is not one we can read.
     occupancy = room.get("occupancy") or {}
@@ -197,7 +198,7 @@ def _room(room: dict[str, Any], booking_ages: list[Any] | None, where: str, cut:
         None if room["room_type_id"] is None else str(room["room_type_id"]),
         None if room.get("rate_plan_id") is None else str(room["rate_plan_id"]),
         _whole(occupancy.get("adults", 1)), _whole(occupancy.get("children") or 0),
-        Decimal(str(room.get("amount", "0"))), room_details(room, booking_ages, where, cut),
+        Decimal(str(room.get("amount", "0"))), room_details(room, booking_ages, where, cut, stay),
     )
 
 
@@ -296,6 +297,10 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
     cut += [what for what, was, now in (("channel name", revision.ota_name, channel),
                                         ("reservation code", revision.reservation_code, code)) if was.strip() != now]
     cut += [*revision.room_cut, *revision.details.cut]
+    told_places = min(exponent, 2)  # the contract's amounts have two decimals
+    if any(-amount.as_tuple().exponent > told_places for amount in _amounts_of(revision)  # type: ignore[operator]
+           if amount.is_finite()):
+        cut.append(f"amounts with more decimals than the {told_places} told: rounded half up")
     cancelled = revision.status == "cancelled"
     return OtaBooking(
         cancelled=cancelled, check_in=revision.arrival, check_out=revision.departure,
@@ -303,7 +308,7 @@ def normalise(revision: Revision, mapping: Mapping) -> OtaBooking | list[str]:
         guest_phone=guest["phone"], guest_country=guest["country"], total_minor=total, currency=revision.currency,
         exponent=exponent, channel=channel, reservation_code=code, cut=tuple(cut), details=revision.details,
         disagreements=tuple(disagreements(revision.amount, [(r.amount, r.details) for r in revision.rooms],
-                                          revision.details.services, cancelled, revision.currency[:3])))
+                                          revision.details, cancelled, revision.currency[:3], told_places)))
 
 
 def _guest(customer: dict[str, str | None]) -> tuple[dict[str, str | None], list[str]]:
@@ -330,14 +335,21 @@ def _guest(customer: dict[str, str | None]) -> tuple[dict[str, str | None], list
             "country": country.upper() if country else None}, cut
 
 
+def _amounts_of(revision: Revision) -> list[Decimal]:
+    """Every amount of the revision that is told."""
+    details = revision.details
+    return [revision.amount, *(room.amount for room in revision.rooms),
+            *(price for room in revision.rooms for _, price in room.details.days),
+            *(c.amount for room in revision.rooms for c in (*room.details.taxes, *room.details.services)),
+            *(c.amount for c in (*details.taxes, *details.services)),
+            *([details.commission] if details.commission is not None else [])]
+
+
 def screened(revision: Revision, facts: StayFacts) -> str | None:
     """Why the property cannot take this revision (domain.revision_screen), or None."""
-    details = revision.details
-    amounts = [revision.amount, *(room.amount for room in revision.rooms),
-               *(price for room in revision.rooms for _, price in room.details.days),
-               *(charge.amount for room in revision.rooms for charge in (*room.details.taxes, *room.details.services)),
-               *(charge.amount for charge in (*details.taxes, *details.services)),
-               *([details.commission] if details.commission is not None else [])]
+    # The booking's and its rooms' amounts: a detail's that cannot be told is dropped when
+    # read (domain.ota_details), never a reason to refuse the booking.
+    amounts = [revision.amount, *(room.amount for room in revision.rooms)]
     return screen(revision.arrival, revision.departure,
                   [(room.cm_room_type_id, room.adults, room.children) for room in revision.rooms], amounts, facts)
 
@@ -410,9 +422,22 @@ def _service(service: Charge, amount: Any) -> dict[str, Any]:
 
 
 def changes_between(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(changes, previous): of the compared fields, those that differ, new and old."""
-    differing = [name for name in COMPARED if before.get(name) != after.get(name)]
+    """(changes, previous): of the compared fields, those that differ, new and old. A booking
+    told before members were added (issue 42) is compared on the members it had: the new
+    ones appearing is no change of the booking's, and its next event tells them with it
+    only if something it had changed."""
+    comparable = _members_of(after, before)
+    differing = [name for name in COMPARED if name in before and before.get(name) != comparable.get(name)]
     return {name: after.get(name) for name in differing}, {name: before.get(name) for name in differing}
+
+
+def _members_of(value: Any, shape: Any) -> Any:
+    """`value` with only the members `shape` has (objects by key, lists by position)."""
+    if isinstance(value, dict) and isinstance(shape, dict):
+        return {k: _members_of(v, shape[k]) for k, v in value.items() if k in shape}
+    if isinstance(value, list) and isinstance(shape, list):
+        return [_members_of(v, shape[i]) if i < len(shape) else v for i, v in enumerate(value)]
+    return value
 
 
 def is_newer(revised: datetime, seq: int, last_revised: datetime, last_seq: int) -> bool:

@@ -25,6 +25,36 @@ TEXT_PATTERN = f"^[^{_ALWAYS_REFUSED}]*$"
 # An address we send to (an owner logs in with it): one @, no spaces, none of the above.
 EMAIL_PATTERN = f"^[^@\\s{_ALWAYS_REFUSED}]+@[^@\\s{_ALWAYS_REFUSED}]+$"
 _NOT_IN_A_HEADER = re.compile(f"[\t\n\r{_ALWAYS_REFUSED}]+")
+# What multi-line text from outside (a guest's requests) may not keep: the refused
+# characters, but for tab, line feed and carriage return.
+NOT_IN_TEXT = re.compile(f"[{_ALWAYS_REFUSED}]+")
+# A card number written out (13 to 19 digits, in groups or not): taken out of free text
+# from outside, where guests and OTAs put one (PCI, docs/decisions/0128).
+_DIGIT_RUN = re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = int(c) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+def without_card_numbers(text: str) -> tuple[str, int]:
+    """The text with every run of 13 to 19 digits that passes the Luhn check (a card
+    number) replaced, and how many were."""
+    found = 0
+
+    def masked(match: re.Match[str]) -> str:
+        nonlocal found
+        digits = re.sub(r"[ -]", "", match.group(0))
+        if not _luhn(digits):
+            return match.group(0)
+        found += 1
+        return "[card number removed]"
+
+    return _DIGIT_RUN.sub(masked, text), found
 
 
 def one_line(text: str, limit: int = 200) -> str:

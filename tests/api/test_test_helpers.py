@@ -65,10 +65,10 @@ async def test_a_simulated_ota_booking_carries_taxes_extras_payment_terms_and_ch
     assert booking["amounts"]["total"] == "220.00"
     assert (booking["amounts"]["paymentCollect"], booking["amounts"]["paymentType"], booking["arrivalHour"]) == (
         "property", "bank_transfer", "18:00")
-    # A body that is not one: nights that are not one a night.
-    wrong = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test,
-                           body={**stay(prop), "nightlyAmounts": ["100.00"]})
-    assert (wrong.status, wrong.code) == (400, "VALIDATION")
+    # A body that is not one: nights that are not one a night, ages that are not one a child.
+    for odd in ({"nightlyAmounts": ["100.00"]}, {"children": 1, "childrenAges": [4, 9]}):
+        wrong = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body={**stay(prop), **odd})
+        assert (wrong.status, wrong.code) == (400, "VALIDATION"), odd
 
 
 async def test_a_live_key_gets_404_from_every_helper(api: Harness) -> None:

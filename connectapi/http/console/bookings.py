@@ -24,6 +24,9 @@ DONE = {
 MOST_REVISION_ID = 200
 # Who collects an OTA booking's money, as the front desk reads it.
 COLLECTORS = {"ota": "the channel (the guest paid it)", "property": "the hotel", None: "not said (usually the hotel)"}
+# Whether a tax is in the room's price: one not said is not taken for either (a desk would
+# charge it twice, or not at all).
+INCLUSION = {True: "included", False: "not included", None: "included or not: not said"}
 
 
 def money(minor: int, currency: str) -> str:
@@ -64,7 +67,7 @@ async def booking_detail(property_id: int, booking_id: int) -> Response:
     return await property_page(
         "booking.html", prop, "/bookings", notice=_done(), booking=booking, money=money, told=told,
         room_names={r.id: r.name for r in catalog.room_types}, plan_names={p.id: p.name for p in catalog.rate_plans},
-        nights=(booking.check_out - booking.check_in).days, collectors=COLLECTORS)
+        nights=(booking.check_out - booking.check_in).days, collectors=COLLECTORS, inclusion=INCLUSION)
 
 
 @login_required

@@ -38,15 +38,19 @@ def _charge(charge: OtaChargeIn, tax: bool) -> dict[str, Any]:
     return found
 
 
-def _details(body: OtaDetailsIn, nights: int) -> dict[str, Any]:
-    """The Stay's fields for what `body` gives of a booking's details (those it names only)."""
+def _details(body: OtaDetailsIn, nights: int, children: int) -> dict[str, Any]:
+    """The Stay's fields for what `body` gives of a booking's details (those it names only;
+    a null clears one)."""
     given = body.details()
     found: dict[str, Any] = {}
-    if given.get("nightlyAmounts") is not None:
-        if len(body.nightlyAmounts or ()) != nights:
+    if "nightlyAmounts" in given:
+        if body.nightlyAmounts is not None and len(body.nightlyAmounts) != nights:
             raise ApiError("VALIDATION", "request does not match the schema",
                            [{"path": "nightlyAmounts", "message": f"one amount a night: {nights}"}])
-        found["nightly"] = [Decimal(a) for a in body.nightlyAmounts or ()]
+        found["nightly"] = None if body.nightlyAmounts is None else [Decimal(a) for a in body.nightlyAmounts]
+    if body.childrenAges is not None and len(body.childrenAges) != children:
+        raise ApiError("VALIDATION", "request does not match the schema",
+                       [{"path": "childrenAges", "message": f"one age a child: {children}"}])
     if "taxes" in given:
         found["taxes"] = None if body.taxes is None else [_charge(t, True) for t in body.taxes]
     if "extras" in given:
@@ -110,7 +114,7 @@ async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingI
     cm_room, cm_plan = _cm_ids(ids, body.roomTypeId, body.ratePlanId)
     stay = Stay(ids.property_id, cm_room, cm_plan, body.checkIn, body.checkOut, body.adults, body.children,
                 _guest(body.guest), Decimal(body.amount), ids.currency, body.channel,
-                **_details(body, (body.checkOut - body.checkIn).days))
+                **_details(body, (body.checkOut - body.checkIn).days, body.children))
     return _view(sandbox.bookings.new(stay, context().clock.now()))
 
 
@@ -154,9 +158,10 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
         raise ApiError("VALIDATION", "request does not match the schema",
                        [{"path": "checkOut", "message": "checkOut must be after checkIn"}])
     _check_stay(arrival, departure)
-    changes |= _details(body, (departure - arrival).days)
-    if "nightly" not in changes and (arrival, departure) != (stay.arrival, stay.departure):
-        changes["nightly"] = None  # nights given for another stay: the amount spread again
+    changes |= _details(body, (departure - arrival).days, changes.get("children", stay.children))
+    if "nightly" not in changes and ((arrival, departure) != (stay.arrival, stay.departure) or "amount" in changes):
+        # Nights given for another stay or another amount: the new amount spread again.
+        changes["nightly"] = None
     return _view(sandbox.bookings.modify(reference, changes, context().clock.now()))
 
 
