@@ -15,7 +15,7 @@ Rounds run when the channel manager notifies us (a trigger only: its notificatio
 no data we trust) and on a timer, as a safety net for a notification that never came.
 
 Several processes on one record take turns: a round runs under the intake's lease in the
-record (`round_leases`), renewed while it runs, so one process at a time reads the feed,
+record (a `round` lease: actors.lease_hold), renewed while it runs, so one process at a time reads the feed,
 applies and acknowledges. A process woken while another holds the lease leaves it a
 round more to run; one that dies mid-round leaves the lease to run out, and another
 process takes the feed over from the record. The revision's own row lock still keeps an
@@ -37,8 +37,10 @@ from ..domain.ota_bookings import MalformedRevision
 from ..domain.revision_screen import bounded
 from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Clock, Mailbox, NextRound, Registry,
                       RoundsActor, Wake)
-from ..storage import leases, ota
+from ..storage import ota
+from ..storage.leases import LeaseKind
 from ..storage.database import LOCK_NOT_AVAILABLE, RECORD_AWAY, RECORD_BUSY, Database, RecordRefused, StorageError
+from .lease_hold import HeldElsewhere, LeaseHolder
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
 from .messages.property_writer import ApplyOtaRevision, RefuseOtaRevision, RevisionSettled, WriterMessage
 
@@ -69,7 +71,6 @@ ASK_TIMEOUT = 30.0
 LEASE_NAME = "booking-intake"
 LEASE = timedelta(seconds=30)
 RENEW_SECONDS = 10.0
-GIVE_BACK_SECONDS = 5.0  # to give the lease back when a round ends by a failure or a stop
 
 
 class BookingIntake(RoundsActor[Wake]):
@@ -92,51 +93,19 @@ class BookingIntake(RoundsActor[Wake]):
         self._feed_pages = feed_pages
         self._batch = batch
         self._unknown_properties: set[str] = set()
-        self._holder = holder or leases.process_holder()
+        self._leases = LeaseHolder(db, clock, holder)
 
     async def round(self) -> NextRound:
-        asked = self._clock.monotonic()
-        lease = await leases.take_round(self._db, LEASE_NAME, self._holder, self._clock.shared_time(),
-                                        LEASE.total_seconds())
-        if not lease.taken:
-            # Another process is in a round: it runs one more when it ends (we left it
-            # `again`). Look again when its lease would run out, in case it died: counted
-            # from when the record looked, not from its answer (push_leases.take).
-            return NextRound(due_in=max(0.0, lease.remaining - (self._clock.monotonic() - asked)) + 1.0)
-        done: Round | None = None
-        again = False
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._hold, nursery.cancel_scope)
+            async with self._leases.hold(LeaseKind.ROUND, LEASE_NAME, LEASE.total_seconds(), RENEW_SECONDS) as held:
                 done = await self.pull()
-                nursery.cancel_scope.cancel()
-        finally:
-            with trio.move_on_after(GIVE_BACK_SECONDS) as giving_back:
-                giving_back.shield = True
-                again = await self._give_back()
-        if done is None:  # the lease was lost mid-round: the process holding it now goes on
+        except HeldElsewhere as other:
+            # Another process is in a round: it runs one more when it ends (the take asked
+            # it to). Look again when its lease would run out, in case it died.
+            return NextRound(due_in=other.remaining + 1.0)
+        if held.lost:  # the process holding the lease now goes on
             return NextRound()
-        return NextRound(more=done.more or again)
-
-    async def _hold(self, round_scope: trio.CancelScope) -> None:
-        """Renew the lease while the round runs; a round that lost it (it ran past its lease,
-        stalled, and another process took the feed over) stops."""
-        while True:
-            await trio.sleep(RENEW_SECONDS)
-            if not await leases.renew_round(self._db, LEASE_NAME, self._holder, self._clock.shared_time(),
-                                            LEASE.total_seconds()):
-                log.warning("intake: another process took the booking feed over while this one's round ran "
-                            "past its lease; the round stops")
-                round_scope.cancel()
-                return
-
-    async def _give_back(self) -> bool:
-        try:
-            return await leases.give_back_round(self._db, LEASE_NAME, self._holder)
-        except StorageError as exc:
-            # It runs out by itself, and this process may take it again before that.
-            log.warning("intake: could not give the booking feed's lease back: %s", exc)
-            return False
+        return NextRound(more=done.more or held.again)
 
     async def pull(self) -> Round:
         done = Round()

@@ -1,7 +1,7 @@
 """One process at a time pushes a property: this process's push leases, and their keeper.
 
 A property's two pushers (availability, and rates with restrictions) share one lease in
-the record (storage.push_leases): this process holds it while either of them has work
+the record (a `push` lease of storage.leases): this process holds it while either of them has work
 for the property (a round running, a pause after a failure, a call the budget deferred),
 and gives it back once neither has. While held it is renewed every RENEW_EVERY seconds
 (the keeper, one statement for every lease of the process) and checked before every call
@@ -27,6 +27,7 @@ import trio
 
 from ..engine import Clock, NextRound, RoundsActor
 from ..storage import leases
+from ..storage.leases import LeaseKind
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 
 log = logging.getLogger("connectapi.channel")
@@ -91,9 +92,9 @@ class PushLeases:
             if held is not None and held.until > started:
                 held.kinds.add(kind)
                 return None
-            lease = await leases.take_push(self._db, property_id, self.holder, self._clock.shared_time(),
-                                           self.seconds)
-            if lease.holder == self.holder:
+            lease = await leases.take(self._db, LeaseKind.PUSH, str(property_id), self.holder,
+                                      self._clock.shared_time(), self.seconds)
+            if lease.held_by(self.holder):
                 if held is None:
                     held = self._held[property_id] = _Held(started + self.seconds)
                 held.until = max(held.until, started + self.seconds)
@@ -117,9 +118,9 @@ class PushLeases:
             started = self._clock.monotonic()
             if held.until - started >= need:
                 return held.until
-            kept = await leases.renew_push(self._db, self.holder, [property_id], self._clock.shared_time(),
-                                           self.seconds)
-            if property_id not in kept:
+            kept = await leases.renew(self._db, LeaseKind.PUSH, self.holder, [str(property_id)],
+                                      self._clock.shared_time(), self.seconds)
+            if str(property_id) not in kept:
                 log.warning("the push lease of property %d went to another process", property_id)
                 del self._held[property_id]
                 return None
@@ -160,8 +161,9 @@ class PushLeases:
         if not snapshot:
             return 0
         started = self._clock.monotonic()
-        kept = set(await leases.renew_push(self._db, self.holder, [p for p, _ in snapshot],
-                                           self._clock.shared_time(), self.seconds))
+        kept = {int(key) for key in await leases.renew(self._db, LeaseKind.PUSH, self.holder,
+                                                      [str(p) for p, _ in snapshot], self._clock.shared_time(),
+                                                      self.seconds)}
         for property_id, held in snapshot:
             if self._held.get(property_id) is not held:
                 continue  # given back or taken again meanwhile: that statement's answer stands
@@ -176,7 +178,7 @@ class PushLeases:
         """The process is stopping (its pushers have stopped): every lease is given back at
         once, so another process need not wait for them to run out."""
         self._held.clear()
-        return await leases.give_back_all_push(self._db, self.holder)
+        return await leases.give_back_all(self._db, self.holder, LeaseKind.PUSH)
 
 
 class PushLeaseKeeper(RoundsActor[Wake]):

@@ -31,8 +31,10 @@ from ..domain.webhook_signing import signed_headers, signing_secrets
 from ..domain.webhook_urls import Address, UnsafeUrl, check_resolved, check_url
 from ..engine import Clock, NextRound, RoundsActor, Wake
 from ..metrics import WEBHOOK_FAILURES
-from ..storage import leases, notifications, properties, webhooks
+from ..storage import notifications, properties, webhooks
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, StorageUnavailable, Tx
+from ..storage.leases import Lease, LeaseKind
+from .lease_hold import LeaseHolder
 
 log = logging.getLogger("connectapi.webhooks")
 # The whole attempt (resolve, connect, send, answer), not each read: a receiver trickling a
@@ -144,7 +146,7 @@ class WebhookSender(RoundsActor[Wake]):
         self._nudge: Callable[[], None] = lambda: None
         self._busy: set[int] = set()  # endpoints with an attempt under way
         self._again = False  # an attempt ended since the last round began
-        self._holder = leases.process_holder()
+        self._leases = LeaseHolder(db, clock)
 
     def on_serving(self, nursery: trio.Nursery, nudge: Callable[[], None]) -> None:
         self._attempts, self._nudge = nursery, nudge
@@ -174,7 +176,7 @@ class WebhookSender(RoundsActor[Wake]):
         # Each endpoint returned is leased to this process: every one is attempted. (A read
         # from before another attempt of ours was recorded cannot return its endpoint: the
         # lease was ours until that record.)
-        due = await webhooks.due(self._db, now, self._holder, SENDING_LEASE.total_seconds(), sorted(self._busy), room,
+        due = await webhooks.due(self._db, now, self._leases.holder, SENDING_LEASE.total_seconds(), sorted(self._busy), room,
                                  lease_now=self._clock.shared_time())
         for item in due:
             self._busy.add(item.endpoint.id)
@@ -182,8 +184,14 @@ class WebhookSender(RoundsActor[Wake]):
         return len(due)
 
     async def _deliver(self, item: webhooks.Due) -> None:
+        lease = Lease(LeaseKind.SENDING, str(item.endpoint.id), self._leases.holder, SENDING_LEASE.total_seconds())
         try:
-            await self._record(item, await self._attempt(item))
+            # Held from `due`, which took it with the delivery; recording the attempt gives it
+            # back in the same transaction. An attempt that ends any other way gives it back
+            # on its way out, so the endpoint's next delivery need not wait for it to run out.
+            async with self._leases.holding(lease, SENDING_LEASE.total_seconds()) as held:
+                await self._record(item, await self._attempt(item))
+                held.given_back()
         except StorageUnavailable as exc:
             # The delivery stays due in the record, to be sent again (at least once): the
             # next round meets the outage and waits it out. Anything else failing to record
@@ -252,7 +260,7 @@ class WebhookSender(RoundsActor[Wake]):
         if attempt.error is None:
             assert attempt.status is not None
             await webhooks.delivered(self._db, item.delivery_id, item.endpoint.id, attempt.status,
-                                     self._elapsed(attempt.started), attempt.at, self._holder)
+                                     self._elapsed(attempt.started), attempt.at, self._leases.holder)
             return
         await self._failed(item, attempt.status, attempt.error, attempt.retry_after, attempt.at, attempt.started)
 
@@ -266,7 +274,7 @@ class WebhookSender(RoundsActor[Wake]):
                  error)
         WEBHOOK_FAILURES.inc()
         await webhooks.failed(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), error,
-                              now + (wait or timedelta(0)), now, self._holder)
+                              now + (wait or timedelta(0)), now, self._leases.holder)
         if wait is None:
             await self._pause(endpoint, now)
 

@@ -182,9 +182,7 @@ async def _on(dsn: str, *statements: str) -> None:
 
 
 _RELEASE = (
-    "DELETE FROM push_leases",
-    "UPDATE round_leases SET held_by = NULL, held_until = NULL, again = false",
-    "UPDATE webhook_endpoints SET sending_by = NULL, sending_until = NULL",
+    "UPDATE leases SET holder = NULL, until = NULL, again = false",
     "DELETE FROM idempotency_keys WHERE state = 'in_flight'",
 )
 

@@ -150,7 +150,7 @@ async def record_event_now(db: Database, property_id: int, event: Event, endpoin
 async def due(db: Database, now: datetime, holder: str, lease_seconds: float, busy: Sequence[int] = (),
               limit: int = 1000, lease_now: float | None = None) -> list[Due]:
     """For each active endpoint, its oldest pending delivery, when that one is due at `now`,
-    taking the endpoint's sending lease for `holder` for `lease_seconds` (storage.leases: on
+    taking the endpoint's `sending` lease for `holder` for `lease_seconds` (storage.leases: on
     the database's clock, or at `lease_now` when a test gives one): an endpoint gets its
     events in order (a delivery waiting on a retry holds the rest) and from one process at
     a time. Endpoints another process holds, or this one has `busy`, are left alone; at
@@ -159,7 +159,8 @@ async def due(db: Database, now: datetime, holder: str, lease_seconds: float, bu
     rows = await db.fetch(
         f"""WITH sendable AS (
                 SELECT e.id FROM webhook_endpoints e
-                WHERE e.status = 'active' AND {leases.sending_free("e", lease_at)}
+                LEFT JOIN leases l ON l.kind = 'sending' AND l.key = e.id::text
+                WHERE e.status = 'active' AND {leases.free("l", lease_at)}
                       AND NOT e.id = ANY($4::bigint[])
                       AND (SELECT d.next_attempt_at FROM webhook_deliveries d
                            WHERE d.endpoint_id = e.id AND d.status = 'pending'
@@ -167,11 +168,16 @@ async def due(db: Database, now: datetime, holder: str, lease_seconds: float, bu
                 ORDER BY e.id LIMIT $5
                 FOR UPDATE OF e SKIP LOCKED),
             taken AS (
-                UPDATE webhook_endpoints e SET sending_by = $2, sending_until = {lease_at} + make_interval(secs => $3)
-                FROM sendable WHERE e.id = sendable.id RETURNING e.*)
+                -- The endpoint's row lock keeps two processes from taking one lease at once;
+                -- a lease taken since our look (its row locked, then committed) is left.
+                INSERT INTO leases AS l (kind, key, holder, until)
+                SELECT 'sending', id::text, $2, {lease_at} + make_interval(secs => $3) FROM sendable
+                ON CONFLICT (kind, key) DO UPDATE SET holder = excluded.holder, until = excluded.until, again = false
+                WHERE {leases.free("l", lease_at)} OR l.holder = excluded.holder
+                RETURNING l.key::bigint AS id)
             SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body,
                    {', '.join('e.' + n.strip() + ' AS e_' + n.strip() for n in _ENDPOINT.split(','))}
-            FROM taken e
+            FROM taken JOIN webhook_endpoints e ON e.id = taken.id
             CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                 ORDER BY d.event_seq, d.id LIMIT 1) d
             JOIN webhook_events ev ON ev.id = d.event_id""",
@@ -187,7 +193,8 @@ async def next_due_at(db: Database, busy: Sequence[int] = ()) -> datetime | None
     before another process's lease on the endpoint runs out, and none of the `busy`
     endpoints (an attempt under way: its end is the sender's cue)."""
     value: datetime | None = await db.fetchval(
-        """SELECT min(greatest(d.next_attempt_at, e.sending_until)) FROM webhook_endpoints e
+        """SELECT min(greatest(d.next_attempt_at, l.until)) FROM webhook_endpoints e
+           LEFT JOIN leases l ON l.kind = 'sending' AND l.key = e.id::text
            CROSS JOIN LATERAL (SELECT next_attempt_at FROM webhook_deliveries d
                                WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                ORDER BY d.event_seq, d.id LIMIT 1) d
@@ -204,7 +211,7 @@ async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: in
                       first_attempt_at = COALESCE(first_attempt_at, $4)
                WHERE id = $1""", delivery_id, status, duration_ms, at)
         await conn.execute("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1", endpoint_id)
-        await leases.give_back_sending(conn, endpoint_id, holder)
+        await _give_back_sending(conn, endpoint_id, holder)
 
     await db.transaction(work)
 
@@ -218,9 +225,15 @@ async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int |
                WHERE id = $1""", delivery_id, status, duration_ms, error[:500], next_attempt_at, at)
         await conn.execute("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1",
                            endpoint_id, at)
-        await leases.give_back_sending(conn, endpoint_id, holder)
+        await _give_back_sending(conn, endpoint_id, holder)
 
     await db.transaction(work)
+
+
+async def _give_back_sending(conn: asyncpg.Connection, endpoint_id: int, holder: str | None) -> None:
+    """The attempt is recorded: the endpoint's next delivery may go from any process."""
+    if holder is not None:
+        await leases.give_back_in(conn, leases.LeaseKind.SENDING, str(endpoint_id), holder)
 
 
 async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> list[Delivery]:

@@ -46,7 +46,8 @@ async def arrived(api: Harness, receiver: Receiver, n: int) -> None:
     await eventually(reached, f"{n} requests at the receiver")
 
     async def recorded() -> bool:
-        held: int = await api.ctx.db.fetchval("SELECT count(*) FROM webhook_endpoints WHERE sending_by IS NOT NULL")
+        held: int = await api.ctx.db.fetchval(
+            "SELECT count(*) FROM leases WHERE kind = 'sending' AND holder IS NOT NULL")
         return held == 0
     await eventually(recorded, "the sender recording its attempts")
     assert len(receiver.received) == n, [h["webhook-id"] for h, _ in receiver.received]

@@ -20,6 +20,7 @@ from .test_pacing import let_run, sandbox_value, set_night
 from .test_pipeline import grid, settled
 
 NIGHT = date(2026, 11, 23)
+PUSH = leases.LeaseKind.PUSH
 
 
 @pytest.fixture
@@ -46,8 +47,8 @@ async def steps(api: Harness, seconds: int) -> None:
 async def test_a_property_another_process_pushes_is_left_to_it_until_its_lease_runs_out(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]["id"]
-    held = await leases.take_push(api.ctx.db, prop["id"], "another-process", api.ctx.clock.shared_time(),
-                                  LEASE_SECONDS)
+    held = await leases.take(api.ctx.db, PUSH, str(prop["id"]), "another-process", api.ctx.clock.shared_time(),
+                             LEASE_SECONDS)
     assert held.holder == "another-process"
     lease_ends = api.ctx.clock.now() + timedelta(seconds=LEASE_SECONDS)
     seeded = pushed_at(api, prop)
@@ -70,23 +71,24 @@ async def test_a_slow_answer_from_the_record_does_not_put_the_take_over_later(
     """The record says how long the other process's lease runs as the statement ran: the
     look again is counted from then, not from when the answer came back (three seconds
     later here, each time), or every slow answer would put the take-over that much later."""
-    taking = leases.take_push
+    taking = leases.take
     slowed: list[float | None] = []
 
-    async def slow_answer(db: Database, property_id: int, holder: str, now: float | None,
-                          seconds: float) -> leases.PushLease:
-        lease = await taking(db, property_id, holder, now, seconds)
-        if lease.holder != holder:
+    async def slow_answer(db: Database, kind: leases.LeaseKind, key: str, holder: str, now: float | None,
+                          seconds: float) -> leases.Lease:
+        lease = await taking(db, kind, key, holder, now, seconds)
+        if kind is PUSH and lease.holder != holder:
             slowed.append(now)
             api.advance(3)  # the clock moved on while the answer was on its way
         return lease
 
     prop, key = await api.keyed_property()
-    await leases.take_push(api.ctx.db, prop["id"], "another-process", api.ctx.clock.shared_time(), LEASE_SECONDS)
+    await leases.take(api.ctx.db, PUSH, str(prop["id"]), "another-process", api.ctx.clock.shared_time(),
+                       LEASE_SECONDS)
     lease_ends = api.ctx.clock.now() + timedelta(seconds=LEASE_SECONDS)
     look_again = trio.current_time() + LEASE_SECONDS + LOOK_AGAIN_AFTER
     seeded = pushed_at(api, prop)
-    monkeypatch.setattr(leases, "take_push", slow_answer)
+    monkeypatch.setattr(leases, "take", slow_answer)
     await set_night(api, key, prop["roomTypes"][0]["id"], NIGHT, 4)
     await let_run()
     while trio.current_time() < look_again:
@@ -104,7 +106,8 @@ async def test_a_property_left_dirty_by_a_dead_process_is_taken_over_within_30_s
     await let_run()
     await steps(api, 1)  # past the sweep at start
     seeded = pushed_at(api, prop)
-    await leases.take_push(api.ctx.db, prop["id"], "a-dead-process", api.ctx.clock.shared_time(), LEASE_SECONDS)
+    await leases.take(api.ctx.db, PUSH, str(prop["id"]), "a-dead-process", api.ctx.clock.shared_time(),
+                       LEASE_SECONDS)
     lease_ends = api.ctx.clock.now() + timedelta(seconds=LEASE_SECONDS)
     await api.ctx.db.execute("UPDATE availability_cells SET available = 5, version = version + 1 "
                              "WHERE property_id = $1 AND night = $2", prop["id"], NIGHT)
@@ -126,9 +129,9 @@ async def test_the_lease_is_held_through_a_pause_and_given_back_once_clean(api: 
     holder = leases.process_holder()  # this process's, on every lease it holds
 
     async def held_here() -> bool:
-        holders = await leases.push_holders(api.ctx.db, api.ctx.clock.shared_time())
-        assert list(holders) == [prop["id"]] and holders[prop["id"]][0] == holder, holders
-        return holders[prop["id"]][1] > 0
+        holders = await leases.holders(api.ctx.db, PUSH, api.ctx.clock.shared_time())
+        assert list(holders) == [str(prop["id"])] and holders[str(prop["id"])][0] == holder, holders
+        return holders[str(prop["id"])][1] > 0
 
     for _ in range(29):  # paused for a minute: the lease stays here, renewed past its 20 s
         await let_run()
@@ -141,4 +144,4 @@ async def test_the_lease_is_held_through_a_pause_and_given_back_once_clean(api: 
 
 
 async def given_back(api: Harness) -> bool:
-    return not await leases.push_holders(api.ctx.db)
+    return not await leases.holders(api.ctx.db, PUSH)

@@ -158,7 +158,7 @@ def test_backup_under_load_restores_the_same_record(tmp_path: Path) -> None:
             assert [(c["rate_minor"], c["last_batch_id"], c["dirty"]) for c in cells] == \
                 [(last_rate * 100, last_batch, True)] * NIGHTS
             assert old("SELECT count(*) AS n FROM write_batches WHERE resource = 'rates'")[0]["n"] == len(written)
-            assert new("SELECT count(*) AS n FROM push_leases")[0]["n"] == 0
+            assert new("SELECT count(*) AS n FROM leases WHERE holder IS NOT NULL")[0]["n"] == 0
             waiting = {r["event_id"] for r in new("SELECT event_id FROM webhook_deliveries WHERE status = 'pending'")}
             assert len(waiting) == 2, waiting  # the ping and the test event
 

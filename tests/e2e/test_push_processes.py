@@ -256,10 +256,10 @@ async def test_a_property_whose_pushing_process_is_killed_is_taken_over_within_3
                         await write(http, served[0].url, prop, kind, night, n % 7 + 1)
                         written[kind].add(night.isoformat())
                 give_up = trio.current_time() + 10
-                while not (held := await leases.push_holders(db)) or not await dirty_written_cells(db):
+                while not (held := await leases.holders(db, leases.LeaseKind.PUSH)) or not await dirty_written_cells(db):
                     assert trio.current_time() < give_up, "no push under way"
                     await trio.sleep(0.05)
-                holder = held[prop.id][0]
+                holder = held[str(prop.id)][0]
                 victim = next(one for one in served if str(one.proc.pid) == holder.split(":")[1])
                 victim.proc.send_signal(signal.SIGKILL)
                 killed_at = trio.current_time()
@@ -269,7 +269,7 @@ async def test_a_property_whose_pushing_process_is_killed_is_taken_over_within_3
                 taken_over = None
                 while await dirty_written_cells(db):
                     assert trio.current_time() - killed_at < 30, "not taken over within 30 s"
-                    now_held = (await leases.push_holders(db)).get(prop.id)
+                    now_held = (await leases.holders(db, leases.LeaseKind.PUSH)).get(str(prop.id))
                     if taken_over is None and now_held is not None and now_held[0] != holder:
                         taken_over = trio.current_time() - killed_at
                     await trio.sleep(0.1)

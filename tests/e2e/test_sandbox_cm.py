@@ -374,7 +374,7 @@ async def test_pages_holding_nothing_to_take_wait_for_the_timer(
             # the record shows the lease free: never under a give-back still on its way, and,
             # a step being half an ask's timeout, never far enough to time out the read the
             # timer's round asks the channel manager for (its lease is taken before it asks).
-            if reads < 2 and await db.fetchval("SELECT held_by IS NULL FROM round_leases WHERE name = $1",
+            if reads < 2 and await db.fetchval("SELECT holder IS NULL FROM leases WHERE kind = 'round' AND key = $1",
                                                LEASE_NAME):
                 mock_clock.jump(ASK_TIMEOUT / 2)
             return reads >= 2
@@ -388,11 +388,12 @@ async def test_a_dead_processes_round_runs_out_and_another_takes_the_feed_over(
     prop = await mapped_property(db, sandbox, at)
     made = [sandbox.state.bookings.new(a_stay(sandbox), at)["id"] for _ in range(3)]
     # Another process took the intake's lease and died in its round.
-    assert (await leases.take_round(db, LEASE_NAME, "a-dead-process", at.timestamp(), LEASE.total_seconds())).taken
+    assert (await leases.take(db, leases.LeaseKind.ROUND, LEASE_NAME, "a-dead-process", at.timestamp(),
+                              LEASE.total_seconds())).held_by("a-dead-process")
     async with running_intake(db, sandbox, at):
         # This one's first round finds the lease held, asks its holder for a round more, and
         # leaves the feed alone.
-        await eventually(lambda: db.fetchval("SELECT again FROM round_leases"), "a round more asked for")
+        await eventually(lambda: db.fetchval("SELECT again FROM leases WHERE kind = 'round'"), "a round more asked for")
         await trio.testing.wait_all_tasks_blocked()
         assert sandbox.state.stats.feed_reads == 0 and len(sandbox.state.bookings.feed(None)) == 3
         mock_clock.jump(LEASE.total_seconds() - 1)
@@ -402,4 +403,4 @@ async def test_a_dead_processes_round_runs_out_and_another_takes_the_feed_over(
         await eventually(lambda: sandbox.state.bookings.feed(None) == [], "the feed taken over")
     kept = await db.fetch("SELECT id FROM ota_revisions WHERE property_id = $1", prop.id)
     assert sorted(r["id"] for r in kept) == sorted(made)
-    assert await db.fetchval("SELECT held_by FROM round_leases") is None  # given back
+    assert await db.fetchval("SELECT holder FROM leases WHERE kind = 'round'") is None  # given back

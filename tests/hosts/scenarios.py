@@ -235,7 +235,8 @@ def written_batches(topo: Topology, host: str) -> int:
 
 
 def leases_by_host(topo: Topology) -> dict[int, str | None]:
-    rows = topo.psql(topo.primary, "SELECT property_id, holder FROM push_leases", db="connectapi").split()
+    rows = topo.psql(topo.primary, "SELECT key, holder FROM leases WHERE kind = 'push' AND holder IS NOT NULL",
+                     db="connectapi").split()
     return {int(p): topo.holder_host(h) for p, h in (row.split("|", 1) for row in rows)}
 
 

@@ -14,6 +14,15 @@ from connectapi.storage.database import Database, open_database
 NOW = 1_795_000_000.0  # seconds since the epoch; the record's clock in production
 AT = datetime.fromtimestamp(NOW, UTC)
 SECONDS = 20.0
+PUSH = leases.LeaseKind.PUSH
+
+
+async def take_push(db: Database, prop: int, holder: str, now: float | None, seconds: float) -> leases.Lease:
+    return await leases.take(db, PUSH, str(prop), holder, now, seconds)
+
+
+def lease(prop: int, holder: str, remaining: float) -> leases.Lease:
+    return leases.Lease(PUSH, str(prop), holder, remaining)
 
 
 async def a_property(db: Database, dirty_nights: int = 0) -> int:
@@ -32,36 +41,36 @@ async def a_property(db: Database, dirty_nights: int = 0) -> int:
 async def test_a_lease_is_held_renewed_given_back_and_taken_over_when_it_runs_out(fresh_dsn: str) -> None:
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
         prop = await a_property(db)
-        assert await leases.take_push(db, prop, "a", NOW, SECONDS) == leases.PushLease("a", SECONDS)
+        assert await take_push(db, prop, "a", NOW, SECONDS) == lease(prop, "a", SECONDS)
         # held: b is told by whom, and for how long
-        assert await leases.take_push(db, prop, "b", NOW + 5, SECONDS) == leases.PushLease("a", 15.0)
+        assert await take_push(db, prop, "b", NOW + 5, SECONDS) == lease(prop, "a", 15.0)
         # renewed by a (taking it again is renewing it too): 20 s from then
-        assert await leases.renew_push(db, "a", [prop], NOW + 15, SECONDS) == [prop]
-        assert await leases.take_push(db, prop, "a", NOW + 16, SECONDS) == leases.PushLease("a", SECONDS)
-        assert await leases.take_push(db, prop, "b", NOW + 35, SECONDS) == leases.PushLease("a", 1.0)
+        assert await leases.renew(db, PUSH, "a", [str(prop)], NOW + 15, SECONDS) == [str(prop)]
+        assert await take_push(db, prop, "a", NOW + 16, SECONDS) == lease(prop, "a", SECONDS)
+        assert await take_push(db, prop, "b", NOW + 35, SECONDS) == lease(prop, "a", 1.0)
         # given back: b takes it at once
         assert await leases.give_back_push(db, prop, "a", AT) == leases.DirtyAfter(False, False)
-        assert await leases.take_push(db, prop, "b", NOW + 36, SECONDS) == leases.PushLease("b", SECONDS)
+        assert await take_push(db, prop, "b", NOW + 36, SECONDS) == lease(prop, "b", SECONDS)
         # b dies: its lease runs out, and a takes the property over then, not a moment before
-        assert (await leases.take_push(db, prop, "a", NOW + 55.9, SECONDS)).holder == "b"
-        assert await leases.take_push(db, prop, "a", NOW + 56, SECONDS) == leases.PushLease("a", SECONDS)
+        assert (await take_push(db, prop, "a", NOW + 55.9, SECONDS)).holder == "b"
+        assert await take_push(db, prop, "a", NOW + 56, SECONDS) == lease(prop, "a", SECONDS)
         # b, back from a stall, has nothing: no renewal, and its give-back leaves a's lease alone
-        assert await leases.renew_push(db, "b", [prop], NOW + 57, SECONDS) == []
+        assert await leases.renew(db, PUSH, "b", [str(prop)], NOW + 57, SECONDS) == []
         await leases.give_back_push(db, prop, "b", AT)
-        assert await leases.push_holders(db, NOW + 57) == {prop: ("a", 19.0)}
+        assert await leases.holders(db, PUSH, NOW + 57) == {str(prop): ("a", 19.0)}
         # a lease that ran out is still its holder's until another takes it
-        assert await leases.renew_push(db, "a", [prop], NOW + 100, SECONDS) == [prop]
-        assert await leases.give_back_all_push(db, "a") == 1 and await leases.push_holders(db) == {}
+        assert await leases.renew(db, PUSH, "a", [str(prop)], NOW + 100, SECONDS) == [str(prop)]
+        assert await leases.give_back_all(db, "a", PUSH) == 1 and await leases.holders(db, PUSH) == {}
 
 
 async def test_three_processes_racing_for_a_lease_one_holds_it(fresh_dsn: str) -> None:
     async with open_database(fresh_dsn, min_size=3, max_size=6) as db:
         props = [await a_property(db) for _ in range(10)]
         for prop in props:
-            told: dict[str, leases.PushLease] = {}
+            told: dict[str, leases.Lease] = {}
 
             async def take(holder: str, prop: int = prop) -> None:
-                told[holder] = await leases.take_push(db, prop, holder, None, SECONDS)  # the record's clock
+                told[holder] = await take_push(db, prop, holder, None, SECONDS)  # the record's clock
 
             async with trio.open_nursery() as nursery:
                 for holder in ("a", "b", "c"):
@@ -70,7 +79,7 @@ async def test_three_processes_racing_for_a_lease_one_holds_it(fresh_dsn: str) -
             assert len(winners) == 1, told  # every one of them is told the same holder
             (winner,) = winners
             assert told[winner or ""].remaining > SECONDS - 1
-            assert (await leases.push_holders(db))[prop][0] == winner
+            assert (await leases.holders(db, PUSH))[str(prop)][0] == winner
 
 
 class SteppedClock:
@@ -111,9 +120,9 @@ async def test_a_process_holds_a_property_while_either_of_its_pushers_has_work(f
         assert await a.take(prop, "restrictions") is None  # the same lease, shared
         assert await b.take(prop, "availability") == SECONDS
         await a.leave(prop, "availability")
-        assert a.held() == [prop] and (await leases.push_holders(db, NOW))[prop][0] == "a"  # restrictions work on
+        assert a.held() == [prop] and (await leases.holders(db, PUSH, NOW))[str(prop)][0] == "a"  # restrictions work on
         await a.leave(prop, "restrictions")
-        assert a.held() == [] and await leases.push_holders(db) == {}  # given back at once
+        assert a.held() == [] and await leases.holders(db, PUSH) == {}  # given back at once
         assert woken.calls == []  # nothing dirty: nobody to wake
         assert await b.take(prop, "restrictions") is None
 
