@@ -27,46 +27,32 @@ async def claim(
 ) -> Stored | None:
     """Take the key for this request (None), or say what holds it.
 
-    The claim commits on its own, so a concurrent request anywhere sees it in flight.
-    A record past retention, or a claim abandoned in flight, is replaced.
+    One statement, committed on its own, so a concurrent request anywhere sees the claim in
+    flight. A record past retention, or a claim abandoned in flight, is replaced. A claim
+    made by a request running now (the insert waited for it to commit) is read as it stands:
+    a twin of this request hears "in flight" or gets the replay, only another body hears
+    "reused"; one released between the two looks is in flight as far as this request knows.
     """
-
-    async def held(conn: asyncpg.Connection) -> asyncpg.Record | None:
-        return await conn.fetchrow(
-            """SELECT body_hash, state, status, response, created_at FROM idempotency_keys
-               WHERE property_id = $1 AND route = $2 AND key = $3 FOR UPDATE""",
-            property_id, route, key,
-        )
-
-    async def work(conn: asyncpg.Connection) -> Stored | None:
-        row = await held(conn)
-        if row is not None:
-            expired = row["created_at"] <= now - retention
-            abandoned = row["state"] == "in_flight" and row["created_at"] <= now - stale_after
-            if not (expired or abandoned):
-                return Stored(bytes(row["body_hash"]) == body_hash, row["state"] == "in_flight",
-                              row["status"], row["response"])
-            await conn.execute(
-                "DELETE FROM idempotency_keys WHERE property_id = $1 AND route = $2 AND key = $3",
-                property_id, route, key,
-            )
-        inserted = await conn.fetchval(
-            """INSERT INTO idempotency_keys (property_id, route, key, body_hash, state, created_at)
-               VALUES ($1, $2, $3, $4, 'in_flight', $5) ON CONFLICT DO NOTHING RETURNING 1""",
-            property_id, route, key, body_hash, now,
-        )
-        if inserted is None:
-            # Another request claimed it between our read and insert (the insert waited for
-            # it to commit): read again and answer from its row, so a twin of this request
-            # hears "in flight" or gets the replay, and only another body hears "reused".
-            row = await held(conn)
-            if row is None:  # released already: in flight as far as this request knows
-                return Stored(True, True, None, None)
-            return Stored(bytes(row["body_hash"]) == body_hash, row["state"] == "in_flight",
-                          row["status"], row["response"])
+    row = await db.fetchrow(
+        """WITH taken AS (
+               INSERT INTO idempotency_keys AS k (property_id, route, key, body_hash, state, created_at)
+               VALUES ($1, $2, $3, $4, 'in_flight', $5)
+               ON CONFLICT (property_id, route, key) DO UPDATE
+                   SET body_hash = excluded.body_hash, state = 'in_flight', status = NULL, response = NULL,
+                       created_at = excluded.created_at
+                   WHERE k.created_at <= $6 OR (k.state = 'in_flight' AND k.created_at <= $7)
+               RETURNING 1)
+           SELECT EXISTS (SELECT 1 FROM taken) AS claimed, held.*
+           FROM (SELECT 1) one
+           LEFT JOIN (SELECT body_hash, state, status, response FROM idempotency_keys
+                      WHERE property_id = $1 AND route = $2 AND key = $3) held ON true""",
+        property_id, route, key, body_hash, now, now - retention, now - stale_after)
+    assert row is not None
+    if row["claimed"]:
         return None
-
-    return await db.transaction(work)
+    if row["state"] is None:
+        return Stored(True, True, None, None)
+    return Stored(bytes(row["body_hash"]) == body_hash, row["state"] == "in_flight", row["status"], row["response"])
 
 
 async def finish(conn: asyncpg.Connection, property_id: int, route: str, key: str, outcome: dict[str, Any]) -> None:
@@ -77,6 +63,14 @@ async def finish(conn: asyncpg.Connection, property_id: int, route: str, key: st
            WHERE property_id = $1 AND route = $2 AND key = $3""",
         property_id, route, key, outcome,
     )
+
+
+async def finish_now(db: Database, property_id: int, route: str, key: str, outcome: dict[str, Any]) -> None:
+    """`finish` in a statement of its own: an outcome that needed no write."""
+    async def work(conn: asyncpg.Connection) -> None:
+        await finish(conn, property_id, route, key, outcome)
+
+    await db.run(work)
 
 
 async def release(db: Database, property_id: int, route: str, key: str) -> None:

@@ -17,7 +17,7 @@ from ...domain.errors import ApiError
 from ...domain.ids import MAX_ID, bounded_int
 from ...domain.validation import parse_json, parse_payload
 from ...engine import ActorUnavailable, AskTimeout
-from ...storage import bookings
+from ...storage import bookings, idempotency
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
@@ -48,8 +48,12 @@ async def create_booking() -> Response:
     async def run(claim: IdempotencyClaim | None) -> BookingOutcome:
         earlier = await bookings.api_booking_by_reference(ctx.db, pid, body.externalReference)
         if earlier is not None:
-            # A repeat: the booking as it stands, nothing charged, nothing written.
-            return BookingDone(earlier, made=False, replay=True)
+            # A repeat: the booking as it stands, nothing charged, nothing written but the
+            # outcome under the key (idempotent_write: every outcome is recorded by then).
+            repeat = BookingDone(earlier, made=False, replay=True)
+            if claim is not None:
+                await idempotency.finish_now(ctx.db, pid, claim.route, claim.key, repeat.stored())
+            return repeat
         if not who.property.pms_entitled:
             raise ApiError("MODULE_NOT_ENTITLED", "the property's plan does not include the PMS", {"module": "PMS"})
         try:

@@ -1,10 +1,12 @@
 """`x-idempotency-key` for the write routes: one path for ARI writes and bookings.
 
 A request with a key claims it (or gets the stored answer of an earlier one), runs, and
-its outcome is recorded with the key in the write's own transaction. One release rule:
-when the request ends, a claim still in flight is released, so a retry runs again,
-unless the write may yet commit (its ask timed out, or the request was cancelled): then
-the claim stays, and goes stale after two minutes.
+its outcome is recorded with the key in the write's own transaction: every outcome `run`
+answers is recorded under its claim by then (the writer's transaction, or the route's
+own statement where no write was needed). One release rule: a request that ends without
+an outcome releases its claim, so a retry runs again, unless the write may yet commit
+(its ask timed out, or the request was cancelled): then the claim stays, and goes stale
+after two minutes. A request answered costs no release.
 """
 
 from __future__ import annotations
@@ -39,16 +41,16 @@ async def idempotent_write(property_id: int, route: str, key: str | None, payloa
         if isinstance(stored, Response):
             return stored
         claim = stored
-    fate_unknown = False
     try:
-        return render(await run(claim))
+        done = await run(claim)
     except (AskTimeout, trio.Cancelled):
-        fate_unknown = True
-        raise
-    finally:
-        if claim is not None and not fate_unknown:
+        raise  # the write may yet commit: the claim stays until it does, or goes stale
+    except BaseException:
+        if claim is not None:
             with trio.CancelScope(shield=True):
                 await idempotency.release(context().db, property_id, claim.route, claim.key)
+        raise
+    return render(done)
 
 
 async def _claim(property_id: int, route: str, key: str, payload: Any,
