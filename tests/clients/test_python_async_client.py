@@ -25,15 +25,19 @@ async def test_every_route_awaited(live: Live) -> None:
         assert (await client.catalog()).rate_plans[0].id == keyed.rate_plan_id
         written = await client.availability.set([{"roomTypeId": keyed.room_type_id, "dateFrom": night(3),
                                                   "dateTo": night(4), "available": 3}])
-        assert (await client.rates.set([rate(keyed)])).accepted_cells == 3
+        rates_written = await client.rates.set([rate(keyed)])
+        assert rates_written.accepted_cells == 3
         assert (await client.restrictions.set([{"ratePlanId": keyed.rate_plan_id, "dateFrom": night(3),
                                                 "dateTo": night(3), "stopSell": True}])).accepted_cells == 1
         assert [n.available for n in (await client.availability.get(night(3), night(4))).room_types[0].nights] == [
             3, 3]
         assert (await client.rates.get(night(10), night(10))).rate_plans[0].nights[0].rate_minor == 12000
         assert (await client.restrictions.get(night(3), night(3))).rate_plans[0].nights[0].stop_sell is True
-        assert (await client.sync()).rates.dirty_cells >= 0
         assert (await client.wait_for_batch(written.batch_id, timeout=300)).status == "completed"
+        assert (await client.wait_for_batch(rates_written.batch_id, timeout=300)).status == "completed"
+        # Both batches are at the channel manager: nothing of them is left to push.
+        synced = await client.sync()
+        assert (synced.inventory.dirty_cells, synced.rates.dirty_cells) == (0, 0), synced
         assert all(wait >= 15 for wait in clock.waits)
         assert (await client.batch(written.batch_id)).status == "completed"
 
