@@ -74,11 +74,6 @@ class Counter(Actor[Msg]):
         raise AssertionError(message)
 
 
-@pytest.fixture
-def autojump() -> trio.testing.MockClock:
-    return trio.testing.MockClock(autojump_threshold=0)
-
-
 def test_public_names() -> None:
     assert set(engine.__all__) == {
         "Actor", "ActorCrashed", "ActorError", "ActorUnavailable", "Ask", "AskTimeout", "Clock", "Down",
@@ -101,7 +96,7 @@ async def test_ask_replies_and_refusals_keep_their_type() -> None:
         assert sup.crash_count == 0
 
 
-async def test_crash_restarts_with_fresh_state_and_keeps_queued_messages(autojump: object) -> None:
+async def test_crash_restarts_with_fresh_state_and_keeps_queued_messages(autojump_clock: object) -> None:
     Counter.starts = 0
     async with open_supervisor(RestartPolicy(initial_backoff=1.0)) as sup:
         box = await sup.spawn("c", Counter)
@@ -117,7 +112,7 @@ async def test_crash_restarts_with_fresh_state_and_keeps_queued_messages(autojum
         assert sup.crash_count == 1
 
 
-async def test_crash_in_one_actor_never_touches_another(autojump: object) -> None:
+async def test_crash_in_one_actor_never_touches_another(autojump_clock: object) -> None:
     async with open_supervisor() as sup:
         a = await sup.spawn("a", Counter)
         b = await sup.spawn("b", Counter)
@@ -127,7 +122,7 @@ async def test_crash_in_one_actor_never_touches_another(autojump: object) -> Non
         assert await b.ask(Add(2), timeout=1) == 42
 
 
-async def test_gives_up_after_crash_budget(autojump: object) -> None:
+async def test_gives_up_after_crash_budget(autojump_clock: object) -> None:
     policy = RestartPolicy(initial_backoff=0.5, max_crashes=2, crash_window=60)
     async with open_supervisor(policy) as sup:
         box = await sup.spawn("c", Counter)
@@ -145,7 +140,7 @@ async def test_backoff_doubles() -> None:
     assert [policy.backoff(n) for n in (1, 2, 3, 4, 5, 6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
 
 
-async def test_ask_timeout(autojump: object) -> None:
+async def test_ask_timeout(autojump_clock: object) -> None:
     async with open_supervisor(shutdown_grace=0) as sup:
         box = await sup.spawn("c", Counter)
         with pytest.raises(AskTimeout):
@@ -169,7 +164,7 @@ async def advance(clock: trio.testing.MockClock, seconds: float) -> None:
     await trio.testing.wait_all_tasks_blocked()
 
 
-async def test_registry_spawns_once_and_stops_idle_actor(autojump: trio.testing.MockClock) -> None:
+async def test_registry_spawns_once_and_stops_idle_actor(autojump_clock: trio.testing.MockClock) -> None:
     Counter.starts = 0
     async with open_supervisor() as sup:
         reg: Registry[int, Msg] = Registry(sup, lambda key: Counter(), name="p", idle_after=120, ask_timeout=5)
@@ -179,9 +174,9 @@ async def test_registry_spawns_once_and_stops_idle_actor(autojump: trio.testing.
         assert Counter.starts == 1
         assert await reg.ask(1, Add(0)) == 5
         assert 1 in reg
-        await advance(autojump, 119)
+        await advance(autojump_clock, 119)
         assert 1 in reg
-        await advance(autojump, 2)
+        await advance(autojump_clock, 2)
         assert 1 not in reg and sup.running == 0
         # the next use spawns a fresh one
         assert await reg.ask(1, Add(3)) == 3
@@ -193,15 +188,15 @@ class Sticky(Counter):
         return self.total == 0
 
 
-async def test_actor_can_refuse_idle_stop(autojump: trio.testing.MockClock) -> None:
+async def test_actor_can_refuse_idle_stop(autojump_clock: trio.testing.MockClock) -> None:
     async with open_supervisor() as sup:
         reg: Registry[int, Msg] = Registry(sup, lambda key: Sticky(), name="p", idle_after=10, ask_timeout=5)
         await reg.ask(1, Add(1))
-        await advance(autojump, 100)
+        await advance(autojump_clock, 100)
         assert 1 in reg
 
 
-async def test_shutdown_drains_queues_then_cancels_in_order(autojump: object) -> None:
+async def test_shutdown_drains_queues_then_cancels_in_order(autojump_clock: object) -> None:
     order: list[str] = []
 
     class Recorder(Actor[str]):
@@ -226,7 +221,7 @@ async def test_shutdown_drains_queues_then_cancels_in_order(autojump: object) ->
     assert root.running == 0
 
 
-async def test_shutdown_grace_cancels_a_stuck_actor(autojump: object) -> None:
+async def test_shutdown_grace_cancels_a_stuck_actor(autojump_clock: object) -> None:
     start = trio.current_time()
     async with open_supervisor(shutdown_grace=2) as sup:
         box = await sup.spawn("c", Counter)
@@ -264,7 +259,7 @@ class Batcher(Actor[Num]):
         return [outcome.Value(n * 10) if n else outcome.Error(Refused()) for n in numbers]
 
 
-async def test_queued_messages_with_one_batch_key_are_served_together(autojump: object) -> None:
+async def test_queued_messages_with_one_batch_key_are_served_together(autojump_clock: object) -> None:
     calls: list[list[int]] = []
     gate = {"open": trio.Event()}
     answers: dict[int, Any] = {}
