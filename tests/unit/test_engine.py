@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import outcome
@@ -21,6 +23,9 @@ from connectapi.engine import (
     RestartPolicy,
     open_supervisor,
 )
+
+PACKAGE = Path(engine.__file__).parents[1]
+ENGINE = PACKAGE / "engine"
 
 
 @dataclass(frozen=True)
@@ -74,14 +79,40 @@ class Counter(Actor[Msg]):
         raise AssertionError(message)
 
 
-def test_public_names() -> None:
-    assert set(engine.__all__) == {
-        "Actor", "ActorCrashed", "ActorError", "ActorUnavailable", "Ask", "AskTimeout", "Clock", "Down",
-        "FakeClock", "Mailbox", "NextRound", "Registry", "RestartPolicy", "RoundsActor", "Supervisor",
-        "SystemClock", "Wake", "open_supervisor",
-    }
+def _engine_imports(path: Path) -> list[tuple[str, list[str]]]:
+    """What a module of the package imports from the engine: (module, names) per import."""
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(part for part in (base, node.module) if part)
+            found.append((module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, []) for alias in node.names)
+    return [(module, names) for module, names in found
+            if module == "connectapi.engine" or module.startswith("connectapi.engine.")]
+
+
+def test_the_engine_exports_what_the_package_uses_and_keeps_the_rest_private() -> None:
+    # __all__ is the module's public face: no private name in it, nothing public left out of it,
+    # each name defined in one of the engine's private modules (not re-exported from elsewhere).
+    public = {name for name in vars(engine) if not name.startswith("_")}
+    assert sorted(engine.__all__) == sorted(public) and len(set(engine.__all__)) == len(engine.__all__)
     for name in engine.__all__:
-        assert getattr(engine, name).__module__.startswith("connectapi.engine._")
+        assert getattr(engine, name).__module__.startswith("connectapi.engine._"), name
+    # The rest of the package imports the engine through that face alone: from connectapi.engine,
+    # never from its private modules, and only names __all__ lists.
+    used: set[str] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if ENGINE in path.parents:
+            continue
+        for module, names in _engine_imports(path):
+            where = f"{path.relative_to(PACKAGE.parent)} imports {module}"
+            assert module == "connectapi.engine", where
+            assert set(names) <= set(engine.__all__), f"{where}: {sorted(set(names) - set(engine.__all__))}"
+            used.update(names)
+    assert used, "no module imports the engine: the walk found nothing"
 
 
 async def test_ask_replies_and_refusals_keep_their_type() -> None:
