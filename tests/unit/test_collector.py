@@ -33,10 +33,10 @@ def young_collections_while_making(count: int) -> int:
     """How many collections (of any generation: each starts as a young one's turn) run while
     `count` containers are made and kept."""
     before = sum(generation["collections"] for generation in gc.get_stats())
-    kept = [[] for _ in range(count)]
+    kept: list[list[object]] = [[] for _ in range(count)]
     after = sum(generation["collections"] for generation in gc.get_stats())
     assert len(kept) == count
-    return after - before
+    return int(after - before)
 
 
 def test_what_exists_is_frozen_and_young_collections_come_rarer() -> None:
