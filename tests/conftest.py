@@ -187,6 +187,13 @@ async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
         yield dsn
 
 
+@pytest.fixture
+async def empty_dsn(pg_server: str) -> AsyncIterator[str]:
+    """A new, empty database (not migrated), inside a trio-asyncio loop; dropped afterwards."""
+    async with trio_asyncio.open_loop(), scratch_database(pg_server) as dsn:
+        yield dsn
+
+
 def mock_clock_database(dsn: str) -> AbstractAsyncContextManager[Database]:
     """A pool for tests on the mock clock: no command, acquire or connect timeout, which
     asyncpg would time on that clock (open_database)."""

@@ -12,6 +12,9 @@ from quart.typing import TestClientProtocol
 from .harness import Harness
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+# The owner most console tests log in as.
+OWNER = "ana@hotel.example"
+PASSWORD = "correct horse battery"
 
 
 @dataclass
@@ -80,3 +83,9 @@ async def logged_in(api: Harness, email: str, password: str, address: str = "198
     assert answer.status == 302 and answer.location is not None and answer.location.endswith("/console/"), \
         (answer.status, answer.text[:500])
     return visitor
+
+
+async def owner_of(api: Harness, *props: dict[str, Any], email: str = OWNER) -> Visitor:
+    """An owner of these properties (made through the admin API, its password set), logged in."""
+    await owner_with_password(api, email, PASSWORD, [p["id"] for p in props])
+    return await logged_in(api, email, PASSWORD)

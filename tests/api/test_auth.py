@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from .harness import API, Harness, after_janitor_rounds
@@ -164,9 +166,10 @@ async def test_last_used_is_recorded(api: Harness) -> None:
     prop = await api.create_property()
     made = await api.create_key(prop["id"])
     assert made["lastUsedAt"] is None
+    used_at = api.ctx.clock.now()  # the mock clock stands still: the request's time
     await api.call("GET", f"{API}/property", key=made["key"])
     listed = await api.admin("GET", f"/properties/{prop['id']}/keys")
-    assert listed.data[0]["lastUsedAt"] is not None
+    assert datetime.fromisoformat(listed.data[0]["lastUsedAt"]) == used_at, listed.data[0]
 
 
 async def test_allowlist_refusals_are_purged_after_30_days(api: Harness) -> None:

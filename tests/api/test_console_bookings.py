@@ -13,9 +13,9 @@ import pytest
 
 from connectapi.storage import ota
 
+from .console_visitor import OWNER, owner_of
 from .harness import API, Harness, eventually
 from .test_bookings import EVERY_SCOPE, book, stay
-from .test_console_settings import OWNER, owner_of
 from .test_ota_bookings import NOTIFY_SECRET, map_first_room_type, revisions, sold_on_a_room_type_we_do_not_map
 
 

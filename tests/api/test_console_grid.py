@@ -9,18 +9,12 @@ from typing import Any
 
 import pytest
 
-from .console_visitor import Visitor, logged_in, owner_with_password
+from .console_visitor import owner_of
 from .harness import API, Harness
 from .test_pipeline import settled
 
-PASSWORD = "correct horse battery"
 PUSHING = {"CONNECTAPI_PUSH_PAUSED": "0"}
 CELL = re.compile(r'<td( class="differs")?>(.*?)</td>', re.S)
-
-
-async def owner_of(api: Harness, prop: dict[str, Any]) -> Visitor:
-    await owner_with_password(api, "ana@hotel.example", PASSWORD, [prop["id"]])
-    return await logged_in(api, "ana@hotel.example", PASSWORD)
 
 
 def night_row(text: str, room_type_id: int, night: str) -> list[tuple[bool, str]]:

@@ -14,17 +14,11 @@ import pytest
 from connectapi.domain import api_keys as keyfmt
 from connectapi.storage.api_keys import MAX_LIVE_KEYS
 
-from .console_visitor import Page, Visitor, logged_in, owner_with_password
+from .console_visitor import Page, Visitor, owner_of
 from .harness import API, Harness
 
-PASSWORD = "correct horse battery"
 SECRET = re.compile(r'<code id="key-secret">(cak_live_[A-Za-z0-9_-]{43})</code>')
 KEY_LINK = re.compile(r'/console/properties/\d+/keys/(\d+)"')
-
-
-async def owner_of(api: Harness, *property_ids: int) -> Visitor:
-    await owner_with_password(api, "ana@hotel.example", PASSWORD, list(property_ids))
-    return await logged_in(api, "ana@hotel.example", PASSWORD)
 
 
 def keys_of(property_id: int) -> str:
@@ -72,7 +66,7 @@ async def edit(visitor: Visitor, property_id: int, key_id: int, label: str, scop
 
 async def test_a_key_made_in_the_console_works_on_the_api_and_its_secret_is_shown_once(api: Harness) -> None:
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     empty = await visitor.get(keys_of(prop["id"]))
     assert empty.status == 200 and "No key yet" in empty.text and 'aria-current="page">API keys' in empty.text
 
@@ -96,7 +90,7 @@ async def test_a_key_made_in_the_console_works_on_the_api_and_its_secret_is_show
 
 async def test_narrowed_scopes_are_refused_by_the_api(api: Harness) -> None:
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     key_id, secret, _ = await create(visitor, prop["id"], "PMS", ["ari:read", "bookings:read"])
     assert (await api.call("GET", f"{API}/sync", key=secret)).status == 200
 
@@ -111,7 +105,7 @@ async def test_narrowed_scopes_are_refused_by_the_api(api: Harness) -> None:
 
 async def test_the_forms_refuse_what_the_admin_api_refuses_and_show_it_again(api: Harness) -> None:
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     path = keys_of(prop["id"])
     for label, scopes, allowlist, said in (
         ("PMS", ["bookings:read", "bookings:payments"], "", "bookings:payments needs bookings:write"),
@@ -143,7 +137,7 @@ async def test_the_forms_refuse_what_the_admin_api_refuses_and_show_it_again(api
 
 async def test_an_allowlist_set_in_the_console_refuses_and_lists_other_addresses(api: Harness) -> None:
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     key_id, secret, _ = await create(visitor, prop["id"], "Front desk", ["ari:read"])
     assert "no request was refused" in (await visitor.get(keys_of(prop["id"]))).text
 
@@ -162,7 +156,7 @@ async def test_an_allowlist_set_in_the_console_refuses_and_lists_other_addresses
 
 async def test_a_key_rotated_in_the_console(api: Harness) -> None:
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     key_id, old, _ = await create(visitor, prop["id"], "PMS", ["ari:read", "bookings:read"], "198.51.100.0/24")
     path = f"{keys_of(prop['id'])}/{key_id}/rotate"
     asked = await visitor.get(path)
@@ -186,7 +180,7 @@ async def test_a_key_rotated_in_the_console(api: Harness) -> None:
 
 async def test_a_key_revoked_in_the_console(api: Harness) -> None:
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     key_id, secret, _ = await create(visitor, prop["id"], "Old PMS", ["ari:read"])
     path = f"{keys_of(prop['id'])}/{key_id}/revoke"
     asked = await visitor.get(path)
@@ -210,7 +204,7 @@ async def test_a_key_revoked_in_the_console(api: Harness) -> None:
 async def test_an_owner_reaches_no_key_of_another_property(api: Harness) -> None:
     mine, theirs = await api.create_property(), await api.create_property(name="Casa Verde")
     their_key = await api.create_key(theirs["id"], ["ari:read"])
-    visitor = await owner_of(api, mine["id"])
+    visitor = await owner_of(api, mine)
     csrf = await token(visitor, mine["id"])
     fields = key_form(csrf, "Taken", ["ari:read", "ari:write", "bookings:read"], "192.0.2.1")
 
@@ -239,7 +233,7 @@ async def test_an_owner_reaches_no_key_of_another_property(api: Harness) -> None
 
 async def test_the_key_forms_need_their_token(api: Harness) -> None:
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     key_id, secret, _ = await create(visitor, prop["id"], "PMS", ["ari:read"])
     key = f"{keys_of(prop['id'])}/{key_id}"
     for path, fields in ((keys_of(prop["id"]), key_form(None, "New", ["ari:read"])),
@@ -259,7 +253,7 @@ async def test_the_key_forms_need_their_token(api: Harness) -> None:
 async def test_every_change_clears_the_key_cache_at_once(api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     """As the admin routes do: not left to the database's notification, which comes later."""
     prop = await api.create_property()
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     key_id, secret, _ = await create(visitor, prop["id"], "PMS", ["ari:read"])
     cleared: list[str] = []  # by our key actions; the LISTEN of the database's NOTIFY clears it too, later
     clear = api.ctx.keys.invalidate

@@ -6,16 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .console_visitor import Visitor, logged_in, owner_with_password
+from .console_visitor import owner_of
 from .harness import Harness
-
-PASSWORD = "correct horse battery"
-OWNER = "ana@hotel.example"
-
-
-async def owner_of(api: Harness, *props: dict[str, Any]) -> Visitor:
-    await owner_with_password(api, OWNER, PASSWORD, [p["id"] for p in props])
-    return await logged_in(api, OWNER, PASSWORD)
 
 
 async def test_settings_raise_bookings_per_day_and_switch_guest_confirmation(api: Harness) -> None:

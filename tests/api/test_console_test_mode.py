@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import re
 
-from .console_visitor import Visitor, logged_in, owner_with_password
+from .console_visitor import owner_of
 from .harness import API, Harness
 from .test_console_keys import key_form, send
 
-PASSWORD = "correct horse battery"
 BANNER = 'class="test-banner"'
 TEST_SECRET = re.compile(r'<code id="key-secret">(cak_test_[A-Za-z0-9_-]{43})</code>')
-
-
-async def owner_of(api: Harness, property_id: int) -> Visitor:
-    await owner_with_password(api, "ana@hotel.example", PASSWORD, [property_id])
-    return await logged_in(api, "ana@hotel.example", PASSWORD)
 
 
 async def test_the_switch_shows_the_test_record_and_makes_test_keys_and_endpoints(api: Harness) -> None:
     prop = await api.create_property()
     base = f"/console/properties/{prop['id']}"
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     live_page = await visitor.get(f"{base}/keys")
     assert live_page.status == 200 and BANNER not in live_page.text and f'{base}/keys?mode=test"' in live_page.text
     test_page = await visitor.get(f"{base}/keys?mode=test")
@@ -67,7 +61,7 @@ async def test_the_switch_shows_the_test_record_and_makes_test_keys_and_endpoint
 async def test_test_bookings_are_listed_in_test_mode_only(api: Harness) -> None:
     prop = await api.create_property()
     base = f"/console/properties/{prop['id']}"
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     test = await api.create_key(prop["id"], ["bookings:read", "bookings:write"], mode="test")
     made = await api.call("POST", f"{API}/bookings", key=str(test["key"]), body={
         "externalReference": "TEST-77", "checkIn": "2026-12-01", "checkOut": "2026-12-02", "currency": "EUR",
@@ -92,7 +86,7 @@ async def test_what_both_records_share_is_never_shown_under_the_banner_nor_a_liv
         api: Harness) -> None:
     prop = await api.create_property()
     base = f"/console/properties/{prop['id']}"
-    visitor = await owner_of(api, prop["id"])
+    visitor = await owner_of(api, prop)
     live = await api.create_key(prop["id"])
     for shared in ("/settings", "/notifications"):
         page = await visitor.get(f"{base}{shared}?mode=test")

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 import trio
 
-from .console_visitor import Visitor, logged_in, owner_with_password
+from .console_visitor import PASSWORD, Visitor, logged_in, owner_of
 from .harness import Harness, eventually
 from .webhook_receiver import Receiver, signed_by
 
-PASSWORD = "correct horse battery"
 SECRET = re.compile(r'<code id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</code>')
 EVENT = re.compile(r"<code>(evt_[0-9a-f-]+)</code>")
 
@@ -26,12 +25,10 @@ def env() -> dict[str, str]:
     return {"CONNECTAPI_WEBHOOK_ALLOW_PRIVATE": "1"}
 
 
-async def owner_of(api: Harness, **overrides: Any) -> tuple[dict[str, Any], Visitor]:
-    """A property and its owner, logged in."""
+async def owned_property(api: Harness, **overrides: Any) -> tuple[dict[str, Any], Visitor]:
+    """A new property and its own owner (an e-mail of its own), logged in."""
     prop = await api.create_property(**overrides)
-    email = f"owner{prop['id']}@hotel.example"
-    await owner_with_password(api, email, PASSWORD, [prop["id"]])
-    return prop, await logged_in(api, email, PASSWORD)
+    return prop, await owner_of(api, prop, email=f"owner{prop['id']}@hotel.example")
 
 
 def hooks(prop: dict[str, Any]) -> str:
@@ -70,7 +67,7 @@ async def endpoint_state(api: Harness, endpoint_id: int) -> dict[str, Any]:
 
 
 async def test_registering_pings_signed_and_the_secret_is_shown_once(api: Harness, receiver: Receiver) -> None:
-    prop, visitor = await owner_of(api)
+    prop, visitor = await owned_property(api)
     empty = await visitor.get(hooks(prop))
     assert empty.status == 200 and "No endpoints yet" in empty.text and 'aria-current="page"' in empty.text
     for field in re.findall(r'<input id="([^"]+)"', empty.text):  # every visible input has its label
@@ -106,7 +103,7 @@ async def test_registering_pings_signed_and_the_secret_is_shown_once(api: Harnes
 
 @pytest.mark.parametrize("env", [{}])
 async def test_a_refused_url_or_description_shows_the_form_again(api: Harness) -> None:
-    prop, visitor = await owner_of(api)
+    prop, visitor = await owned_property(api)
     for url, said in (("http://hooks.example.com/in", "must start with https://"),
                       ("https://127.0.0.1/in", "127.0.0.1 is not a public address"),
                       ("https://localhost/in", "localhost is not a public host name"),
@@ -126,7 +123,7 @@ async def test_a_refused_url_or_description_shows_the_form_again(api: Harness) -
 
 
 async def test_a_paused_endpoint_gets_no_test_ping_until_resumed(api: Harness, receiver: Receiver) -> None:
-    prop, visitor = await owner_of(api)
+    prop, visitor = await owned_property(api)
     endpoint_id, _ = await register(visitor, prop, receiver.url)
     await arrived(api, receiver, 1)
 
@@ -162,7 +159,7 @@ async def test_a_paused_endpoint_gets_no_test_ping_until_resumed(api: Harness, r
 
 
 async def test_redeliver_one_event_and_recover_since_an_instant(api: Harness, receiver: Receiver) -> None:
-    prop, visitor = await owner_of(api)
+    prop, visitor = await owned_property(api)
     registered_at = api.ctx.clock.now()
     endpoint_id, _ = await register(visitor, prop, receiver.url)
     await arrived(api, receiver, 1)
@@ -202,7 +199,7 @@ async def test_redeliver_one_event_and_recover_since_an_instant(api: Harness, re
 
 
 async def test_a_rotated_secret_is_shown_once_and_signs_the_next_delivery(api: Harness, receiver: Receiver) -> None:
-    prop, visitor = await owner_of(api)
+    prop, visitor = await owned_property(api)
     endpoint_id, first = await register(visitor, prop, receiver.url)
     await arrived(api, receiver, 1)
 
@@ -227,7 +224,7 @@ async def test_a_rotated_secret_is_shown_once_and_signs_the_next_delivery(api: H
 
 
 async def test_another_propertys_endpoints_are_not_there(api: Harness, receiver: Receiver) -> None:
-    a, visitor = await owner_of(api)
+    a, visitor = await owned_property(api)
     b = await api.create_property(name="Casa Verde")
     theirs = await api.admin("POST", f"/properties/{b['id']}/webhooks", {"url": receiver.url, "description": "B"})
     assert theirs.status == 201
@@ -261,7 +258,7 @@ async def test_another_propertys_endpoints_are_not_there(api: Harness, receiver:
 
 
 async def test_a_form_without_its_token_is_refused(api: Harness, receiver: Receiver) -> None:
-    prop, visitor = await owner_of(api)
+    prop, visitor = await owned_property(api)
     endpoint_id, _ = await register(visitor, prop, receiver.url)
     for action in ("pause", "rotate-secret", "test"):
         refused = await visitor.post(f"{hooks(prop)}/{endpoint_id}/{action}", {})

@@ -11,16 +11,8 @@ import pytest
 from connectapi.storage import notifications
 from connectapi.storage.database import RecordRefused
 
-from .console_visitor import Page, Visitor, logged_in, owner_with_password
+from .console_visitor import PASSWORD, Page, Visitor, logged_in, owner_of, owner_with_password
 from .harness import Answer, Harness
-
-PASSWORD = "correct horse battery"
-OWNER = "ana@hotel.example"
-
-
-async def owner_of(api: Harness, prop: dict[str, Any]) -> Visitor:
-    await owner_with_password(api, OWNER, PASSWORD, [prop["id"]])
-    return await logged_in(api, OWNER, PASSWORD)
 
 
 def html(page: Page, status: int) -> None:

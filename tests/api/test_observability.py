@@ -23,17 +23,20 @@ async def test_each_request_leaves_one_line_without_its_key(api: Harness, caplog
     caplog.set_level(logging.INFO, logger="connectapi.access")
     answers, took_ms = [], []
     for _ in range(4):
-        began = time.perf_counter()
+        sent = time.perf_counter()
         answers.append(await api.call("GET", f"{API}/property", key=key))
-        took_ms.append((time.perf_counter() - began) * 1000)
+        took_ms.append((time.perf_counter() - sent) * 1000)
     assert [a.status for a in answers] == [200, 200, 200, 429]
     lines = [r for r in caplog.records if r.name == "connectapi.access"]
     assert len(lines) == 4
     ok, limited = lines[0].__dict__, lines[3].__dict__
     assert (ok["route"], ok["status"], ok["propertyId"]) == ("/api/v1/connect-api/v1/property", 200, prop["id"])
     assert ok["requestId"] == answers[0].headers["X-Request-Id"]
-    # The time the service spent on it: some, and no more than the test saw the call take.
-    assert 0 < ok["durationMs"] <= round(took_ms[0], 2) + 0.01, (ok["durationMs"], took_ms[0])
+    # Each line's duration is in milliseconds, measured within the call the test timed (the
+    # line rounds to 0.01 ms); any request through the app takes more than 0.005 ms.
+    durations = [line.__dict__["durationMs"] for line in lines]
+    assert all(0 < logged <= took + 0.005 for logged, took in zip(durations, took_ms, strict=True)), \
+        (durations, took_ms)
     assert (limited["status"], limited["code"], limited["scope"]) == (429, "RATE_LIMITED", "requests")
     rendered = JsonFormatter("%(levelname)s %(name)s %(message)s").format(lines[3])
     assert json.loads(rendered)["scope"] == "requests"

@@ -16,6 +16,8 @@ from connectapi.storage.database import Database
 
 from tests.api.probe import probe
 
+from .sandbox_served import Sandbox, served_sandbox
+
 ADMIN_TOKEN = "e2e-operator-token"
 
 
@@ -36,3 +38,10 @@ async def base_url(db: Database) -> AsyncIterator[str]:
 async def client(base_url: str) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
         yield http
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[Sandbox]:
+    """The sandbox channel manager on loopback, a property made in it (sandbox_served.py)."""
+    async with served_sandbox() as served:
+        yield served

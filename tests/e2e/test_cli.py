@@ -5,22 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 
 import pytest
 import trio
-import trio_asyncio
 
 from connectapi import __version__
 from connectapi.__main__ import main
 from connectapi.storage.migrations import bundled_migrations
-from tests.conftest import scratch_database
-
-
-@pytest.fixture
-async def empty_dsn(pg_server: str) -> AsyncIterator[str]:
-    async with trio_asyncio.open_loop(), scratch_database(pg_server) as dsn:
-        yield dsn
 
 
 def connectapi(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

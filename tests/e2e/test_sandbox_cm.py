@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -22,7 +21,6 @@ from connectapi.actors.messages.property_writer import WriterMessage
 from connectapi.actors.property_writer import PropertyWriter
 from connectapi.actors.wakeups import Wakeups
 from connectapi.channel.client import (
-    ChannelManagerClient,
     Rejected,
     Throttled,
     Unavailable,
@@ -30,8 +28,6 @@ from connectapi.channel.client import (
     retry_after_seconds,
 )
 from connectapi.channel.sandbox.bookings import Stay
-from connectapi.channel.sandbox.serve import serve_sandbox
-from connectapi.channel.sandbox.state import SandboxState
 from connectapi.domain.admin_models import PropertyIn
 from connectapi.engine import FakeClock, Mailbox, Registry, open_supervisor
 from connectapi.storage import leases, properties
@@ -39,35 +35,7 @@ from connectapi.storage.database import Database
 from connectapi.storage.records import Property
 from tests.api.harness import eventually
 
-KEY = "sandbox-test-key-0123456789"
-
-
-@dataclass
-class Sandbox:
-    state: SandboxState
-    client: ChannelManagerClient
-    url: str
-    property_id: str
-    room_type_id: str
-    rate_plan_id: str
-
-
-# The sandbox's clock: its today decides which nights are past (Channex refuses them).
-TODAY = datetime(2026, 11, 22, 10, tzinfo=UTC)
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    state = SandboxState()
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        url = await nursery.start(serve_sandbox, state, KEY, FakeClock(TODAY), "127.0.0.1", 0, stop)
-        async with open_channel_manager(url, KEY, timeout=10) as client:
-            pid = await client.create_property("Casa Azul", "EUR")
-            room = await client.create_room_type(pid, "Double", 8)
-            plan = await client.create_rate_plan(pid, room, "Flexible")
-            yield Sandbox(state, client, url, pid, room, plan)
-        stop.set()
+from .sandbox_served import KEY, Sandbox
 
 
 async def test_grid_applies_values_in_order_with_weekday_masks(mock_clock: trio.testing.MockClock,

@@ -5,56 +5,14 @@ through."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from typing import Any
+from datetime import date
 
 import httpx
 import pytest
-import trio
 
-from connectapi.channel.client import ChannelManagerClient, MalformedAnswer, Unavailable, open_channel_manager
-from connectapi.channel.sandbox.serve import serve_sandbox
-from connectapi.channel.sandbox.state import SandboxState
-from connectapi.engine import FakeClock
+from connectapi.channel.client import MalformedAnswer, Unavailable
 
-KEY = "sandbox-faults-key-0123456789"
-
-
-@dataclass
-class Sandbox:
-    state: SandboxState
-    client: ChannelManagerClient
-    control: httpx.AsyncClient
-    property_id: str
-    room_type_id: str
-    rate_plan_id: str
-
-    async def arm(self, mode: str, count: int = 1) -> None:
-        armed = await self.control.post("/_sandbox/faults", json={"mode": mode, "count": count})
-        assert armed.status_code == 200, armed.text
-
-    def availability(self, count: int = 1) -> list[dict[str, Any]]:
-        return [{"property_id": self.property_id, "room_type_id": self.room_type_id, "date_from": "2026-12-01",
-                 "date_to": "2026-12-01", "availability": count}]
-
-
-@pytest.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    state = SandboxState()
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        # its today decides which nights are past (Channex refuses them)
-        url = await nursery.start(serve_sandbox, state, KEY, FakeClock(datetime(2026, 11, 22, 10, tzinfo=UTC)),
-                                  "127.0.0.1", 0, stop)
-        async with open_channel_manager(url, KEY, timeout=10) as client, \
-                httpx.AsyncClient(base_url=url, headers={"user-api-key": KEY}) as control:
-            pid = await client.create_property("Casa Azul", "EUR")
-            room = await client.create_room_type(pid, "Double", 8)
-            plan = await client.create_rate_plan(pid, room, "Flexible")
-            yield Sandbox(state, client, control, pid, room, plan)
-        stop.set()
+from .sandbox_served import Sandbox
 
 
 async def test_the_fault_route_names_every_mode(sandbox: Sandbox) -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import AsyncIterator
 from fnmatch import fnmatch
 from pathlib import Path
 
 import asyncpg
 import pytest
 import trio
-import trio_asyncio
 
 from connectapi.domain.record_archive import BOOKKEEPING
 from connectapi.storage import migrations
@@ -21,16 +19,9 @@ from connectapi.storage.migrations import (
     FUNCTIONS_TABLE, SqlFunction, apply_migrations, bundled_functions, bundled_migrations, function_file, is_migrated,
     migrate,
 )
-from tests.conftest import scratch_database
 
 ROOT = Path(__file__).parents[2]
 STORAGE = ROOT / "connectapi" / "storage"
-
-
-@pytest.fixture
-async def empty_dsn(pg_server: str) -> AsyncIterator[str]:
-    async with trio_asyncio.open_loop(), scratch_database(pg_server) as dsn:
-        yield dsn
 
 
 def test_bundled_migrations_are_numbered_from_one() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from connectapi.domain.booking_models import BookingIn
 from connectapi.domain.bookings import (
+    PlannedPayment,
     check_stay,
     first_short_night,
     folio,
@@ -120,7 +121,8 @@ def test_payments_need_the_scope_and_fit_the_total() -> None:
     with pytest.raises(ApiError) as refused:
         plan_booking(paid, "EUR", TODAY, ["bookings:write"], ROOMS, PLANS)
     assert refused.value.code == "PAYMENT_NOT_ALLOWED"
-    assert plan_booking(paid, "EUR", TODAY, ["bookings:payments"], ROOMS, PLANS).payment is not None
+    assert plan_booking(paid, "EUR", TODAY, ["bookings:payments"], ROOMS, PLANS).payment == PlannedPayment(
+        60050, "CARD", None)
     over = body(payment={"amount": "600.51", "method": "CARD"})
     with pytest.raises(ApiError) as refused:
         plan_booking(over, "EUR", TODAY, ["bookings:payments"], ROOMS, PLANS)

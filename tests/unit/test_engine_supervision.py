@@ -44,11 +44,6 @@ class Fragile(Actor[Work]):
         return f"done {message.what}"
 
 
-@pytest.fixture
-def autojump() -> trio.testing.MockClock:
-    return trio.testing.MockClock(autojump_threshold=0)
-
-
 POLICY = RestartPolicy(initial_backoff=1.0, max_crashes=2, crash_window=60)
 
 
@@ -62,7 +57,7 @@ async def crash_until_down(ask: Any, times: int = 3) -> None:
             await ask(Work("boom"))
 
 
-async def test_a_spent_crash_budget_is_reported_with_its_reason(autojump: object) -> None:
+async def test_a_spent_crash_budget_is_reported_with_its_reason(autojump_clock: object) -> None:
     async with open_supervisor(POLICY) as sup:
         box = await sup.spawn("mailer", Fragile, degraded="e-mails wait")
         await crash_until_down(lambda m: box.ask(m, timeout=30))
@@ -76,7 +71,7 @@ async def test_a_spent_crash_budget_is_reported_with_its_reason(autojump: object
     assert down_gauge("mailer") is None  # the service that held it is gone
 
 
-async def test_a_down_actor_of_a_registry_is_not_spawned_again(autojump: object) -> None:
+async def test_a_down_actor_of_a_registry_is_not_spawned_again(autojump_clock: object) -> None:
     Fragile.incarnations = 0
     async with open_supervisor(POLICY) as sup:
         writers: Registry[int, Work] = Registry(sup, lambda key: Fragile(), name="writer", idle_after=300,
@@ -94,7 +89,7 @@ async def test_a_down_actor_of_a_registry_is_not_spawned_again(autojump: object)
         assert await writers.ask(8, Work("x")) == "done x"
 
 
-async def test_revival_restarts_on_the_mailbox_its_users_hold(autojump: object) -> None:
+async def test_revival_restarts_on_the_mailbox_its_users_hold(autojump_clock: object) -> None:
     async with open_supervisor(POLICY) as sup:
         box = await sup.spawn("mailer", Fragile)
         writers: Registry[int, Work] = Registry(sup, lambda key: Fragile(), name="writer", idle_after=300,
@@ -137,7 +132,7 @@ class Remote(Actor[Call | Work]):
         return message.lane
 
 
-async def test_lanes_serve_in_order_each_and_never_hold_each_other(autojump: object) -> None:
+async def test_lanes_serve_in_order_each_and_never_hold_each_other(autojump_clock: object) -> None:
     log: list[str] = []
     async with open_supervisor() as sup:
         box = await sup.spawn("remote", lambda: Remote(log))
@@ -161,7 +156,7 @@ async def test_lanes_serve_in_order_each_and_never_hold_each_other(autojump: obj
         assert trio.current_time() - start == pytest.approx(11)
 
 
-async def test_a_crash_in_a_lane_answers_every_waiting_call_and_restarts(autojump: object) -> None:
+async def test_a_crash_in_a_lane_answers_every_waiting_call_and_restarts(autojump_clock: object) -> None:
     log: list[str] = []
     async with open_supervisor(RestartPolicy(initial_backoff=1.0)) as sup:
         box = await sup.spawn("remote", lambda: Remote(log))
@@ -204,7 +199,7 @@ class Ticker(Actor[Work]):
         return message.what
 
 
-async def test_timers_fire_between_messages(autojump: object) -> None:
+async def test_timers_fire_between_messages(autojump_clock: object) -> None:
     ticks: list[float] = []
     start = trio.current_time()
     async with open_supervisor(shutdown_grace=0) as sup:
@@ -233,7 +228,7 @@ class Counting(RoundsActor[Wake]):
         return step
 
 
-async def test_rounds_at_start_on_wake_on_timer_and_at_once_while_more_waits(autojump: object) -> None:
+async def test_rounds_at_start_on_wake_on_timer_and_at_once_while_more_waits(autojump_clock: object) -> None:
     actor = Counting([NextRound(), NextRound(more=True), NextRound(due_in=3), NextRound()])
     start = trio.current_time()
     async with open_supervisor(shutdown_grace=0) as sup:
@@ -245,7 +240,7 @@ async def test_rounds_at_start_on_wake_on_timer_and_at_once_while_more_waits(aut
     assert [round(t - start) for t in actor.rounds] == [0, 1, 1, 4, 34]
 
 
-async def test_an_outside_failure_is_waited_out_not_a_crash(autojump: object) -> None:
+async def test_an_outside_failure_is_waited_out_not_a_crash(autojump_clock: object) -> None:
     actor = Counting([ConnectionError("record away")] * 4)
     start = trio.current_time()
     async with open_supervisor(RestartPolicy(max_crashes=0), shutdown_grace=0) as sup:
@@ -261,7 +256,7 @@ class Briefly(Counting):
     waits_out_briefly = (TimeoutError,)
 
 
-async def test_a_failure_waited_out_briefly_is_a_crash_once_it_never_clears(autojump: object) -> None:
+async def test_a_failure_waited_out_briefly_is_a_crash_once_it_never_clears(autojump_clock: object) -> None:
     """A refusal for now is tried again, each logged, Briefly.brief_rounds rounds in a row; an
     outage between, or a round that works, starts the count again."""
     busy = TimeoutError("deadlock")
@@ -281,7 +276,7 @@ async def test_a_failure_waited_out_briefly_is_a_crash_once_it_never_clears(auto
     assert len(never.rounds) == Briefly.brief_rounds + 1
 
 
-async def test_a_round_that_raises_anything_else_is_a_crash_then_down(autojump: object) -> None:
+async def test_a_round_that_raises_anything_else_is_a_crash_then_down(autojump_clock: object) -> None:
     actor_rounds: list[float] = []
 
     def fresh() -> Counting:
@@ -296,7 +291,7 @@ async def test_a_round_that_raises_anything_else_is_a_crash_then_down(autojump: 
     assert len(actor_rounds) == 3  # the first incarnation and two restarts
 
 
-async def test_a_stopping_rounds_actor_does_not_wait_for_its_timer(autojump: object) -> None:
+async def test_a_stopping_rounds_actor_does_not_wait_for_its_timer(autojump_clock: object) -> None:
     actor = Counting([NextRound(due_in=1000)])
     start = trio.current_time()
     async with open_supervisor(shutdown_grace=60) as sup:
@@ -317,7 +312,7 @@ class SlowFragile(Actor[Work]):
         return message.what
 
 
-async def test_messages_queued_behind_the_last_crash_are_refused_at_once(autojump: object) -> None:
+async def test_messages_queued_behind_the_last_crash_are_refused_at_once(autojump_clock: object) -> None:
     async with open_supervisor(RestartPolicy(max_crashes=0)) as sup:
         box = await sup.spawn("mailer", SlowFragile)
         answers: dict[str, Any] = {}
@@ -340,7 +335,7 @@ async def test_messages_queued_behind_the_last_crash_are_refused_at_once(autojum
         assert [answers[w] for w in "abc"] == [("ActorUnavailable", start + 1)] * 3
 
 
-async def test_an_outside_failure_from_a_rounds_nursery_is_waited_out_too(autojump: object) -> None:
+async def test_an_outside_failure_from_a_rounds_nursery_is_waited_out_too(autojump_clock: object) -> None:
     """A round that works in a nursery gets its failures as a group (the webhook sender's
     deliveries): a group of outside failures only is an outage, anything more a crash."""
     actor = Counting([ExceptionGroup("deliveries", [ConnectionError("record away")] * 2)])

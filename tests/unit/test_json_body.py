@@ -136,7 +136,7 @@ def test_nesting_that_alternates_arrays_and_objects_counts_every_level() -> None
         closes = "".join(']' if i % 2 == 0 else '}' for i in reversed(range(depth)))
         return (opens + "0" + closes).encode()
 
-    assert decode_json_body(mixed(MAX_DEPTH)) is not None
+    assert decode_json_body(mixed(MAX_DEPTH)) == json.loads(mixed(MAX_DEPTH))
     assert "nested deeper" in refused(mixed(MAX_DEPTH + 1))
 
 
@@ -145,12 +145,12 @@ def test_depth_is_exact_when_every_level_starts_after_a_sibling() -> None:
     def staircase(depth: int) -> bytes:
         return ('[[], {"k": ' * depth + "0" + "}]" * depth).encode()
 
-    assert decode_json_body(staircase(MAX_DEPTH // 2)) is not None
+    assert decode_json_body(staircase(MAX_DEPTH // 2)) == json.loads(staircase(MAX_DEPTH // 2))
     assert "nested deeper" in refused(staircase(MAX_DEPTH // 2 + 1))
     def steps(levels: int) -> bytes:  # the empty sibling is one level deeper than its own
         return ("[[]," * levels + "0" + "]" * levels).encode()
 
-    assert decode_json_body(steps(MAX_DEPTH - 1)) is not None
+    assert decode_json_body(steps(MAX_DEPTH - 1)) == json.loads(steps(MAX_DEPTH - 1))
     assert "nested deeper" in refused(steps(MAX_DEPTH))
 
 
