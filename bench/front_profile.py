@@ -59,7 +59,7 @@ def finish_recording(recording: subprocess.Popen[bytes]) -> None:
 def bucket_of(frames: list[str]) -> str:
     """The bucket of one sample, from its stack (outermost first)."""
     text = ";".join(frames)
-    if any(name in text for name in ("BudgetKeeper.", "Slices.", "RecordCounter.", "HeldConnection.", "charge_many")):
+    if "connectapi/budgets/" in text or any(name in text for name in ("HeldConnection.", "charge_many")):
         return "budgets"
     if "asyncpg/" in text or "trio_asyncio/" in text:
         return "other record I/O"

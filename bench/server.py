@@ -24,8 +24,8 @@ from quart import Blueprint, Response
 from connectapi.collector import tune_for_serving
 from connectapi.config import Settings
 from connectapi.domain import api_keys as keyfmt
-from connectapi.domain.budget_charges import Charge, Counted
-from connectapi.domain.budget_ledger import BudgetLedger
+from connectapi.budgets.charges import Charge, Counted
+from tests.budget_ledger import BudgetLedger
 from connectapi.domain.admin_models import PropertyIn
 from connectapi.engine import SystemClock
 from connectapi.http.app import create_app

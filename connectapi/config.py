@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from .data_dir import UnsafePath, create_token_file, read_token_file, secure_data_dir
 from .domain.addresses import parse_network
-from .domain.budgets import Budgets
+from .budgets.rules import Budgets
 from .domain.mail_settings import SmtpSettings
 from .domain.retention import KINDS as RETAINED_KINDS
 from .domain.retention import MAX_DAYS as MAX_RETENTION_DAYS

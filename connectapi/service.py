@@ -41,8 +41,8 @@ from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemClock, Wake, open_supervisor
 from .http.app import create_app
-from .http.budget_keeper import BudgetKeeper, SliceSource
-from .storage.budget_batcher import BudgetCounter, open_record_counter
+from .budgets.keeper import BudgetKeeper, SliceSource
+from .budgets.batcher import BudgetCounter, open_record_counter
 from .http.context import Budgeting, ChannelAccess, FrontContext, Operation, PropertyWork
 from .http.serving.connections import connection_cap
 from .http.serving.server import bound_socket, hypercorn_config, serve_http

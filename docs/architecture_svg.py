@@ -23,7 +23,7 @@ PACKAGE = ROOT / "connectapi"
 OUT = ROOT / "docs" / "architecture.svg"
 
 # The layers, top (what the outside calls) to bottom (pure logic); a package's row.
-LAYERS = [["http"], ["actors"], ["channel", "storage"], ["engine"], ["domain"]]
+LAYERS = [["http"], ["actors"], ["channel"], ["budgets"], ["storage"], ["engine"], ["domain"]]
 # Who each layer talks to outside the process.
 OUTSIDE = {
     "http": "PMSs, booking engines, operators, owners",

@@ -12,7 +12,7 @@ minute after any error, then back off: a 429 pauses the property for its Retry-A
 minute when absent); any other failure (a 5xx, a timeout, an answer we cannot read, a
 4xx) pauses it a minute, doubling with each failure in a row up to BACKOFF_MAX.
 
-The budgets are counted in the record (storage.budgets, subjects `cm-reads`,
+The budgets are counted in the record (connectapi/budgets: pace_call, subjects `cm-reads`,
 `cm-availability:<property>`, `cm-restrictions:<property>`), one statement per call, so
 every process and machine on the record paces against the same counts: N processes send
 what one would, not N times it. A push also carries its sender's push lease (actors.
@@ -40,10 +40,9 @@ from typing import Any
 import trio
 
 from ..channel.client import DEFAULT_TIMEOUT, ChannelManagerClient, ChannelManagerError, Rejected, Throttled
-from ..domain.budget_charges import Charge, Verdict
 from ..engine import Actor, Clock
 from ..metrics import CM_CALLS
-from ..storage import budgets
+from ..budgets import pace_call
 from ..storage.database import Database, StorageUnavailable
 from .messages.channel_manager import (AckRevision, Acked, ChannelMessage, Created, CreateProperty, CreateRatePlan,
                                        CreateRoomType, FeedRead, GridRead, Mode, Push, PushOutcome,
@@ -146,11 +145,7 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         the seconds until it would."""
         if self.mode != "live":  # the test sandbox's budgets are its own, never the account's
             name = f"{self.mode}-{name}"
-        counted = await budgets.charge(self._db, self._clock.shared_time(),
-                                       [Charge(name, whose, 0, limit, PACING_WINDOW, 1, 1)])
-        if counted[0].verdict is Verdict.REFUSED:
-            return counted[0].wait if counted[0].wait is not None else PACING_WINDOW
-        return None
+        return await pace_call(self._db, self._clock.shared_time(), name, whose, limit, PACING_WINDOW)
 
     async def _mode_of(self, property_id: int) -> str | None:
         """The property's mode as the record has it (None: no such property); a property's

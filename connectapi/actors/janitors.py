@@ -9,7 +9,8 @@ from ..domain import idempotency as idem
 from ..domain.retention import Retention
 from ..engine import Clock, NextRound, RoundsActor, Wake
 from ..domain.owners import LOCKOUT_WAIT, LOCKOUT_WINDOW, SESSION_IDLE
-from ..storage import budgets, idempotency, owners, retention
+from ..budgets import record as budgets
+from ..storage import idempotency, owners, retention
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
 from ..storage.key_directory import KeyDirectory
 

@@ -2,7 +2,7 @@
 at a time. Every change to the property's inventory goes through it.
 
 Budgets are counted in the record by the gates before a request gets here (http/api/gates.py,
-storage/budgets.py): a write awaits the record (and may wait on the property's row lock
+connectapi/budgets): a write awaits the record (and may wait on the property's row lock
 held by another process), and nothing else waits behind it but the property's next write.
 """
 

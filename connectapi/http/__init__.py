@@ -12,9 +12,9 @@
 Here, what every audience goes through: the app factory (app.py), the service's handles
 and the request's caller address (context.py), the JSON envelope (envelope.py), the body
 (body.py), path converters (converters.py), each request's log line and metrics
-(observe.py), and the rate budgets every audience is held to (budget_keeper.py: the
-console, the admin API and the public routes are charged to the caller address's budgets
-as the Connect API is).
+(observe.py). The rate budgets every audience is held to are the budgets package's
+(connectapi/budgets: the console, the admin API and the public routes are charged to the
+caller address's budgets as the Connect API is).
 
 An audience imports what is here and, where said in its own docstring, shared/ or
 api/gates.py; never another audience's routes.

@@ -13,7 +13,7 @@ from werkzeug.exceptions import HTTPException
 
 from ..domain.errors import ApiError
 from ..domain.paths import ADMIN_PREFIX, CONNECT_PREFIX
-from ..domain.ratelimit_headers import policy_header, ratelimit_header
+from ..budgets.headers import policy_header, ratelimit_header
 from ..engine import ActorCrashed, ActorUnavailable, AskTimeout
 from ..storage.database import RecordRefused, StorageUnavailable
 from . import console, envelope, observe

@@ -17,12 +17,12 @@ from ..actors.push_scheduler import PushScheduler
 from ..actors.wakeups import Wakeups
 from ..channel.sandbox.state import SandboxState
 from ..domain.addresses import TrustedProxies
-from ..domain.budgets import Budgets
+from ..budgets.rules import Budgets
 from ..domain.retention import Retention
 from ..engine import Clock, Down, Mailbox, Registry, Supervisor
 from ..storage.database import Database
 from ..storage.key_directory import KeyDirectory
-from .budget_keeper import BudgetKeeper
+from ..budgets.keeper import BudgetKeeper
 
 
 @dataclass(frozen=True, slots=True)

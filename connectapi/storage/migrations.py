@@ -88,14 +88,22 @@ class Migration:
         return any(line.strip() and not line.lstrip().startswith("--") for line in self.sql.splitlines())
 
 
+# The packages whose `sql/` holds SQL functions: the record's, and the budgets', whose
+# statement lives beside the rules it applies (connectapi/budgets).
+FUNCTION_PACKAGES = ("connectapi.storage", "connectapi.budgets")
+
+
 def bundled_functions() -> dict[str, SqlFunction]:
-    """The files of `sql/`, by function name; each must create the function it is named
-    after, and nothing else."""
-    found = {}
-    for entry in resources.files("connectapi.storage").joinpath("sql").iterdir():
-        match = _FUNCTION_FILE.fullmatch(entry.name)
-        if match:
-            found[match.group(1)] = function_file(match.group(1), entry.read_text("utf-8"))
+    """The files of each FUNCTION_PACKAGES' `sql/`, by function name; each must create the
+    function it is named after, and nothing else, and a name is in one file only."""
+    found: dict[str, SqlFunction] = {}
+    for package in FUNCTION_PACKAGES:
+        for entry in resources.files(package).joinpath("sql").iterdir():
+            match = _FUNCTION_FILE.fullmatch(entry.name)
+            if match:
+                if match.group(1) in found:
+                    raise RuntimeError(f"{match.group(1)}.sql is in more than one package's sql/")
+                found[match.group(1)] = function_file(match.group(1), entry.read_text("utf-8"))
     return dict(sorted(found.items()))
 
 

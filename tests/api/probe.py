@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 from quart import Blueprint, Response
 
-from connectapi.domain.budgets import RequestKind
+from connectapi.budgets.rules import RequestKind
 from connectapi.domain.validation import parse_model
 from connectapi.http.api.gates import caller, rule
 from connectapi.http.body import raw_body

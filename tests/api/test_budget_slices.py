@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectapi.domain.budget_slices import HOT, LEASE
+from connectapi.budgets.slices import HOT, LEASE
 
 from connectapi.storage.database import Database
 

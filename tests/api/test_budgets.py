@@ -7,7 +7,7 @@ import pytest
 
 from connectapi.domain.errors import ApiError
 from connectapi.service import BUDGET_PRUNE_EVERY
-from connectapi.storage import budgets as stored_budgets
+from connectapi.budgets import record as stored_budgets
 
 from .harness import API, Answer, Harness, after_janitor_rounds
 

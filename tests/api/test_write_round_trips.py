@@ -60,7 +60,7 @@ async def test_a_keyed_put_rates_sends_no_statement_it_does_not_need(api: Harnes
     # The claim is one statement, committed on its own (a twin elsewhere sees it in flight);
     # the write one transaction that records the outcome under the key; nothing after its
     # commit (an answered request releases nothing). The budgets' one statement goes on a
-    # connection of its own (http/budget_keeper.py) and is not counted here.
+    # connection of its own (connectapi/budgets/batcher.py) and is not counted here.
     assert sent[0].startswith("WITH taken AS ( INSERT INTO idempotency_keys"), sent
     assert sent[1] == "BEGIN;" and sent[-1] == "COMMIT;", sent
     assert sent[-2].startswith("UPDATE idempotency_keys SET state = 'done'"), sent

@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 from bisect import bisect_right
 
-from connectapi.domain.budget_charges import Charge, Verdict
-from connectapi.domain.budget_slices import HOT, LEASE, GiveBack, Slices, Want
-from connectapi.storage import budget_slices, budgets
+from connectapi.budgets.charges import Charge, Verdict
+from connectapi.budgets.slices import HOT, LEASE, GiveBack, Slices, Want
+from connectapi.budgets import record as budgets, record_slices as budget_slices
 from connectapi.storage.database import Database
 
 START = 1_790_000_000.0

@@ -8,9 +8,9 @@ import random
 import pytest
 import trio
 
-from connectapi.domain.budget_charges import Charge, Counted, Verdict
-from connectapi.domain.budget_ledger import BudgetLedger
-from connectapi.storage import budgets
+from connectapi.budgets.charges import Charge, Counted, Verdict
+from tests.budget_ledger import BudgetLedger
+from connectapi.budgets import record as budgets
 from connectapi.storage.database import Database
 
 START = 1_790_000_000.0
@@ -97,7 +97,7 @@ async def test_prune_forgets_only_subjects_whose_window_is_empty(db: Database) -
 
 
 async def test_a_process_sends_concurrent_asks_together_and_each_is_counted_once(fresh_dsn: str) -> None:
-    from connectapi.storage.budget_batcher import RecordCounter
+    from connectapi.budgets.batcher import RecordCounter
     from connectapi.storage.database import open_database
 
     limit = 25
@@ -137,7 +137,7 @@ async def test_when_the_record_cannot_be_reached_every_waiting_ask_hears_it_at_o
 
     import trio_asyncio
 
-    from connectapi.storage.budget_batcher import RecordCounter
+    from connectapi.budgets.batcher import RecordCounter
     from connectapi.storage.database import StorageUnavailable, open_database
 
     with socket.socket() as unused:

@@ -22,6 +22,7 @@ from connectapi.storage.migrations import (
 
 ROOT = Path(__file__).parents[2]
 STORAGE = ROOT / "connectapi" / "storage"
+BUDGETS = ROOT / "connectapi" / "budgets"
 
 
 def test_bundled_migrations_are_numbered_from_one() -> None:
@@ -88,7 +89,7 @@ def test_each_function_is_defined_once_in_its_file() -> None:
     """A reader finds a function in storage/sql/<name>.sql, and nowhere else: no migration
     creates one, but for a dead one a later migration drops (0009's, dropped by 0025)."""
     files = bundled_functions()
-    assert sorted(files) == sorted(p.stem for p in (STORAGE / "sql").glob("*.sql"))
+    assert sorted(files) == sorted(p.stem for d in (STORAGE, BUDGETS) for p in (d / "sql").glob("*.sql"))
     assert set(files) == {"connectapi_notify_auth_change", "connectapi_move_availability", "connectapi_new_id",
                           "connectapi_next_booking_numbers",
                           "connectapi_lock_for_bookings", "connectapi_charge_budgets", "connectapi_prune_budgets",
@@ -135,9 +136,10 @@ def test_a_migration_naming_a_function_without_its_file_or_a_file_of_another_fun
 def test_the_function_files_are_packaged() -> None:
     """The wheel (and so the one-file build, which takes the package's data files) carries them."""
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    globs = data["connectapi.storage"]
-    for path in [*(STORAGE / "sql").glob("*.sql"), *(STORAGE / "migrations").glob("*.sql")]:
-        assert any(fnmatch(str(path.relative_to(STORAGE)), g) for g in globs), path
+    for package, root in (("connectapi.storage", STORAGE), ("connectapi.budgets", BUDGETS)):
+        globs = data[package]
+        for path in [*(root / "sql").glob("*.sql"), *(root / "migrations").glob("*.sql")]:
+            assert any(fnmatch(str(path.relative_to(root)), g) for g in globs), path
     assert FUNCTIONS_TABLE in BOOKKEEPING  # a restore never loads an archive's rows for it
 
 

@@ -1,10 +1,10 @@
-"""Budget slices as a process keeps them (domain/budget_slices.py; decision 0124)."""
+"""Budget slices as a process keeps them (connectapi/budgets/slices.py; decision 0124)."""
 
 from __future__ import annotations
 
-from connectapi.domain.budget_charges import Charge
-from connectapi.domain.budget_slices import HOT, LEASE, QUIET_AFTER_FAILURE, SHARE, SPEND_SHARE, Grant, Slices, Want
-from connectapi.domain.sliding_window import WindowState
+from connectapi.budgets.charges import Charge
+from connectapi.budgets.slices import HOT, LEASE, QUIET_AFTER_FAILURE, SHARE, SPEND_SHARE, Grant, Slices, Want
+from connectapi.budgets.window import WindowState
 
 LIMIT = 10_000
 

@@ -1,4 +1,4 @@
-from connectapi.domain.budget_subjects import budget_subject
+from connectapi.budgets.subjects import budget_subject
 
 
 def test_ipv6_clients_are_counted_by_their_slash_64() -> None:

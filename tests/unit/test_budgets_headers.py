@@ -1,9 +1,9 @@
 import http_sf
 import pytest
 
-from connectapi.domain.budgets import DEFAULT_LIMITS, Budgets
-from connectapi.domain.ratelimit_headers import policy_header, ratelimit_header
-from connectapi.domain.sliding_window import WindowState
+from connectapi.budgets.rules import DEFAULT_LIMITS, Budgets
+from connectapi.budgets.headers import policy_header, ratelimit_header
+from connectapi.budgets.window import WindowState
 
 
 def test_defaults_are_the_spec_limits() -> None:

@@ -18,13 +18,13 @@ REQUEST = ROOT + ["QuartTrio.handle_request (quart_trio/app.py:146)",
 
 def test_each_sample_goes_to_the_code_it_is_in() -> None:
     statement = REQUEST + ["run_gates (connectapi/http/api/gates.py:200)",
-                           "BudgetKeeper.admit_known (connectapi/http/api/budget_keeper.py:174)",
-                           "RecordCounter.charge (connectapi/storage/budget_batcher.py:72)",
+                           "BudgetKeeper.admit_known (connectapi/budgets/keeper.py:174)",
+                           "RecordCounter.charge (connectapi/budgets/batcher.py:72)",
                            f"Connection.fetch ({SITE}asyncpg/connection.py:717)"]
     assert bucket_of(statement) == "budgets"
     assert bucket_of(REQUEST + ["run_gates (connectapi/http/api/gates.py:200)",
-                                "BudgetKeeper.admit_known (connectapi/http/budget_keeper.py:190)",
-                                "Slices.spend (connectapi/domain/budget_slices.py:110)"]) == "budgets"
+                                "BudgetKeeper.admit_known (connectapi/budgets/keeper.py:190)",
+                                "Slices.spend (connectapi/budgets/slices.py:110)"]) == "budgets"
     assert bucket_of(ROOT + ["BaseTrioEventLoop._main_loop (trio_asyncio/_base.py:728)",
                              "Handle._run (asyncio/events.py:80)"]) == "other record I/O"
     assert bucket_of(REQUEST + ["run_gates (connectapi/http/api/gates.py:190)",

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from connectapi.domain import api_keys as keyfmt
-from connectapi.domain.budgets import RequestKind
+from connectapi.budgets.rules import RequestKind
 from connectapi.http.api.gates import MAX_BODY_BYTES, Caller, Refused, RouteRule, judge
 from connectapi.storage.records import ApiKey, KeyWithProperty, Property
 

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from connectapi.domain.sliding_window import SlidingWindow, whole_seconds
+from connectapi.budgets.window import SlidingWindow, whole_seconds
 
 
 def test_event_counts_until_exactly_one_window_later() -> None:

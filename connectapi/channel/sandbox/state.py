@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 from zoneinfo import ZoneInfo
 
 from ...domain.money import currency_exponent
-from ...domain.sliding_window import SlidingWindow
+from ...budgets.window import SlidingWindow
 from .bookings import BookingFeed
 from .values import Change, Problems, Target, check_availability, check_restrictions
 

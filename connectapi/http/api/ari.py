@@ -13,7 +13,7 @@ from ...domain import dates
 from ...domain import idempotency as idem
 from ...domain.ari_models import RESTRICTION_FIELDS
 from ...domain.ari_write import Resource, plan_write
-from ...domain.budgets import RequestKind
+from ...budgets.rules import RequestKind
 from ...domain.errors import ApiError
 from ...domain.paths import CONNECT_PREFIX
 from ...domain.validation import parse_json

@@ -12,7 +12,7 @@ from ...actors.messages.property_writer import (BookingDone, BookingOutcome, Can
                                                 IdempotencyClaim, ModifyBooking, Refused)
 from ...domain import idempotency as idem
 from ...domain.booking_models import BookingIn, BookingPatchIn, CancelIn
-from ...domain.budgets import RequestKind
+from ...budgets.rules import RequestKind
 from ...domain.errors import ApiError
 from ...domain.ids import MAX_ID, bounded_int
 from ...domain.validation import parse_json, parse_payload

@@ -15,11 +15,11 @@ from quart import current_app, g, request
 
 from ...domain import api_keys as keyfmt
 from ...domain.addresses import Allowlist
-from ...domain.budgets import RequestKind
+from ...budgets.rules import RequestKind
 from ...domain.errors import ApiError
 from ...storage import api_keys
 from ...storage.records import ApiKey, KeyWithProperty, Property
-from ..budget_keeper import Admitted
+from ...budgets.keeper import Admitted
 from ..context import FrontContext, client_address, context
 
 from ...domain.paths import CONNECT_PREFIX as CONNECT_PREFIX

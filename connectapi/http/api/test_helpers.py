@@ -9,7 +9,7 @@ from quart import Blueprint, Response
 
 from ...channel.sandbox.state import PropertyFault
 from ...domain.admin_models import OtaBookingChangeIn
-from ...domain.budgets import RequestKind
+from ...budgets.rules import RequestKind
 from ...domain.errors import ApiError
 from ...domain.test_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.validation import parse_json, parse_payload

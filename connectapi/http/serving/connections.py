@@ -38,7 +38,7 @@ from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import AppWrapper, LifespanState
 
-from ...domain.budget_subjects import budget_subject
+from ...budgets.subjects import budget_subject
 from ...domain.errors import ApiError
 from .sends import SEND_LIMIT, SendBounds
 

@@ -1,5 +1,5 @@
 """The contract's rate budgets as the gates ask for them: each ask is counted in the record
-(storage/budget_batcher.py sends the asks of concurrent requests together), so every
+(batcher.py sends the asks of concurrent requests together), so every
 process and machine counts the same windows (issue 17).
 
 Nothing here waits on anything but that statement: no actor holds the counts, so
@@ -16,18 +16,18 @@ from dataclasses import dataclass
 import trio
 
 
-from ..domain.budget_charges import Charge, Counted, Verdict, refusal, state_of
-from ..domain.budget_slices import LEASE, GiveBack, Slices, Want
-from ..domain.budget_subjects import budget_subject
-from ..domain.budgets import (BOOKING_CHANGE_KEY_BUDGETS, BOOKING_CHANGE_PROPERTY_BUDGETS, BOOKING_KEY_BUDGETS,
+from .charges import Charge, Counted, Verdict, refusal, state_of
+from .slices import LEASE, GiveBack, Slices, Want
+from .subjects import budget_subject
+from .rules import (BOOKING_CHANGE_KEY_BUDGETS, BOOKING_CHANGE_PROPERTY_BUDGETS, BOOKING_KEY_BUDGETS,
                               BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
                               RequestKind)
 from ..domain.errors import ApiError
-from ..domain.sliding_window import WindowState, whole_seconds
+from .window import WindowState, whole_seconds
 from ..engine import Clock
 from ..metrics import SLICE_ADMISSIONS, SLICE_ASKS
-from ..storage.budget_batcher import BudgetCounter
-from ..storage import budget_slices as stored_slices
+from .batcher import BudgetCounter
+from . import record_slices as stored_slices
 from ..storage.database import Database, StorageError
 
 log = logging.getLogger("connectapi.budgets")

@@ -1,12 +1,12 @@
 """Budget slices taken from the record and given back (connectapi_reserve_budgets,
-migration 0027; what they are: domain/budget_slices.py)."""
+migration 0027; what they are: slices.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..domain.budget_slices import GiveBack, Grant, Want
-from .database import Database
+from .slices import GiveBack, Grant, Want
+from ..storage.database import Database
 
 _RESERVE = "SELECT * FROM connectapi_reserve_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
 

@@ -1,6 +1,6 @@
 """What one request asks of its budgets, and what the answer means.
 
-A request's budgets are checked and charged together (storage.budgets, in one statement
+A request's budgets are checked and charged together (record.py, in one statement
 shared by every process). Each `Charge` names a window (`requests` of key 12, `ip` of an
 address, `global`) and belongs to a stage: a stage whose charges all fit is counted, and
 the first charge that does not fit refuses the request with nothing of its stage or the
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .errors import ApiError
-from .sliding_window import WindowState, whole_seconds
+from ..domain.errors import ApiError
+from .window import WindowState, whole_seconds
 
 
 @dataclass(frozen=True, slots=True)

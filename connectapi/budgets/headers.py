@@ -8,7 +8,7 @@ from typing import Any
 
 import http_sf
 
-from .sliding_window import WindowState, whole_seconds
+from .window import WindowState, whole_seconds
 
 
 def policy_header(policies: Sequence[tuple[str, WindowState]]) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .budget_charges import Charge, Counted, Verdict
-from .sliding_window import SlidingWindow
+from connectapi.budgets.charges import Charge, Counted, Verdict
+from connectapi.budgets.window import SlidingWindow
 
 
 class BudgetLedger:

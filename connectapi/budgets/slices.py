@@ -27,8 +27,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .budget_charges import Charge
-from .sliding_window import WindowState
+from .charges import Charge
+from .window import WindowState
 
 LEASE = 0.5  # seconds: a slice's life in the record
 SPEND_SHARE = 0.9  # of LEASE, from before the ask: when this process stops spending a slice

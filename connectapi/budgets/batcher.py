@@ -13,9 +13,9 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from ..domain.budget_charges import Charge, Counted
-from . import budgets as stored
-from .database import Database, RecordRefused, StorageError, StorageUnavailable
+from .charges import Charge, Counted
+from . import record as stored
+from ..storage.database import Database, RecordRefused, StorageError, StorageUnavailable
 
 
 class BudgetCounter(Protocol):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..domain.budget_charges import Charge, Counted, Verdict
-from ..domain.sliding_window import WindowState
-from .database import Database, HeldConnection
+from .charges import Charge, Counted, Verdict
+from .window import WindowState
+from ..storage.database import Database, HeldConnection
 
 _VERDICTS = {v.value: v for v in Verdict}
 _CHARGE = "SELECT * FROM connectapi_charge_budgets($1, $2, $3, $4, $5, $6, $7, $8, $9)"
