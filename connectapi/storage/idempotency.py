@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,7 +56,7 @@ async def claim(
     return Stored(bytes(row["body_hash"]) == body_hash, row["state"] == "in_flight", row["status"], row["response"])
 
 
-async def finish(conn: asyncpg.Connection, property_id: int, route: str, key: str, outcome: dict[str, Any]) -> None:
+async def finish(conn: asyncpg.Connection, property_id: int, route: str, key: str, outcome: Mapping[str, object]) -> None:
     """Record the request's outcome; run inside the write's transaction so both commit
     together. (`status` is left null: records of older versions kept the answer itself.)"""
     await conn.execute(
@@ -65,7 +66,7 @@ async def finish(conn: asyncpg.Connection, property_id: int, route: str, key: st
     )
 
 
-async def finish_now(db: Database, property_id: int, route: str, key: str, outcome: dict[str, Any]) -> None:
+async def finish_now(db: Database, property_id: int, route: str, key: str, outcome: Mapping[str, object]) -> None:
     """`finish` in a statement of its own: an outcome that needed no write."""
     async def work(conn: asyncpg.Connection) -> None:
         await finish(conn, property_id, route, key, outcome)

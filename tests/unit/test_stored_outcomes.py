@@ -5,6 +5,7 @@ outcomes were typed (the contract's bodies themselves)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 import uuid
 from datetime import date, datetime, timedelta, timezone
 
@@ -30,7 +31,7 @@ def booking(currency: str = "EUR", cancelled: bool = False) -> Booking:
         revision=3, modified_at=AT + timedelta(minutes=5))
 
 
-def through_json(stored: dict[str, object]) -> dict[str, object]:
+def through_json(stored: Mapping[str, object]) -> dict[str, object]:
     """As the record's jsonb gives it back."""
     loaded: dict[str, object] = json.loads(json.dumps(stored))
     return loaded

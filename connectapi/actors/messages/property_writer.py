@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from pydantic import TypeAdapter
 
@@ -22,6 +22,47 @@ from ...engine import Ask
 from ...storage.ota import Received
 from ...storage.records import Booking
 from .kept_booking_bodies import booking_from_body
+
+
+class StoredRefusal(TypedDict):
+    """A refusal as an idempotency key keeps it."""
+
+    outcome: Literal["refused"]
+    code: str
+    message: str
+    details: Any  # the refusal's details, as the contract's error envelope carries them
+
+
+class StoredRejection(TypedDict):
+    cells: int
+    error: str
+
+
+class StoredWriteResult(TypedDict):
+    """The contract's write result under the names it gives them (records kept before the
+    outcome was typed carry `pushedBy` and `poll` too, and read back the same way)."""
+
+    batchId: str
+    resource: str
+    requestedCells: int
+    acceptedCells: int
+    noopCells: int
+    rejected: list[StoredRejection]
+
+
+class StoredWrite(TypedDict):
+    outcome: Literal["write-accepted"]
+    result: StoredWriteResult
+
+
+class StoredBooking(TypedDict):
+    outcome: Literal["booking"]
+    made: bool
+    replay: bool
+    record: Any  # the Booking record as JSON (its TypeAdapter's dump)
+
+
+StoredAs = StoredRefusal | StoredWrite | StoredBooking
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +80,7 @@ class Refused:
 
     error: ApiError
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> StoredRefusal:
         return {"outcome": "refused", "code": self.error.code, "message": self.error.message,
                 "details": self.error.details}
 
@@ -64,16 +105,14 @@ class WriteAccepted:
     noop_cells: int
     rejected: tuple[RejectedEntry, ...]
 
-    def stored(self) -> dict[str, Any]:
-        # The names the contract's write result gives them: records kept before the outcome
-        # was typed (the whole result, with `pushedBy` and `poll`) read back the same way.
+    def stored(self) -> StoredWrite:
         return {"outcome": "write-accepted", "result": {
             "batchId": str(self.batch_id), "resource": self.resource.value,
             "requestedCells": self.requested_cells, "acceptedCells": self.accepted_cells,
             "noopCells": self.noop_cells, "rejected": [{"cells": r.cells, "error": r.error} for r in self.rejected]}}
 
     @staticmethod
-    def from_stored(result: dict[str, Any]) -> WriteAccepted:
+    def from_stored(result: StoredWriteResult) -> WriteAccepted:
         return WriteAccepted(uuid.UUID(result["batchId"]), Resource(result["resource"]), int(result["requestedCells"]),
                              int(result["acceptedCells"]), int(result["noopCells"]),
                              tuple(RejectedEntry(int(r["cells"]), str(r["error"])) for r in result["rejected"]))
@@ -96,7 +135,7 @@ class BookingDone:
     inventory_moved: bool = False
     mails_queued: bool = False
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> StoredBooking:
         return {"outcome": "booking", "made": self.made, "replay": self.replay,
                 "record": _BOOKING_RECORD.dump_python(self.booking, mode="json")}
 
