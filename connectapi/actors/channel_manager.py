@@ -43,6 +43,7 @@ from ..channel.client import DEFAULT_TIMEOUT, ChannelManagerClient, ChannelManag
 from ..engine import Actor, Clock
 from ..metrics import CM_CALLS
 from ..budgets import pace_call
+from ..storage import properties
 from ..storage.database import Database, StorageUnavailable
 from .messages.channel_manager import (AckRevision, Acked, ChannelMessage, Created, CreateProperty, CreateRatePlan,
                                        CreateRoomType, FeedRead, GridRead, Mode, Push, PushOutcome,
@@ -151,10 +152,10 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         """The property's mode as the record has it (None: no such property); a property's
         mode never changes, so it is asked once."""
         if property_id not in self._modes:
-            found = await self._db.fetchval("SELECT mode FROM properties WHERE id = $1", property_id)
+            found = await properties.mode_of(self._db, property_id)
             if found is None:
                 return None
-            self._modes[property_id] = str(found)
+            self._modes[property_id] = found
         return self._modes[property_id]
 
     async def _push(self, message: Push) -> PushOutcome:

@@ -94,6 +94,12 @@ async def create_property(db: Database, body: PropertyIn, today: date) -> tuple[
     return await db.transaction(work)
 
 
+async def mode_of(db: Database, property_id: int) -> str | None:
+    """The property's mode (`live` or `test`); None when there is no such property."""
+    found = await db.fetchval("SELECT mode FROM properties WHERE id = $1", property_id)
+    return None if found is None else str(found)
+
+
 async def get_property(db: Database, property_id: int) -> Property | None:
     row = await db.fetchrow(f"SELECT {_PROPERTY_COLUMNS} FROM properties WHERE id = $1", property_id)
     return None if row is None else property_of(row)
