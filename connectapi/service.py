@@ -66,10 +66,37 @@ BUDGET_PRUNE_EVERY = 60.0
 LEASES_GIVE_BACK_GRACE = 2.0
 
 
+@dataclass(frozen=True, slots=True)
+class Handles:
+    """What the service assembled that no route reaches, for those who drive it from
+    outside (the tests): the pushers' scheduler (to hold pushes), the channel-manager
+    actor's call counters, the reconciler, and the test twins' channel-manager actor."""
+
+    pushes: PushScheduler
+    counters: CallCounters
+    reconciler: Mailbox[ReconcilerMessage]
+    test_channel: Mailbox[ChannelMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    front: FrontContext
+    handles: Handles
+
+
 @asynccontextmanager
 async def open_front(settings: Settings, db: Database, clock: Clock, admin_token: str,
                      resolver: Resolver = resolve, embedded: EmbeddedPostgres | None = None,
                      budget_counter: BudgetCounter | None = None) -> AsyncIterator[FrontContext]:
+    """`open_service`'s front: what the routes reach."""
+    async with open_service(settings, db, clock, admin_token, resolver, embedded, budget_counter) as assembled:
+        yield assembled.front
+
+
+@asynccontextmanager
+async def open_service(settings: Settings, db: Database, clock: Clock, admin_token: str,
+                       resolver: Resolver = resolve, embedded: EmbeddedPostgres | None = None,
+                       budget_counter: BudgetCounter | None = None) -> AsyncIterator[Assembled]:
     """The actors the front talks to, for the life of the block. `resolver` answers the
     addresses of a webhook endpoint's host (tests give their own); `embedded` is the
     embedded server to watch and start again if it dies; `budget_counter` replaces the
@@ -91,21 +118,22 @@ async def open_front(settings: Settings, db: Database, clock: Clock, admin_token
             open_services(settings, db, clock, channel, properties, wakeups, resolver, stop_by) as services, \
             _budget_keeper(db, settings, clock, budget_counter) as keeper:
         stopping = trio.Event()
-        yield FrontContext(
+        front = FrontContext(
             db=db,
             clock=clock,
             keys=watchers.keys,
             proxies=TrustedProxies(settings.trusted_proxies),
             stopping=stopping,
             budgets=Budgeting(settings.budgets, keeper),
-            properties=PropertyWork(properties.writers, wakeups, settings.ask_timeout_seconds, properties.pushes),
-            channel=ChannelAccess(channel.channel, channel.counters, channel.sandbox, channel.sandbox_url,
-                                  settings.cm_notify_secret, services.reconciler, channel.routes.test_sandbox,
-                                  channel.routes.test),
+            properties=PropertyWork(properties.writers, wakeups, settings.ask_timeout_seconds),
+            channel=ChannelAccess(channel.channel, channel.sandbox, channel.sandbox_url, settings.cm_notify_secret,
+                                  channel.routes.test_sandbox),
             operation=Operation(admin_token, settings.public_url, settings.retention, settings.webhook_allow_private,
                                 (watchers.supervisor, channel.supervisor, properties.supervisor,
                                  services.supervisor)),
         )
+        yield Assembled(front, Handles(properties.pushes, channel.counters, services.reconciler,
+                                       channel.routes.test))
         stopping.set()  # in case the block ended otherwise than by a signal
 
 

@@ -3,7 +3,7 @@
 Two pictures side by side, both read from the source, never drawn by hand:
 - the layers: connectapi's packages, each arrow an import between them (from the AST of
   every module), and what each talks to outside the process;
-- the supervision tree: every actor `service.open_front` starts, under the supervisor that
+- the supervision tree: every actor `service.open_service` starts, under the supervisor that
   keeps it (from the AST of connectapi/service.py).
 
 tests/unit/test_architecture_svg.py fails when the committed picture is not what this

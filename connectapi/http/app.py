@@ -30,7 +30,7 @@ from .api import batches as batch_routes
 from .api import bookings as booking_routes
 from .api import property as property_routes
 from .api import sync as sync_routes
-from .api import test_helpers as test_helper_routes
+from .api import testmode_helpers as test_helper_routes
 from .api.gates import MAX_BODY_BYTES, run_gates
 from .console.session import error_page, is_console_path
 from .context import FrontContext, context

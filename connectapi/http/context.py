@@ -9,11 +9,8 @@ from dataclasses import dataclass
 import trio
 from quart import current_app, request
 
-from ..actors.channel_manager import CallCounters
 from ..actors.messages.channel_manager import ChannelMessage
 from ..actors.messages.property_writer import WriterMessage
-from ..actors.messages.reconciler import ReconcilerMessage
-from ..actors.push_scheduler import PushScheduler
 from ..actors.wakeups import Wakeups
 from ..channel.sandbox.state import SandboxState
 from ..domain.addresses import TrustedProxies
@@ -36,30 +33,24 @@ class Budgeting:
 @dataclass(frozen=True, slots=True)
 class PropertyWork:
     """Where a change to a property goes: its writer (asked within `ask_timeout`), and
-    `wakeups`, told what a change made outside the writers committed (a ping, a set-up link).
-    `pushes` is the pushers' scheduler, which tests hold pushes with."""
+    `wakeups`, told what a change made outside the writers committed (a ping, a set-up link)."""
 
     writers: Registry[int, WriterMessage]
     wakeups: Wakeups
     ask_timeout: float
-    pushes: PushScheduler
 
 
 @dataclass(frozen=True, slots=True)
 class ChannelAccess:
     """The channel manager as routes reach it: its actor, the in-process sandbox (when no
-    real one is configured) and the secret its notifications carry. The call counters and
-    the reconciler are the tests' handles."""
+    real one is configured), the secret its notifications carry, and the test twins'
+    sandbox (this process's: test mode's channel manager)."""
 
     mailbox: Mailbox[ChannelMessage]
-    counters: CallCounters
     sandbox: SandboxState | None
     sandbox_url: str | None
     notify_secret: str | None
-    reconciler: Mailbox[ReconcilerMessage]
-    # The test twins' channel manager: this process's test sandbox, and its actor.
     test_sandbox: SandboxState
-    test_mailbox: Mailbox[ChannelMessage]
 
 
 @dataclass(frozen=True, slots=True)

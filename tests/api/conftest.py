@@ -19,7 +19,7 @@ from connectapi.engine import FakeClock
 from connectapi.http.app import create_app
 from connectapi.http.context import FrontContext
 from connectapi.http.console import auth as console_auth
-from connectapi.service import open_front
+from connectapi.service import open_service
 from connectapi.storage.database import Database
 
 from connectapi.http.api.gates import CONNECT_PREFIX
@@ -85,9 +85,9 @@ async def open_harness(db: Database, env: dict[str, str] | None = None,
     mock_clock = trio.lowlevel.current_clock()
     assert isinstance(mock_clock, trio.testing.MockClock), "API tests run on the mock clock"
     clock = FakeClock(START)
-    async with open_front(settings_for(env), db, clock, ADMIN_TOKEN, resolver) as ctx:
-        with _app_for(ctx) as app:
-            yield Harness(app.test_client(), ctx, mock_clock)
+    async with open_service(settings_for(env), db, clock, ADMIN_TOKEN, resolver) as assembled:
+        with _app_for(assembled.front) as app:
+            yield Harness(app.test_client(), assembled.front, mock_clock, assembled.handles)
 
 
 _spare_app: list[QuartTrio] = []

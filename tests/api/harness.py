@@ -17,6 +17,7 @@ from quart.typing import TestClientProtocol
 from quart.wrappers import Response
 
 from connectapi.http.context import FrontContext
+from connectapi.service import Handles
 
 API = "/api/v1/connect-api/v1"
 ADMIN = "/api/v1/admin"
@@ -104,6 +105,7 @@ class Harness:
     client: TestClientProtocol
     ctx: FrontContext
     clock: trio.testing.MockClock
+    handles: Handles  # what no route reaches: the push scheduler, call counters, reconciler
     # The mode of the keys create_key mints unless told: the contract's tests run in both
     # (tests/api/conftest.py), since a test key works on every route as a live one does.
     key_mode: str = "live"

@@ -125,7 +125,7 @@ async def test_a_new_write_of_a_refused_night_goes_at_once(api: Harness) -> None
 async def test_nights_that_became_past_are_dropped_not_sent(api: Harness) -> None:
     prop, key = await api.keyed_property()
     room = prop["roomTypes"][0]
-    api.ctx.properties.pushes.paused = True  # writes wait in the record while the day turns
+    api.handles.pushes.paused = True  # writes wait in the record while the day turns
     assert api.ctx.channel.sandbox is not None
     before = api.ctx.channel.sandbox.stats.availability_calls
     today = date(2026, 11, 22)  # Lisbon, at the harness's start
@@ -133,8 +133,8 @@ async def test_nights_that_became_past_are_dropped_not_sent(api: Harness) -> Non
         {"roomTypeId": room["id"], "dateFrom": str(today), "dateTo": str(today + timedelta(days=2)),
          "available": 4}]})).status == 202
     api.advance(2 * 86_400)  # two days on: two of the three nights are past
-    api.ctx.properties.pushes.paused = False
-    await api.ctx.properties.pushes.wake(prop["id"], True, False)
+    api.handles.pushes.paused = False
+    await api.handles.pushes.wake(prop["id"], True, False)
     await quiet(api, prop["id"], "availability", 0)
     assert api.ctx.channel.sandbox.stats.availability_calls == before + 1
     sent = [c for c in api.ctx.channel.sandbox.calls if c.kind == "availability"][-1]

@@ -64,7 +64,7 @@ async def test_a_burst_of_60_writes_a_minute_draws_no_429(api: Harness) -> None:
     await settled(api, prop["id"])
     assert api.ctx.channel.sandbox is not None
     assert api.ctx.channel.sandbox.stats.throttled == 0
-    assert api.ctx.channel.counters.throttled == 0
+    assert api.handles.counters.throttled == 0
     assert api.ctx.channel.sandbox.stats.availability_calls <= 10 * 4  # paced: at most 10 a minute
     assert all(sandbox_value(api, prop, first + timedelta(days=s)) == s % 7 for s in range(60))
 
@@ -78,7 +78,7 @@ async def test_a_429_pauses_the_property_for_its_retry_after(api: Harness, retry
     faults = api.ctx.channel.sandbox.faults
     faults.mode, faults.remaining, faults.retry_after = "429", 1, retry_after
     await set_night(api, key, room, date(2026, 11, 23), 1)
-    await eventually(lambda: api.ctx.channel.counters.throttled == 1, "a 429 drawn")
+    await eventually(lambda: api.handles.counters.throttled == 1, "a 429 drawn")
     api.advance(pause - 0.01)
     await let_run()
     assert (await pushes.dirty_counts(api.ctx.db, prop["id"]))["availability"] == 1

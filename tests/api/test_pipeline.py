@@ -206,13 +206,13 @@ async def test_reconciler_repairs_a_cell_changed_behind_our_back(api: Harness) -
     # someone edits the channel manager directly
     held.availability[cm_room][date(2026, 11, 24)] = 9
     held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] = 2
-    assert (await api.ctx.channel.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
+    assert (await api.handles.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
         "availability": 1, "rates": 0, "restrictions": 1}
     await settled(api, prop["id"])
     assert held.availability[cm_room][date(2026, 11, 24)] == 4
     assert held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] == 5
     # nothing differs any more
-    assert (await api.ctx.channel.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
+    assert (await api.handles.reconciler.ask(CheckProperty(prop["id"]), 5)).marked == {
         "availability": 0, "rates": 0, "restrictions": 0}
 
 

@@ -241,7 +241,7 @@ async def test_a_pusher_that_crashes_restarts_and_its_cells_wait_in_the_record(
     assert dirty.status == 200 and dirty.data["inventory" if cls is InventoryDrain else "rates"]["dirtyCells"] == 1
     switch["on"] = False
     # the next wake finds them (a write of the same property, or the sweep)
-    await api.ctx.properties.pushes.wake(world.prop["id"], True, True)
+    await api.handles.pushes.wake(world.prop["id"], True, True)
     for _ in range(200):
         synced = await api.call("GET", f"{API}/sync", key=world.key)
         if not synced.data["inventory"]["dirtyCells"] and not synced.data["rates"]["dirtyCells"]:

@@ -174,7 +174,7 @@ async def test_a_push_of_one_mode_is_refused_by_the_channel_manager_of_the_other
     refused = await api.ctx.channel.mailbox.ask(Push(1, "availability", [value], mode="test"), 5)
     assert not refused.ok and "refused" in str(refused.error)
     assert live_sandbox.stats.availability_calls == calls
-    refused = await api.ctx.channel.test_mailbox.ask(Push(1, "availability", [value], mode="live"), 5)
+    refused = await api.handles.test_channel.ask(Push(1, "availability", [value], mode="live"), 5)
     assert not refused.ok and api.ctx.channel.test_sandbox.stats.availability_calls == 0
 
 

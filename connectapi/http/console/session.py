@@ -27,7 +27,7 @@ from ...storage import owners, properties
 from ...storage.owners import Owner
 from ...storage.records import Property
 from ..context import client_address, context
-from ..shared.test_records import test_record_of
+from ..shared.twin_records import test_record_of
 from . import form as posted_form
 
 PREFIX = "/console"

@@ -19,7 +19,7 @@ from ...domain.admin_models import OtaBookingChangeIn
 from ...domain.booking_models import BookingIn, BookingPatchIn, CancelIn
 from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
-from ...domain.test_helper_models import TestFaultsIn, TestOtaBookingIn
+from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 

@@ -17,7 +17,7 @@ from ...domain.errors import ApiError
 from ...storage import api_keys
 from ...storage.records import ApiKey
 from ..context import context
-from .test_records import test_record_of
+from .twin_records import test_record_of
 
 
 def _not_found(key_id: int, live: bool = True) -> ApiError:

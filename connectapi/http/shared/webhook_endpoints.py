@@ -17,7 +17,7 @@ from ...domain.webhook_urls import UnsafeUrl, check_url
 from ...storage import properties, webhooks
 from ...storage.webhooks import Endpoint
 from ..context import context
-from .test_records import test_record_of
+from .twin_records import test_record_of
 
 
 @dataclass(frozen=True, slots=True)

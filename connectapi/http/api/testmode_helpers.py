@@ -11,7 +11,7 @@ from ...channel.sandbox.state import PropertyFault
 from ...domain.admin_models import OtaBookingChangeIn
 from ...budgets.rules import RequestKind
 from ...domain.errors import ApiError
-from ...domain.test_helper_models import TestFaultsIn, TestOtaBookingIn
+from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.validation import parse_json, parse_payload
 from ...storage import properties, twins
 from ..body import raw_body
