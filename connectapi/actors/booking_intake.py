@@ -103,6 +103,8 @@ class BookingIntake(RoundsActor[Wake]):
             # Another process is in a round: it runs one more when it ends (the take asked
             # it to). Look again when its lease would run out, in case it died.
             return NextRound(due_in=other.remaining + 1.0)
+        if held.error is not None:  # the record could not be asked: waited out as the record away
+            raise held.error
         if held.lost:  # the process holding the lease now goes on
             return NextRound()
         return NextRound(more=done.more or held.again)

@@ -6,7 +6,8 @@ runs: taken on entry (or adopted, when the statement that found the work took it
 When a renewal finds the lease gone (the holder stalled past it, and another process took
 the work over), the work is cancelled at once and `Held.lost` says so: no two processes
 do the same work past the moment one of them learns it lost it. A renewal the record
-cannot answer ends the work the same way (the lease is left to run out): a holder that
+cannot answer is tried again while the lease still runs; when it would run out first, the
+work ends the same way (`Held.error` says why; the lease is left to run out): a holder that
 cannot tell whether it still holds the lease does not go on as if it did.
 
 The push leases of a property are held across rounds by both its pushers and renewed
@@ -51,6 +52,7 @@ class Held:
     lease: Lease
     lost: bool = False
     again: bool = False
+    error: StorageError | None = None  # why it was lost, when the record could not be asked
     _given_back: bool = False
 
     def given_back(self) -> None:
@@ -93,8 +95,8 @@ class LeaseHolder:
                 finally:
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
-            # The renewal never raises: what the nursery wraps is the body's own, given back
-            # to the caller as the body raised it.
+            # The renewal raises only on a bug of its own: what the nursery wraps is the
+            # body's, given back to the caller as the body raised it.
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
@@ -106,22 +108,32 @@ class LeaseHolder:
 
     async def _renew(self, held: Held, seconds: float, every: float, work: trio.CancelScope) -> None:
         lease = held.lease
+        renewed_at = self._clock.monotonic()  # the lease runs at least `seconds` from here
         while True:
             await trio.sleep(every)
+            asked = self._clock.monotonic()
             try:
                 kept = await leases.renew(self._db, lease.kind, self.holder, [lease.key],
                                           self._clock.shared_time(), seconds)
             except StorageError as exc:
-                log.warning("the %s lease %s could not be renewed (%s); its work stops, and the lease runs out",
+                # The lease still runs from the last renewal: try again while another try
+                # would come before it runs out; past that, the work stops and it runs out.
+                if self._clock.monotonic() - renewed_at + every < seconds:
+                    log.warning("the %s lease %s could not be renewed (%s); trying again", lease.kind.value,
+                                lease.key, exc)
+                    continue
+                log.warning("the %s lease %s could not be renewed before it runs out (%s); its work stops",
                             lease.kind.value, lease.key, exc)
-                kept = None
+                held.lost, held.error = True, exc
+                work.cancel()
+                return
             if not kept:
-                if kept is not None:
-                    log.warning("the %s lease %s went to another process while its work ran past it; the work stops",
-                                lease.kind.value, lease.key)
+                log.warning("the %s lease %s went to another process while its work ran past it; the work stops",
+                            lease.kind.value, lease.key)
                 held.lost = True
                 work.cancel()
                 return
+            renewed_at = asked
 
     async def _give_back(self, held: Held) -> None:
         try:

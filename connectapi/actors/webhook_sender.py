@@ -189,9 +189,14 @@ class WebhookSender(RoundsActor[Wake]):
             # Held from `due`, which took it with the delivery; recording the attempt gives it
             # back in the same transaction. An attempt that ends any other way gives it back
             # on its way out, so the endpoint's next delivery need not wait for it to run out.
+            pause_at = None
             async with self._leases.holding(lease, SENDING_LEASE.total_seconds()) as held:
-                await self._record(item, await self._attempt(item))
-                held.given_back()
+                attempt = await self._attempt(item)
+                pause = await self._record(item, attempt)
+                held.given_back()  # with the record: nothing of the lease is this process's now
+                pause_at = attempt.at if pause else None
+            if pause_at is not None:
+                await self._pause(item.endpoint, pause_at)
         except StorageUnavailable as exc:
             # The delivery stays due in the record, to be sent again (at least once): the
             # next round meets the outage and waits it out. Anything else failing to record
@@ -256,16 +261,19 @@ class WebhookSender(RoundsActor[Wake]):
             answer.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             await read_at_most(response, ANSWER_BYTES_MAX)
 
-    async def _record(self, item: webhooks.Due, attempt: Attempt) -> None:
+    async def _record(self, item: webhooks.Due, attempt: Attempt) -> bool:
+        """The attempt recorded (and the endpoint's lease given back with it); answers
+        whether the endpoint is to be paused."""
         if attempt.error is None:
             assert attempt.status is not None
             await webhooks.delivered(self._db, item.delivery_id, item.endpoint.id, attempt.status,
                                      self._elapsed(attempt.started), attempt.at, self._leases.holder)
-            return
-        await self._failed(item, attempt.status, attempt.error, attempt.retry_after, attempt.at, attempt.started)
+            return False
+        return await self._failed(item, attempt.status, attempt.error, attempt.retry_after, attempt.at,
+                                  attempt.started)
 
     async def _failed(self, item: webhooks.Due, status: int | None, error: str, retry_after: float | None,
-                      now: datetime, started: float) -> None:
+                      now: datetime, started: float) -> bool:
         endpoint = item.endpoint
         since_first = now - (item.first_attempt_at or now)
         # 410 Gone: the receiver says the endpoint is no more; pause it rather than retry.
@@ -275,8 +283,7 @@ class WebhookSender(RoundsActor[Wake]):
         WEBHOOK_FAILURES.inc()
         await webhooks.failed(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), error,
                               now + (wait or timedelta(0)), now, self._leases.holder)
-        if wait is None:
-            await self._pause(endpoint, now)
+        return wait is None
 
     async def _pause(self, endpoint: webhooks.Endpoint, now: datetime) -> None:
         """A day of failures: pause the endpoint (its deliveries wait) and tell the owner."""

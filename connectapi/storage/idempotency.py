@@ -29,29 +29,27 @@ async def claim(
     """Take the key for this request (None), or say what holds it.
 
     One statement, committed on its own, so a concurrent request anywhere sees the claim in
-    flight. A record past retention, or a claim abandoned in flight, is replaced. A claim
-    made by a request running now (the insert waited for it to commit) is read as it stands:
-    a twin of this request hears "in flight" or gets the replay, only another body hears
-    "reused"; one released between the two looks is in flight as far as this request knows.
+    flight; a record past retention, or a claim abandoned in flight, is replaced. Only a
+    key held already costs a second statement: what holds it is read then, in a snapshot of
+    its own (the first statement's may predate a claim it waited for), so a twin of this
+    request hears "in flight" or gets the replay, only another body hears "reused"; a claim
+    released between the two is in flight as far as this request knows.
     """
-    row = await db.fetchrow(
-        """WITH taken AS (
-               INSERT INTO idempotency_keys AS k (property_id, route, key, body_hash, state, created_at)
-               VALUES ($1, $2, $3, $4, 'in_flight', $5)
-               ON CONFLICT (property_id, route, key) DO UPDATE
-                   SET body_hash = excluded.body_hash, state = 'in_flight', status = NULL, response = NULL,
-                       created_at = excluded.created_at
-                   WHERE k.created_at <= $6 OR (k.state = 'in_flight' AND k.created_at <= $7)
-               RETURNING 1)
-           SELECT EXISTS (SELECT 1 FROM taken) AS claimed, held.*
-           FROM (SELECT 1) one
-           LEFT JOIN (SELECT body_hash, state, status, response FROM idempotency_keys
-                      WHERE property_id = $1 AND route = $2 AND key = $3) held ON true""",
+    claimed = await db.fetchval(
+        """INSERT INTO idempotency_keys AS k (property_id, route, key, body_hash, state, created_at)
+           VALUES ($1, $2, $3, $4, 'in_flight', $5)
+           ON CONFLICT (property_id, route, key) DO UPDATE
+               SET body_hash = excluded.body_hash, state = 'in_flight', status = NULL, response = NULL,
+                   created_at = excluded.created_at
+               WHERE k.created_at <= $6 OR (k.state = 'in_flight' AND k.created_at <= $7)
+           RETURNING true""",
         property_id, route, key, body_hash, now, now - retention, now - stale_after)
-    assert row is not None
-    if row["claimed"]:
+    if claimed:
         return None
-    if row["state"] is None:
+    row = await db.fetchrow(
+        """SELECT body_hash, state, status, response FROM idempotency_keys
+           WHERE property_id = $1 AND route = $2 AND key = $3""", property_id, route, key)
+    if row is None:
         return Stored(True, True, None, None)
     return Stored(bytes(row["body_hash"]) == body_hash, row["state"] == "in_flight", row["status"], row["response"])
 

@@ -6,6 +6,7 @@ into the one table by migration 0031."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -73,19 +74,54 @@ async def test_work_whose_lease_went_to_another_process_is_cancelled(
     assert (await leases.holders(db, ROUND))["job"][0] == "b"
 
 
-async def test_a_renewal_the_record_cannot_answer_stops_the_work(
+async def test_a_renewal_the_record_cannot_answer_is_tried_again_until_the_lease_would_run_out(
         mock_clock: trio.testing.MockClock, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def away(*_: object) -> list[str]:
-        raise StorageUnavailable("the record is away")
+    renew, failures = leases.renew, list[tuple[Any, ...]]()
+
+    async def away_twice(*args: Any) -> list[str]:
+        if len(failures) < 2:
+            failures.append(args)
+            raise StorageUnavailable("the record is away")
+        return await renew(*args)
 
     clock = FakeClock(AT)
+    monkeypatch.setattr(leases, "renew", away_twice)
     async with LeaseHolder(db, clock, "a").hold(ROUND, "job", SECONDS) as held:
-        monkeypatch.setattr(leases, "renew", away)
         await trio.testing.wait_all_tasks_blocked()  # the renewal is waiting for its turn
-        mock_clock.jump(SECONDS / 3)
+        mock_clock.jump(SECONDS / 3)  # fails: 20 s of lease left, tried again
+        await eventually(lambda: len(failures) == 1, "a renewal tried")
+        await trio.testing.wait_all_tasks_blocked()
+        held_on = await until_of(db)
+        mock_clock.jump(SECONDS / 3)  # fails again: the next try would come as it runs out
         await eventually(lambda: False, "the work cancelled")
-    assert held.lost  # left to run out: a holder that cannot tell does not go on
+    assert held.lost and isinstance(held.error, StorageUnavailable) and len(failures) == 2
+    assert await until_of(db) == held_on  # left to run out: a holder that cannot tell does not go on
     assert (await leases.holders(db, ROUND))["job"][0] == "a"
+
+
+async def test_one_renewal_the_record_cannot_answer_does_not_stop_the_work(
+        mock_clock: trio.testing.MockClock, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    renew, failures = leases.renew, list[tuple[Any, ...]]()
+
+    async def away_once(*args: Any) -> list[str]:
+        if not failures:
+            failures.append(args)
+            raise StorageUnavailable("the record is away")
+        return await renew(*args)
+
+    clock = FakeClock(AT)
+    monkeypatch.setattr(leases, "renew", away_once)
+    async with LeaseHolder(db, clock, "a").hold(ROUND, "job", SECONDS) as held:
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(SECONDS / 3)  # the first renewal fails: 20 s of lease left
+        await eventually(lambda: len(failures) == 1, "a renewal tried")
+        for _ in range(2):  # the next ones renew it: 40 s of work on a 30 s lease
+            await trio.testing.wait_all_tasks_blocked()
+            before = await until_of(db)
+            mock_clock.jump(SECONDS / 3)
+            await eventually(functools.partial(_later, db, before), "the lease renewed")
+    assert not held.lost and held.error is None
+    assert await leases.holders(db, ROUND) == {}  # given back at the end
 
 
 async def test_a_lease_held_elsewhere_says_for_how_long_and_asks_for_a_round_more(

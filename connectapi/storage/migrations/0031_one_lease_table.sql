@@ -10,6 +10,10 @@
 -- `until` is an instant on the database server's clock, the one clock every process and
 -- host shares. `holder` NULL is a lease given back whose row stays for `again`: a process
 -- that found the lease held asks its holder for one round more.
+-- No old process may take or renew a lease between the copy below and the drop: it would
+-- be lost with the old tables while the old process went on under it.
+LOCK TABLE push_leases, round_leases, webhook_endpoints IN SHARE ROW EXCLUSIVE MODE;
+
 CREATE TABLE leases (
     kind    text NOT NULL CHECK (kind IN ('push', 'round', 'sending')),
     key     text NOT NULL,
