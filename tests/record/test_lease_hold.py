@@ -74,18 +74,24 @@ async def test_work_whose_lease_went_to_another_process_is_cancelled(
     assert (await leases.holders(db, ROUND))["job"][0] == "b"
 
 
-async def test_a_renewal_the_record_cannot_answer_is_tried_again_until_the_lease_would_run_out(
-        mock_clock: trio.testing.MockClock, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+def record_away_for(renewals: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """The first `renewals` renewals find the record away; the list of them, as they come."""
     renew, failures = leases.renew, list[tuple[Any, ...]]()
 
-    async def away_twice(*args: Any) -> list[str]:
-        if len(failures) < 2:
+    async def away(*args: Any) -> list[str]:
+        if len(failures) < renewals:
             failures.append(args)
             raise StorageUnavailable("the record is away")
         return await renew(*args)
 
+    monkeypatch.setattr(leases, "renew", away)
+    return failures
+
+
+async def test_a_renewal_the_record_cannot_answer_is_tried_again_until_the_lease_would_run_out(
+        mock_clock: trio.testing.MockClock, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    failures = record_away_for(2, monkeypatch)
     clock = FakeClock(AT)
-    monkeypatch.setattr(leases, "renew", away_twice)
     async with LeaseHolder(db, clock, "a").hold(ROUND, "job", SECONDS) as held:
         await trio.testing.wait_all_tasks_blocked()  # the renewal is waiting for its turn
         mock_clock.jump(SECONDS / 3)  # fails: 20 s of lease left, tried again
@@ -101,16 +107,8 @@ async def test_a_renewal_the_record_cannot_answer_is_tried_again_until_the_lease
 
 async def test_one_renewal_the_record_cannot_answer_does_not_stop_the_work(
         mock_clock: trio.testing.MockClock, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    renew, failures = leases.renew, list[tuple[Any, ...]]()
-
-    async def away_once(*args: Any) -> list[str]:
-        if not failures:
-            failures.append(args)
-            raise StorageUnavailable("the record is away")
-        return await renew(*args)
-
+    failures = record_away_for(1, monkeypatch)
     clock = FakeClock(AT)
-    monkeypatch.setattr(leases, "renew", away_once)
     async with LeaseHolder(db, clock, "a").hold(ROUND, "job", SECONDS) as held:
         await trio.testing.wait_all_tasks_blocked()
         mock_clock.jump(SECONDS / 3)  # the first renewal fails: 20 s of lease left
