@@ -158,6 +158,12 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
             found.append(_target("scale", "overlapping calls for one property", paced["overlapping_calls"], "calls",
                                  "0", paced["overlapping_calls"] == 0,
                                  f"grid equals the record: {paced['grid_equals_record']}"))
+        if (trips := c.get("round_trips")) is not None:
+            found.append(_target("scale", "round trips to PostgreSQL per keyed PUT /rates",
+                                 round(trips["per_request"], 2), "per request", "<= 2", trips["per_request"] <= 2,
+                                 f"{trips['round_trips']} counted on the wire for {trips['requests']} requests "
+                                 f"(serve --workers 1, the budget counter's connection included), "
+                                 f"{trips['idle_round_trips']} as long idle taken off"))
         for row in c.get("workers", []):
             found.append(_target("scale", f"{row['route']}, serve --workers {row['workers']}", round(row["rps"]),
                                  "req/s", "reported", None,

@@ -39,6 +39,7 @@ from connectapi.storage.embedded import EmbeddedPostgres, ensure_database
 from .load import Run, load
 from .process import bench_server, free_port
 from .results_dir import results_dir
+from .round_trips import keyed_write_round_trips
 
 ROOT = Path(__file__).parents[1]
 CONNECT = "/api/v1/connect-api/v1"
@@ -408,6 +409,10 @@ def main() -> int:
         print(f"{row['route']:<28}{row['workers']:>3}{row['rps']:>10.0f}{row['p50_ms']:>10.2f}"
               f"{row['cpu_ms_per_request']:>12.2f}{row['errors']:>8.0f}")
 
+    trips = keyed_write_round_trips()
+    print(f"round trips to PostgreSQL per keyed PUT /rates: {trips['per_request']:.2f} "
+          f"({trips['round_trips']} for {trips['requests']} requests, {trips['idle_round_trips']} idle)")
+
     paced = pacing(args.properties, args.pacing_seconds, 3.0)
     print(f"pacing, 3 processes, {paced['properties']} properties writing every 3 s for {paced['seconds']:.0f} s: "
           f"{paced['writes']} writes {paced['statuses']}, {paced['availability_calls']} availability calls, "
@@ -419,7 +424,7 @@ def main() -> int:
           f"most in a window {exact['most_in_a_window']}, fewest {exact['fewest_in_a_window']} "
           f"({exact['admitted']} admitted, {exact['refused']} refused, {exact['other']} other)")
 
-    (results_dir() / "scale.json").write_text(json.dumps({"front": front, "workers": workers, "pacing": paced, "exactness": exact, "cores": os.cpu_count(),
+    (results_dir() / "scale.json").write_text(json.dumps({"front": front, "workers": workers, "round_trips": trips, "pacing": paced, "exactness": exact, "cores": os.cpu_count(),
                                   "connections": args.connections}, indent=2))
     return 0
 

@@ -1,81 +1,91 @@
-"""Applying one planned ARI write to the record: one transaction, under the property's lock.
+"""A property's ARI writes, each in one statement (docs/decisions/0132-a-keyed-write-in-one-statement.md).
 
-Run by the property's writer, so writes of a property are applied one at a time in this
-process; the row lock on the property serialises them across processes.
+The writer keeps the property's catalog (room types, rate plans and their policies,
+currency) and checks each write against it without asking the record; the write's one
+statement (storage/sql/connectapi_write_cells.sql) takes the property's lock, checks
+that the catalog's version is still the one checked against, charges the cells, claims
+the idempotency key, writes the cells and the batch, and keeps the outcome under the key.
+A catalog that moved meanwhile is read again and the write checked again: nothing was
+done. Run by the property's writer, so writes of a property are applied one at a time
+in this process; the row lock serialises them across processes.
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
-from ..domain import ari_write
-from ..domain.ari_write import Resource, WritePlan
-from ..domain.errors import ApiError
-from ..domain.money import currency_exponent
-from ..storage import ari, idempotency
-from ..storage.database import Database, Tx
-from .messages.property_writer import IdempotencyClaim, Refused, RejectedEntry, WriteAccepted, WriteOutcome
+from ..budgets.charges import Counted, Verdict, refusal
+from ..budgets.window import WindowState
+from ..domain import idempotency as idem
+from ..domain.ari_write import WriteCatalog, check_write
+from ..storage import ari
+from ..storage.database import Database, RecordBusy
+from ..storage.idempotency import Stored
+from .messages.property_writer import ApplyWrite, Refused, RejectedEntry, WriteAccepted, WriteOutcome
 
-
-async def apply_write(db: Database, property_id: int, key_id: int | None, plan: WritePlan, now: datetime,
-                      claim: IdempotencyClaim | None) -> WriteOutcome:
-    async def work(tx: Tx) -> WriteOutcome:
-        done = await _apply(tx, property_id, key_id, plan, now)
-        if claim is not None:
-            await idempotency.finish(tx, property_id, claim.route, claim.key, done.stored())
-        return done
-
-    return await db.transaction(work)
+# A catalog changed this often between a read and the write is an operator scripting it:
+# the write is answered busy (retry) rather than chasing it for ever.
+MOST_CATALOG_READS = 4
 
 
-async def _apply(tx: Tx, property_id: int, key_id: int | None, plan: WritePlan, now: datetime) -> WriteOutcome:
-    prop = await ari.lock_property(tx, property_id)
-    resource = plan.resource
-    entries = list(plan.entries)
-    rejected: list[ari_write.Rejection] = []
+class AriWrites:
+    """The ARI writes of one property, and the catalog they are checked against."""
 
-    if resource is Resource.AVAILABILITY:
-        unknown = ari_write.unknown_ids(plan, await ari.room_type_ids(tx, property_id))
-        if unknown:
-            return Refused(ApiError("UNKNOWN_ROOM_TYPE", "room types not of this property", {"roomTypeIds": unknown}))
-    else:
-        policies = await ari.rate_plan_policies(tx, property_id)
-        unknown = ari_write.unknown_ids(plan, set(policies))
-        if unknown:
-            return Refused(ApiError("UNKNOWN_RATE_PLAN", "rate plans not of this property", {"ratePlanIds": unknown}))
-        if resource is Resource.RATES:
-            got = ari_write.currency_mismatch(plan, prop.currency)
-            if got is not None:
-                return Refused(ApiError("CURRENCY_MISMATCH", f"rates must be in {prop.currency}",
-                                        {"expected": prop.currency, "got": got}))
-            rejected = ari_write.policy_rejections(plan, policies, prop.currency)
-            if entries and len(rejected) == len(entries):  # an empty write refused nothing
-                views = [r.view() for r in rejected]
-                return Refused(ApiError("NOTHING_ACCEPTED", "every entry is outside its plan's rate policy",
-                                        {"rejected": views}))
-            refused = {r.index for r in rejected}
-            entries = [e for e in entries if e.index not in refused]
+    def __init__(self, db: Database, property_id: int) -> None:
+        self._db = db
+        self._property_id = property_id
+        self._catalog: WriteCatalog | None = None
 
-    values = ari_write.merge(resource, entries)
-    if resource is Resource.RATES:
-        scale = 10 ** currency_exponent(prop.currency)
-        values = {cell: major * scale for cell, major in values.items()}
-    batch = uuid.uuid4()
-    if resource is Resource.AVAILABILITY:
-        accepted = await ari.upsert_availability(tx, property_id, batch, values)
-    elif resource is Resource.RATES:
-        accepted = await ari.upsert_rates(tx, property_id, batch, values)
-    else:
-        # Restrictions merge sent fields into the record's, so the record is read first.
-        current = await ari.current_restrictions(tx, property_id, list(values))
-        changed, _ = ari_write.changed_cells(resource, values, current)
-        if changed:
-            await ari.write_restrictions(tx, property_id, batch, changed)
-        accepted = len(changed)
-    noop = len(values) - accepted
-    rejected_views = [r.view() for r in rejected]
-    await ari.insert_batch(tx, batch, property_id, key_id, resource.value, now, plan.requested_cells,
-                           accepted, noop, rejected_views)
-    return WriteAccepted(batch, resource, plan.requested_cells, accepted, noop,
-                         tuple(RejectedEntry(r.cells, r.error) for r in rejected))
+    async def apply(self, message: ApplyWrite) -> WriteOutcome | Stored:
+        for _ in range(MOST_CATALOG_READS):
+            if self._catalog is None:
+                self._catalog = await ari.write_catalog(self._db, self._property_id)
+            done = await self._write(message, self._catalog)
+            if done is not None:
+                return done
+            self._catalog = None
+        raise RecordBusy("the property's catalog kept changing under the write", "40001")
+
+    async def _write(self, message: ApplyWrite, catalog: WriteCatalog) -> WriteOutcome | Stored | None:
+        """The write against `catalog`; None when the record's catalog is another."""
+        plan, resource = message.plan, message.plan.resource
+        checked = check_write(plan, catalog)
+        rejected = tuple(RejectedEntry(r.cells, r.error) for r in checked.rejected)
+        batch = uuid.uuid4()
+        accepted = WriteAccepted(batch, resource, plan.requested_cells, 0, 0, rejected)
+        refused = Refused(checked.refusal) if checked.refusal is not None else None
+        written = await ari.write_cells(
+            self._db, self._property_id, catalog.version, resource.value, batch, message.key_id, message.now,
+            plan.requested_cells, checked.values, [r.view() for r in checked.rejected],
+            refused.stored() if refused else None, None if refused else accepted.stored(),
+            _budget(message), _key(message))
+        match written.answer:
+            case "stale":
+                return None
+            case "budget":
+                charge = message.cells
+                state = WindowState(charge.limit, charge.window, written.used or 0, written.reset_after or 0.0)
+                found = refusal([charge], [Counted(Verdict.REFUSED, state, written.wait)])
+                assert found is not None
+                return Refused(found)
+            case "kept":
+                assert written.kept is not None
+                return written.kept
+            case "refused":
+                assert refused is not None
+                return refused
+            case "written":
+                return WriteAccepted(batch, resource, plan.requested_cells, written.accepted, written.noop, rejected)
+        raise RuntimeError(f"the record answered a write with {written.answer!r}")
+
+
+def _budget(message: ApplyWrite) -> ari.CellsBudget:
+    charge = message.cells
+    return ari.CellsBudget(message.budget_now, charge.subject, charge.limit, charge.window)
+
+
+def _key(message: ApplyWrite) -> ari.KeyToClaim | None:
+    if message.key is None:
+        return None
+    return ari.KeyToClaim(message.key.route, message.key.key, message.key.body_hash,
+                          message.now - idem.RETENTION, message.now - idem.STALE_IN_FLIGHT)

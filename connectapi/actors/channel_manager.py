@@ -10,7 +10,10 @@ account-wide read budget in a lane of their own, deferred alike; catalog calls a
 booking feed have a lane each. Channex asks partners to pause a property's updates for a
 minute after any error, then back off: a 429 pauses the property for its Retry-After (a
 minute when absent); any other failure (a 5xx, a timeout, an answer we cannot read, a
-4xx) pauses it a minute, doubling with each failure in a row up to BACKOFF_MAX.
+4xx) pauses it a minute, doubling with each failure in a row up to BACKOFF_MAX. The pause
+is the record's alone (`cm_next_attempt_at`, `cm_failures`): the pusher reads it with
+the property's channel ids, sends the count of failures with the call, and records the
+pause this actor answers, so every process and a restart see the same one.
 
 The budgets are counted in the record (connectapi/budgets: pace_call, subjects `cm-reads`,
 `cm-availability:<property>`, `cm-restrictions:<property>`), one statement per call, so
@@ -71,12 +74,6 @@ class ChannelBudgets:
     reads_per_minute: int = 10
 
 
-@dataclass
-class _PropertyState:
-    paused_until: float = 0.0
-    failures: int = 0
-
-
 class ChannelManagerActor(Actor[ChannelMessage]):
     # The record away: the asker hears it (and waits for the record), the actor goes on.
     replied_errors = (StorageUnavailable,)
@@ -95,7 +92,6 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         self._clock = clock
         self._budgets = budgets or ChannelBudgets()
         self._jitter = jitter
-        self._properties: dict[int, _PropertyState] = {}
         self.counters = counters or CallCounters()
 
     def lane_of(self, message: ChannelMessage) -> Hashable | None:
@@ -128,12 +124,6 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             case AckRevision(revision_id):
                 return await self._ack(revision_id)
         raise TypeError(f"not a channel-manager message: {message!r}")
-
-    def _state(self, property_id: int) -> _PropertyState:
-        state = self._properties.get(property_id)
-        if state is None:
-            state = self._properties[property_id] = _PropertyState()
-        return state
 
     def _count(self, kind: str, outcome: str) -> None:
         # The operator's metrics are the channel manager's: the test sandbox's calls (and an
@@ -168,11 +158,10 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                       mode, message.property_id, self.mode)
             return PushOutcome(False, error=f"a {mode} property's push reached the {self.mode} channel "
                                             "manager: refused", retry_at=self._clock.monotonic() + 60)
-        state = self._state(message.property_id)
+        # The property's pause after a failure is the record's (cm_next_attempt_at): the
+        # sender read it with the property's ids and did not ask while it lasts.
         kind = message.kind
         now = self._clock.monotonic()
-        if state.paused_until > now:
-            return PushOutcome(False, retry_at=state.paused_until, deferred=True)
         if message.deadline is not None and message.deadline - now < PUSH_CALL_MAX:
             # The sender's lease would run out before the call could: it renews and asks again.
             return PushOutcome(False, retry_at=now, deferred=True)
@@ -201,9 +190,8 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                 return PushOutcome(False, retry_at=self._clock.monotonic(), deferred=True)
         except ChannelManagerError as exc:
             self._count(kind, "throttled" if isinstance(exc, Throttled) else "failed")
-            return self._failed(state, exc)
+            return self._failed(message.failures, exc)
         self._count(kind, "refused" if answer.refusals else "ok")
-        state.failures = 0
         return PushOutcome(True, answer)
 
     async def _read(self, message: ReadGrid) -> GridRead:
@@ -252,22 +240,24 @@ class ChannelManagerActor(Actor[ChannelMessage]):
             return Acked(False, error=str(exc))
         return Acked(True)
 
-    def _failed(self, state: _PropertyState, exc: ChannelManagerError) -> PushOutcome:
+    def _failed(self, failures_before: int, exc: ChannelManagerError) -> PushOutcome:
+        """The pause a failed call earns, from the failures in a row the record counted
+        before it; the sender records both (the actor keeps no pause of its own)."""
         now = self._clock.monotonic()
+        failures = failures_before
         if isinstance(exc, Throttled):
             self.counters.throttled += 1
             pause = exc.retry_after if exc.retry_after is not None else self.THROTTLE_PAUSE
         else:
-            state.failures += 1
-            base = min(self.BACKOFF_MAX, self.FAILURE_PAUSE * 2 ** (state.failures - 1))
+            failures += 1
+            base = min(self.BACKOFF_MAX, self.FAILURE_PAUSE * 2 ** min(failures - 1, 16))
             # Never less than the minute Channex asks for; jitter in [base, 1.25 base) so
             # that properties failed together do not all come back at one instant.
             pause = base * (1 + self._jitter() / 4)
             if isinstance(exc, Rejected):
                 pause = self.BACKOFF_MAX  # our fault: retrying soon will not help
-        state.paused_until = max(state.paused_until, now + pause)
         log.warning("channel manager call failed (%s); property paused %.1fs", exc, pause)
-        return PushOutcome(False, error=str(exc), retry_at=state.paused_until, failures=state.failures)
+        return PushOutcome(False, error=str(exc), retry_at=now + pause, failures=failures)
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """One writer per property: its ARI writes, its bookings and its OTA revisions, applied one
 at a time. Every change to the property's inventory goes through it.
 
-Budgets are counted in the record by the gates before a request gets here (http/api/gates.py,
-connectapi/budgets): a write awaits the record (and may wait on the property's row lock
+A request's budgets are counted in the record by the gates before it gets here
+(http/api/gates.py, connectapi/budgets); an ARI write's cells are charged in the write's
+own statement (ari_writer.py). A write awaits the record (and may wait on the property's row lock
 held by another process), and nothing else waits behind it but the property's next write.
 """
 
@@ -17,7 +18,7 @@ from ..domain.ari_write import Resource
 from ..domain.errors import ApiError
 from ..engine import Actor
 from ..storage.database import Database, StorageError
-from .ari_writer import apply_write
+from .ari_writer import AriWrites
 from .booking_writer import cancel_booking, create_booking, create_bookings, modify_booking
 from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, BookingDone, CancelBooking, CreateBooking,
                                        ModifyBooking, RefuseOtaRevision, RevisionSettled, WriteAccepted, WriterMessage)
@@ -29,13 +30,15 @@ log = logging.getLogger("connectapi.writer")
 
 class PropertyWriter(Actor[WriterMessage]):
     # An unreachable record, or a transaction the record refused (rolled back whole), is the
-    # asker's to report; the writer holds no state, so neither is a reason to restart.
+    # asker's to report; the writer holds nothing the record does not (its copy of the
+    # catalog is checked on every write), so neither is a reason to restart.
     replied_errors = (ApiError, StorageError)
 
     def __init__(self, property_id: int, db: Database, wakeups: Wakeups) -> None:
         self.property_id = property_id
         self._db = db
         self._wakeups = wakeups
+        self._ari = AriWrites(db, property_id)
 
     def batch_key(self, message: WriterMessage) -> str | None:
         # Bookings queued behind one another share a transaction: under load the lock, the
@@ -59,8 +62,7 @@ class PropertyWriter(Actor[WriterMessage]):
     async def _apply(self, message: WriterMessage) -> Any:
         match message:
             case ApplyWrite():
-                return await apply_write(self._db, self.property_id, message.key_id, message.plan, message.now,
-                                         message.claim)
+                return await self._ari.apply(message)
             case CreateBooking():
                 return await create_booking(self._db, self.property_id, message)
             case ModifyBooking():

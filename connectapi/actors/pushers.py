@@ -194,7 +194,8 @@ class _Pusher(Actor[Wake]):
             return None
         try:
             channel, mode = self._routes.for_push(ids)
-            outcome = await channel.ask(Push(self.property_id, kind, values, lease_until - LEASE_MARGIN, mode=mode),
+            outcome = await channel.ask(Push(self.property_id, kind, values, lease_until - LEASE_MARGIN, ids.failures,
+                                             mode=mode),
                                         CALL_ASK_TIMEOUT)
         except ActorError as exc:
             outcome = PushOutcome(False, error=f"the channel-manager actor could not take the call ({exc})",

@@ -10,9 +10,10 @@ that builds a request's charges (`keeper.py`).
 
 The rest of the house uses this face:
 
-- the front admits a request (`BudgetKeeper.admit`, `admit_known`, `admit_request`) and
-  charges a write's cells or a booking (`charge_cells`, `charge_booking`,
-  `charge_booking_change`);
+- the front admits a request (`BudgetKeeper.admit`, `admit_known`, `admit_request`),
+  charges a booking (`charge_booking`, `charge_booking_change`), and names an ARI write's
+  `cells` charge (`cells_charge`), which the write's own statement counts
+  (storage/sql/connectapi_write_cells.sql calls connectapi_charge_budgets);
 - the channel-manager actor paces its calls (`pace_call`);
 - the janitor forgets idle subjects (`record.prune`).
 

@@ -316,12 +316,14 @@ class BudgetKeeper:
         counted = await self._count(charges)
         return Admitted(self._policies(kind, charges, counted), refusal(charges, counted))
 
-    async def charge_cells(self, property_id: int, cells: int) -> None:
-        """The `cells` budget; raises its 429 when `cells` do not fit."""
-        charges = [self._charge("cells", property_id, 1, cells, cells)]
-        found = refusal(charges, await self._count(charges))
-        if found is not None:
-            raise found
+    def cells_charge(self, property_id: int, cells: int) -> Charge:
+        """A write's `cells` budget, charged by the write's own statement (its 429 is made by
+        `refusal` of it)."""
+        return self._charge("cells", property_id, 1, cells, cells)
+
+    def shared_time(self) -> float | None:
+        """The instant budgets are counted at: None, the record's clock (a test's fake one)."""
+        return self._clock.shared_time()
 
     async def charge_booking_change(self, key_id: int, property_id: int) -> None:
         """The booking budgets a change of a booking pays (BOOKING_CHANGE_*); raises the 429

@@ -2,8 +2,9 @@
 
 Order (docs/decisions/0019-ari-write-order-of-checks.md): entry count, schema, then each entry's range,
 past nights, horizon and weekday mask, then the request's cell count. Everything here
-runs before any budget is charged; ids, currency and rate policy need the record and
-come later.
+runs before any budget is charged; ids, currency and rate policy are checked against the
+property's catalog as its writer holds it (`check_write`), whose version the write's own
+statement checks (docs/decisions/0132-a-keyed-write-in-one-statement.md).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pydantic import BaseModel
 
 from . import dates
 from .ari_models import (
-    RESTRICTION_FIELDS,
     AvailabilityBody,
     RateEntry,
     RatesBody,
@@ -26,6 +26,7 @@ from .ari_models import (
     RestrictionsBody,
 )
 from .errors import ApiError
+from .money import currency_exponent
 from .validation import parse_payload
 
 MAX_UPDATES = 1000
@@ -144,13 +145,6 @@ def merge(resource: Resource, entries: Iterable[EntryCells]) -> dict[Cell, Any]:
     return cells
 
 
-def apply_restrictions(current: Mapping[str, Any] | None, sent: Mapping[str, Any]) -> dict[str, Any]:
-    """A restriction cell after a write: the record's fields, with the sent ones replaced."""
-    base = {name: None for name in RESTRICTION_FIELDS} if current is None else dict(current)
-    base.update(sent)
-    return base
-
-
 def unknown_ids(plan: WritePlan, known: set[int]) -> list[int]:
     return sorted(plan.entity_ids() - known)
 
@@ -188,19 +182,57 @@ def policy_rejections(plan: WritePlan, policies: Mapping[int, tuple[int | None, 
     return refused
 
 
-NO_OPINION: dict[str, Any] = {name: None for name in RESTRICTION_FIELDS}
+@dataclass(frozen=True, slots=True)
+class WriteCatalog:
+    """What a write is checked against, as the record held it at `version`: the ids of the
+    property's room types, its rate plans with their policies (min, max rate in whole major
+    units), and its currency."""
+
+    version: int
+    currency: str
+    room_types: frozenset[int]
+    policies: Mapping[int, tuple[int | None, int | None]]
 
 
-def changed_cells(resource: Resource, values: Mapping[Cell, Any],
-                  current: Mapping[Cell, Any]) -> tuple[dict[Cell, Any], int]:
-    """The cells whose value differs from the record (with restrictions made whole), and
-    how many were equal (no-ops)."""
-    changed: dict[Cell, Any] = {}
-    for cell, value in values.items():
-        before = current.get(cell)
-        if resource is Resource.RESTRICTIONS:
-            before = NO_OPINION if before is None else before
-            value = apply_restrictions(before, value)
-        if value != before:
-            changed[cell] = value
-    return changed, len(values) - len(changed)
+@dataclass(frozen=True, slots=True)
+class CheckedWrite:
+    """A write checked against a catalog: refused whole (`refusal`), or the value each
+    cell ends with (availability: rooms; rates: minor units; restrictions: the fields
+    sent) and the rates entries refused for their plan's policy."""
+
+    refusal: ApiError | None
+    values: dict[Cell, Any]
+    rejected: tuple[Rejection, ...] = ()
+
+
+def check_write(plan: WritePlan, catalog: WriteCatalog) -> CheckedWrite:
+    """Ids, currency and rate policy (decision 0019's order), then last write wins."""
+    resource = plan.resource
+    entries = list(plan.entries)
+    rejected: list[Rejection] = []
+    if resource is Resource.AVAILABILITY:
+        unknown = unknown_ids(plan, set(catalog.room_types))
+        if unknown:
+            return CheckedWrite(ApiError("UNKNOWN_ROOM_TYPE", "room types not of this property",
+                                         {"roomTypeIds": unknown}), {})
+    else:
+        unknown = unknown_ids(plan, set(catalog.policies))
+        if unknown:
+            return CheckedWrite(ApiError("UNKNOWN_RATE_PLAN", "rate plans not of this property",
+                                         {"ratePlanIds": unknown}), {})
+    if resource is Resource.RATES:
+        got = currency_mismatch(plan, catalog.currency)
+        if got is not None:
+            return CheckedWrite(ApiError("CURRENCY_MISMATCH", f"rates must be in {catalog.currency}",
+                                         {"expected": catalog.currency, "got": got}), {})
+        rejected = policy_rejections(plan, catalog.policies, catalog.currency)
+        if entries and len(rejected) == len(entries):  # an empty write refused nothing
+            return CheckedWrite(ApiError("NOTHING_ACCEPTED", "every entry is outside its plan's rate policy",
+                                         {"rejected": [r.view() for r in rejected]}), {})
+        refused = {r.index for r in rejected}
+        entries = [e for e in entries if e.index not in refused]
+    values = merge(resource, entries)
+    if resource is Resource.RATES:
+        scale = 10 ** currency_exponent(catalog.currency)
+        values = {cell: major * scale for cell, major in values.items()}
+    return CheckedWrite(None, values, tuple(rejected))

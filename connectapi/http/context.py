@@ -4,7 +4,7 @@ asking from where (`client_address()`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 from quart import current_app, request
@@ -38,6 +38,11 @@ class PropertyWork:
     writers: Registry[int, WriterMessage]
     wakeups: Wakeups
     ask_timeout: float
+    # The idempotency keys of ARI writes this process has asked a writer for and not yet
+    # answered, with their bodies' hashes: a twin of one hears IDEMPOTENCY_IN_FLIGHT at once
+    # rather than wait behind it in the writer's queue (another process's twin hears it
+    # from the write's statement: connectapi_write_cells).
+    keys_in_flight: dict[tuple[int, str, str], bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,20 @@
-"""ARI cells: reads for the GET routes, and the bulk statements of a write.
-
-Writes run inside the caller's transaction (`conn`), under the property's row lock.
-Each write statement is one bulk statement over arrays, never one per cell.
+"""ARI cells: reads for the GET routes, the catalog a write is checked against, and the
+write itself: one statement (`write_cells`), bulk over arrays, never one per cell.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
 import asyncpg
 
+from ..domain.ari_write import WriteCatalog
+from . import idempotency
 from .database import Database
-from .twins import catalog_owner
 from .records import AvailabilityNight, PropertyLock, RateNight, RestrictionNight
 
 Cell = tuple[int, date]
@@ -51,106 +52,102 @@ async def hold_property(conn: asyncpg.Connection, property_id: int) -> None:
     await conn.execute("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", property_id)
 
 
-async def room_type_ids(conn: asyncpg.Connection, property_id: int) -> set[int]:
-    rows = await conn.fetch(f"SELECT id FROM room_types WHERE property_id = {catalog_owner('$1')}", property_id)
-    return {r["id"] for r in rows}
-
-
-async def rate_plan_policies(conn: asyncpg.Connection, property_id: int) -> dict[int, tuple[int | None, int | None]]:
-    rows = await conn.fetch(f"SELECT id, min_rate, max_rate FROM rate_plans WHERE property_id = {catalog_owner('$1')}",
-                            property_id)
-    return {r["id"]: (r["min_rate"], r["max_rate"]) for r in rows}
-
-
 def _columns(cells: list[Cell]) -> tuple[list[int], list[date]]:
     return [c[0] for c in cells], [c[1] for c in cells]
 
 
-async def current_restrictions(conn: asyncpg.Connection, property_id: int,
-                               cells: list[Cell]) -> dict[Cell, dict[str, Any]]:
+async def write_catalog(db: Database, property_id: int) -> WriteCatalog:
+    """What a write of the property is checked against, and its version: in one statement,
+    so the version is the one of the catalog read (a twin's catalog is its live property's,
+    its currency its own)."""
+    row = await db.fetchrow(
+        """SELECT p.currency,
+                  (SELECT coalesce(sum(v.version), 0) FROM catalog_versions v
+                   WHERE v.property_id IN (p.id, coalesce(p.twin_of, p.id))) AS version,
+                  ARRAY(SELECT r.id FROM room_types r WHERE r.property_id = coalesce(p.twin_of, p.id)) AS rooms,
+                  q.plans, q.min_rates, q.max_rates
+           FROM properties p
+           CROSS JOIN LATERAL (SELECT array_agg(q.id) AS plans, array_agg(q.min_rate) AS min_rates,
+                                      array_agg(q.max_rate) AS max_rates
+                               FROM rate_plans q WHERE q.property_id = coalesce(p.twin_of, p.id)) q
+           WHERE p.id = $1""", property_id)
+    if row is None:
+        raise LookupError(f"no property {property_id}")
+    return WriteCatalog(row["version"], row["currency"].strip(), frozenset(row["rooms"]),
+                        {plan: (low, high) for plan, low, high in zip(row["plans"] or (), row["min_rates"] or (),
+                                                                       row["max_rates"] or (), strict=True)})
+
+
+@dataclass(frozen=True, slots=True)
+class KeyToClaim:
+    """An idempotency key a write claims in its own statement, and when a record under it
+    is old enough to be replaced (past retention, or a claim abandoned in flight)."""
+
+    route: str
+    key: str
+    body_hash: bytes
+    replace_before: datetime
+    stale_before: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CellsBudget:
+    """The write's `cells` budget, as connectapi_charge_budgets takes one item."""
+
+    now: float | None
+    subject: str
+    limit: int
+    window: float
+
+
+@dataclass(frozen=True, slots=True)
+class CellsWritten:
+    """What `write_cells` did: `answer` is 'written', 'refused' (the refusal kept), 'kept'
+    (the key was held: `kept` says by what), 'budget' (the cells did not fit: the window as
+    counted) or 'stale' (the catalog moved to `catalog`: nothing done)."""
+
+    answer: str
+    accepted: int
+    noop: int
+    catalog: int | None
+    used: int | None
+    reset_after: float | None
+    wait: float | None
+    kept: idempotency.Stored | None
+
+
+_WRITE_CELLS = ("SELECT * FROM connectapi_write_cells("
+                + ", ".join(f"${i}" for i in range(1, 24)) + ")")
+
+
+async def write_cells(db: Database, property_id: int, catalog_version: int, resource: str, batch: uuid.UUID,
+                      key_id: int | None, at: datetime, requested: int, values: Mapping[Cell, Any],
+                      rejected: list[dict[str, Any]], refusal: Mapping[str, object] | None,
+                      outcome: Mapping[str, object] | None, budget: CellsBudget,
+                      key: KeyToClaim | None) -> CellsWritten:
+    """One write, whole, in one statement (storage/sql/connectapi_write_cells.sql): the
+    property's lock, the catalog's version, the cells budget, the key, the cells, the batch
+    and the outcome under the key."""
+    cells = list(values)
     ids, nights = _columns(cells)
-    rows = await conn.fetch(
-        f"""SELECT c.rate_plan_id, c.night, {', '.join('c.' + col for col in RESTRICTION_COLUMNS.values())}
-            FROM unnest($1::bigint[], $2::date[]) AS w (id, night)
-            JOIN restriction_cells c ON c.property_id = $3 AND c.rate_plan_id = w.id AND c.night = w.night""",
-        ids, nights, property_id,
-    )
-    return {
-        (r["rate_plan_id"], r["night"]): {name: r[col] for name, col in RESTRICTION_COLUMNS.items()} for r in rows
-    }
-
-
-async def upsert_availability(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID,
-                              values: dict[Cell, int]) -> int:
-    """Write the cells that differ from the record, marked dirty; returns how many.
-
-    One statement: cells equal to the record are skipped by the conflict clause, so
-    finding the no-ops costs no read.
-    """
-    ids, nights = _columns(list(values))
-    written: int = await conn.fetchval(
-        """WITH written AS (
-               INSERT INTO availability_cells AS c (property_id, room_type_id, night, available, version,
-                                                    pushed_version, last_batch_id)
-               SELECT $1, w.id, w.night, w.available, nextval('ari_versions'), 0, $2
-               FROM unnest($3::bigint[], $4::date[], $5::integer[]) AS w (id, night, available)
-               ON CONFLICT (property_id, room_type_id, night) DO UPDATE
-               SET available = EXCLUDED.available, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id
-               WHERE c.available IS DISTINCT FROM EXCLUDED.available
-               RETURNING 1)
-           SELECT count(*) FROM written""",
-        property_id, batch, ids, nights, list(values.values()),
-    )
-    return written
-
-
-async def upsert_rates(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID, values: dict[Cell, int]) -> int:
-    """As upsert_availability, for rates in minor units."""
-    ids, nights = _columns(list(values))
-    written: int = await conn.fetchval(
-        """WITH written AS (
-               INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, rate_minor, version, last_batch_id)
-               SELECT $1, w.id, w.night, w.rate_minor, nextval('ari_versions'), $2
-               FROM unnest($3::bigint[], $4::date[], $5::bigint[]) AS w (id, night, rate_minor)
-               ON CONFLICT (property_id, rate_plan_id, night) DO UPDATE
-               SET rate_minor = EXCLUDED.rate_minor, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id
-               WHERE c.rate_minor IS DISTINCT FROM EXCLUDED.rate_minor
-               RETURNING 1)
-           SELECT count(*) FROM written""",
-        property_id, batch, ids, nights, list(values.values()),
-    )
-    return written
-
-
-async def write_restrictions(conn: asyncpg.Connection, property_id: int, batch: uuid.UUID,
-                             values: dict[Cell, dict[str, Any]]) -> None:
-    ids, nights = _columns(list(values))
-    columns = list(RESTRICTION_COLUMNS.items())
-    arrays = [[v[name] for v in values.values()] for name, _ in columns]
-    types = ["boolean", "boolean", "boolean", "integer", "integer", "integer"]
-    unnest_args = ", ".join(f"${i + 5}::{t}[]" for i, t in enumerate(types))
-    names = ", ".join(col for _, col in columns)
-    await conn.execute(
-        f"""INSERT INTO restriction_cells AS c (property_id, rate_plan_id, night, {names}, version, last_batch_id)
-            SELECT $1, w.id, w.night, {', '.join('w.' + col for _, col in columns)}, nextval('ari_versions'), $2
-            FROM unnest($3::bigint[], $4::date[], {unnest_args}) AS w (id, night, {names})
-            ON CONFLICT (property_id, rate_plan_id, night) DO UPDATE
-            SET {', '.join(f'{col} = EXCLUDED.{col}' for _, col in columns)},
-                version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id""",
-        property_id, batch, ids, nights, *arrays,
-    )
-
-
-async def insert_batch(conn: asyncpg.Connection, batch: uuid.UUID, property_id: int, key_id: int | None,
-                       resource: str,
-                       created_at: datetime, requested: int, accepted: int, noop: int,
-                       rejected: list[dict[str, Any]]) -> None:
-    await conn.execute(
-        """INSERT INTO write_batches (id, property_id, key_id, resource, created_at, requested_cells,
-                                      accepted_cells, noop_cells, rejected)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
-        batch, property_id, key_id, resource, created_at, requested, accepted, noop, rejected,
-    )
+    restrictions = None
+    numbers: list[Any] | None = None
+    if resource == "restrictions":
+        restrictions = list(values.values())
+    else:
+        numbers = list(values.values())
+    row = await db.fetchrow(
+        _WRITE_CELLS, property_id, catalog_version, resource, batch, key_id, at, requested, ids, nights, numbers,
+        restrictions, rejected, refusal, outcome, budget.now, budget.subject, budget.limit, budget.window,
+        key.route if key else None, key.key if key else None, key.body_hash if key else None,
+        key.replace_before if key else None, key.stale_before if key else None)
+    assert row is not None
+    kept = None
+    if row["answer"] == "kept":
+        kept = idempotency.Stored(row["same_body"], row["kept_state"] == "in_flight", row["kept_status"],
+                                  row["kept_response"])
+    return CellsWritten(row["answer"], row["accepted"] or 0, row["noop"] or 0, row["catalog"], row["used"],
+                        row["reset_after"], row["wait"], kept)
 
 
 _CELL_TABLES = {"availability": "availability_cells", "rates": "rate_cells", "restrictions": "restriction_cells"}

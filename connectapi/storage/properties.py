@@ -283,6 +283,7 @@ class ChannelIds:
     # When the property's pipe may call again after a failure (pushes.next_attempt), read
     # here too: a push round reads this once.
     next_attempt_at: datetime | None = None
+    failures: int = 0  # failed calls in a row: the next failure's pause doubles on from them
     # `test`: a test twin, whose ids are its live property's and whose calls go to the test
     # sandbox only (docs/decisions/0115-test-mode-twins.md).
     mode: str = "live"
@@ -292,7 +293,7 @@ async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
     """One statement: every push round reads it."""
     # A test twin answers its live property's ids (`l`), with its own pause (`p`).
     row = await db.fetchrow(
-        """SELECT l.cm_property_id, p.currency, p.timezone, p.cm_next_attempt_at, p.mode,
+        """SELECT l.cm_property_id, p.currency, p.timezone, p.cm_next_attempt_at, p.cm_failures, p.mode,
                   (SELECT array_agg(r.id ORDER BY r.id) FROM room_types r
                    WHERE r.property_id = l.id AND r.cm_id IS NOT NULL) AS room_ids,
                   (SELECT array_agg(r.cm_id ORDER BY r.id) FROM room_types r
@@ -307,7 +308,7 @@ async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
         return None
     return ChannelIds(row["cm_property_id"], row["currency"], dict(zip(row["room_ids"] or [], row["room_cm_ids"] or [])),
                       dict(zip(row["plan_ids"] or [], row["plan_cm_ids"] or [])), row["timezone"],
-                      row["cm_next_attempt_at"], row["mode"])
+                      row["cm_next_attempt_at"], row["cm_failures"], row["mode"])
 
 
 async def properties_with_dirty_cells(db: Database, now: datetime) -> list[int]:

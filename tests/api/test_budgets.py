@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 import http_sf
 import pytest
 
-from connectapi.domain.errors import ApiError
 from connectapi.service import BUDGET_PRUNE_EVERY
 from connectapi.budgets import record as stored_budgets
 
@@ -141,15 +142,25 @@ async def test_owner_raises_the_daily_bookings_budget(api: Harness) -> None:
 
 
 async def test_cells_budget_is_charged_by_amount(api: Harness) -> None:
-    prop, _ = await api.keyed_property()
-    await api.ctx.budgets.keeper.charge_cells(prop["id"], 60)  # admitted: it raises no 429
-    await api.ctx.budgets.keeper.charge_cells(prop["id"], 40)  # admitted: it raises no 429
+    """Counted by the write's own statement, in cells: two writes of 60 and 40 spend the
+    property's 100 of the minute (each key may write twice a minute: two keys)."""
+    prop, first = await api.keyed_property()
+    second = str((await api.create_key(prop["id"]))["key"])
+    room = prop["roomTypes"][0]["id"]
+
+    async def write(key: str, cells: int) -> Answer:
+        last = date(2026, 12, 10) + timedelta(days=cells - 1)
+        body = {"updates": [{"roomTypeId": room, "dateFrom": "2026-12-10", "dateTo": last.isoformat(),
+                             "available": cells % 3}]}
+        return await api.call("PUT", f"{API}/availability", key=key, body=body)
+
+    assert (await write(first, 60)).status == 202
+    assert (await write(first, 40)).status == 202
     api.advance(30)
-    with pytest.raises(ApiError) as info:
-        await api.ctx.budgets.keeper.charge_cells(prop["id"], 1)
-    assert (info.value.code, info.value.scope, info.value.retry_after_seconds) == ("RATE_LIMITED", "cells", 30)
+    refused = await write(second, 1)
+    assert (refused.status, refused.data["scope"], refused.headers["Retry-After"]) == (429, "cells", "30")
     api.advance(30)
-    await api.ctx.budgets.keeper.charge_cells(prop["id"], 100)  # admitted: it raises no 429
+    assert (await write(second, 100)).status == 202
 
 
 @pytest.mark.live_only  # requests with no key count on the live address budget

@@ -88,6 +88,8 @@ async def test_stored_refusals_replay_but_malformed_bodies_are_not_stored(api: H
 
 
 async def test_in_flight_while_the_first_is_still_running(api: Harness, db_dsn: str) -> None:
+    """A twin of a write this process runs hears IDEMPOTENCY_IN_FLIGHT at once, though the
+    key is claimed in the write's own statement (decision 0132); another body, reused."""
     prop, key, room = await setup(api)
     # Injected slowness: another connection holds the property's row lock the write needs.
     blocker = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_dsn)
@@ -111,6 +113,8 @@ async def test_in_flight_while_the_first_is_still_running(api: Harness, db_dsn: 
             await eventually(waiting_on_the_lock)
             second = await put(api, key, nights(room, 2), "slow-request-1")
             assert (second.status, second.code) == (409, "IDEMPOTENCY_IN_FLIGHT")
+            other = await put(api, key, nights(room, 3), "slow-request-1")
+            assert (other.status, other.code) == (409, "IDEMPOTENCY_KEY_REUSED")
             await trio_asyncio.aio_as_trio(hold.rollback)()
     finally:
         await trio_asyncio.aio_as_trio(blocker.close)()

@@ -156,7 +156,7 @@ async def test_migration_31_carries_the_leases_held_in_the_three_old_tables(pg_s
         await db.execute("INSERT INTO round_leases VALUES ('booking-intake', 'host:2:old', $1, true)", AT)
         await db.execute("INSERT INTO round_leases VALUES ('given-back', NULL, NULL, false)")
         await db.execute("UPDATE webhook_endpoints SET sending_by = 'host:3:old', sending_until = $1", AT)
-        assert await migrate(db) == [31]
+        assert await migrate(db, through=31) == [31]
         rows = await db.fetch("SELECT kind, key, holder, until, again FROM leases ORDER BY kind, key")
         assert [tuple(r) for r in rows] == [
             ("push", str(prop), "host:1:old", datetime.fromtimestamp(AT.timestamp() + 20, UTC), False),

@@ -93,7 +93,7 @@ def test_each_function_is_defined_once_in_its_file() -> None:
     assert set(files) == {"connectapi_notify_auth_change", "connectapi_move_availability", "connectapi_new_id",
                           "connectapi_next_booking_numbers",
                           "connectapi_lock_for_bookings", "connectapi_charge_budgets", "connectapi_prune_budgets",
-                          "connectapi_reserve_budgets"}
+                          "connectapi_reserve_budgets", "connectapi_bump_catalog_version", "connectapi_write_cells"}
     for name, function in files.items():
         created = re.findall(r"CREATE\s+OR\s+REPLACE\s+FUNCTION\s+(\w+)\(", function.sql)
         assert created == [name], f"sql/{name}.sql creates {created}"

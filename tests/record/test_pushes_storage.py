@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import trio
 
-from connectapi.actors.ari_writer import apply_write
+from .ari_writes import apply_write
 from connectapi.actors.messages.property_writer import WriteAccepted
 from connectapi.domain.admin_models import PropertyIn
 from connectapi.domain.ari_write import Resource, plan_write
@@ -33,7 +33,7 @@ async def a_property(db: Database) -> tuple[int, int, int]:
 
 async def write(db: Database, property_id: int, resource: Resource, *updates: dict[str, object]) -> None:
     plan = plan_write(resource, {"updates": list(updates)}, TODAY)
-    done = await apply_write(db, property_id, None, plan, NOW, None)
+    done = await apply_write(db, property_id, plan, NOW)
     assert isinstance(done, WriteAccepted), done
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from connectapi.actors.ari_writer import apply_write
+from .ari_writes import apply_write
 from connectapi.actors.messages.property_writer import WriteAccepted
 from connectapi.domain.admin_models import PropertyIn, PropertyPatch, RoomTypeIn
 from connectapi.domain.ari_write import Resource, plan_write
@@ -39,7 +39,7 @@ async def with_twin(db: Database) -> tuple[int, int, int, int]:
 
 async def write(db: Database, property_id: int, resource: Resource, **values: object) -> None:
     plan = plan_write(resource, {"updates": [{"dateFrom": "2026-11-23", "dateTo": "2026-11-23", **values}]}, TODAY)
-    done = await apply_write(db, property_id, None, plan, NOW, None)
+    done = await apply_write(db, property_id, plan, NOW)
     assert isinstance(done, WriteAccepted), done
 
 
@@ -63,8 +63,8 @@ async def test_a_twin_is_made_once_with_its_live_propertys_settings_and_nobodys_
 async def test_a_twin_reads_its_live_propertys_catalog_with_its_ids(db: Database) -> None:
     live, twin, room, plan = await with_twin(db)
     assert await properties.get_catalog(db, twin) == await properties.get_catalog(db, live)
-    assert await db.run(lambda conn: ari.room_type_ids(conn, twin)) == {room}
-    assert set(await db.run(lambda conn: ari.rate_plan_policies(conn, twin))) == {plan}
+    checked_against = await ari.write_catalog(db, twin)
+    assert (set(checked_against.room_types), set(checked_against.policies)) == ({room}, {plan})
 
 
 async def test_cells_written_for_the_twin_are_the_twins_alone_and_the_other_way(db: Database) -> None:

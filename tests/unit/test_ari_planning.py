@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from connectapi.domain import dates
-from connectapi.domain.ari_write import Resource, changed_cells, merge, plan_write
+from connectapi.domain.ari_write import Resource, WriteCatalog, check_write, merge, plan_write
 from connectapi.domain.errors import ApiError
 
 TODAY = date(2026, 11, 22)  # a Sunday
@@ -83,10 +83,38 @@ def test_last_write_wins_and_restrictions_merge_by_field() -> None:
     ]}, TODAY)
     merged = merge(Resource.RESTRICTIONS, plan.entries)
     assert merged[(1, date(2026, 11, 24))] == {"stopSell": False, "maxStay": 5, "minStayArrival": 2}
-    current = {(1, date(2026, 11, 23)): {"stopSell": True, "closedToArrival": None, "closedToDeparture": True,
-                                         "minStayArrival": None, "minStayThrough": None, "maxStay": 5}}
-    changed, noop = changed_cells(Resource.RESTRICTIONS, merged, current)
-    assert noop == 1 and list(changed) == [(1, date(2026, 11, 24))]
+    assert merged[(1, date(2026, 11, 23))] == {"stopSell": True, "maxStay": 5}
+
+
+CATALOG = WriteCatalog(version=7, currency="EUR", room_types=frozenset({10}),
+                       policies={1: (50, 300), 2: (None, None)})
+
+
+def test_a_write_is_checked_against_the_catalog_the_writer_holds() -> None:
+    def checked(resource: Resource, *entries: dict[str, Any], catalog: WriteCatalog = CATALOG) -> Any:
+        return check_write(plan_write(resource, {"updates": list(entries)}, TODAY), catalog)
+
+    night = {"dateFrom": "2026-11-23", "dateTo": "2026-11-24"}
+    unknown = checked(Resource.AVAILABILITY, {"roomTypeId": 11, "available": 1, **night})
+    assert (unknown.refusal.code, unknown.refusal.details, unknown.values) == (
+        "UNKNOWN_ROOM_TYPE", {"roomTypeIds": [11]}, {})
+    assert checked(Resource.RESTRICTIONS, {"ratePlanId": 3, "stopSell": True, **night}).refusal.code == \
+        "UNKNOWN_RATE_PLAN"
+    dollars = checked(Resource.RATES, {"ratePlanId": 2, "rate": 100, "currency": "USD", **night})
+    assert (dollars.refusal.code, dollars.refusal.details) == ("CURRENCY_MISMATCH", {"expected": "EUR", "got": "USD"})
+    # Outside its plan's policy: that entry refused whole, the others written, in minor units.
+    mixed = checked(Resource.RATES, {"ratePlanId": 1, "rate": 40, "currency": "EUR", **night},
+                    {"ratePlanId": 2, "rate": 40, "currency": "EUR", **night})
+    assert mixed.refusal is None
+    assert [(r.index, r.cells) for r in mixed.rejected] == [(0, 2)]
+    assert mixed.values == {(2, date(2026, 11, 23)): 4000, (2, date(2026, 11, 24)): 4000}
+    yen = WriteCatalog(version=1, currency="JPY", room_types=frozenset(), policies={2: (None, None)})
+    assert checked(Resource.RATES, {"ratePlanId": 2, "rate": 900, "currency": "JPY", **night},
+                   catalog=yen).values[(2, date(2026, 11, 23))] == 900
+    nothing = checked(Resource.RATES, {"ratePlanId": 1, "rate": 301, "currency": "EUR", **night})
+    assert nothing.refusal.code == "NOTHING_ACCEPTED"
+    assert checked(Resource.AVAILABILITY, {"roomTypeId": 10, "available": 4, **night}).values == {
+        (10, date(2026, 11, 23)): 4, (10, date(2026, 11, 24)): 4}
 
 
 @pytest.mark.parametrize(("entry", "path"), [

@@ -6,6 +6,7 @@ import uuid
 from datetime import date, datetime, timezone
 from typing import Any
 
+from connectapi.budgets.charges import Charge
 from connectapi.actors.messages.property_writer import (ApplyWrite, BookingDone, RevisionSettled, WriteAccepted,
                                                        Refused)
 from connectapi.actors.property_writer import PropertyWriter
@@ -77,7 +78,7 @@ def write_accepted(cells: int) -> WriteAccepted:
 
 
 def write(resource: Resource) -> ApplyWrite:
-    return ApplyWrite(1, WritePlan(resource, ()), AT, None)
+    return ApplyWrite(1, WritePlan(resource, ()), AT, None, Charge("cells", "7", 1, 100, 60.0, 0, 0), None)
 
 
 async def test_the_writer_wakes_the_pushers_of_what_it_committed_and_nothing_for_a_refusal() -> None:

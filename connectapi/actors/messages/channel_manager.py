@@ -49,6 +49,9 @@ class Push(Ask[PushOutcome]):
     kind: Kind
     values: ChannelValues  # AvailabilityValue for `availability`, RestrictionValue for `restrictions`
     deadline: float | None = None
+    # Failed calls in a row before this one, as the record counts them (cm_failures): a
+    # failure's pause doubles on from them.
+    failures: int = 0
     # The property's mode, said by every sender: the channel manager of the other mode
     # refuses the call (a test twin's values never reach a real channel).
     mode: Mode = field(kw_only=True)

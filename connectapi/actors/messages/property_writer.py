@@ -15,10 +15,12 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import TypeAdapter
 
+from ...budgets.charges import Charge
 from ...domain.ari_write import Resource, WritePlan
 from ...domain.booking_models import BookingIn, BookingPatchIn
 from ...domain.errors import ApiError
 from ...engine import Ask
+from ...storage.idempotency import Stored
 from ...storage.ota import Received
 from ...storage.records import Booking
 from .kept_booking_bodies import booking_from_body
@@ -164,13 +166,26 @@ def outcome_from_stored(stored: dict[str, Any], property_id: int) -> StoredOutco
 
 
 @dataclass(frozen=True, slots=True)
-class ApplyWrite(Ask[WriteOutcome]):
-    """Apply a planned write whose cells are already charged."""
+class KeyedWrite:
+    """An ARI write's idempotency key, claimed by the writer in the write's own statement."""
 
-    key_id: int
+    route: str
+    key: str
+    body_hash: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyWrite(Ask[WriteOutcome | Stored]):
+    """Apply a planned write: the writer charges its cells (`cells`, counted at
+    `budget_now`), claims its key and writes, in one statement. Answers the outcome, or
+    what holds the key (`Stored`: a replay, a request in flight, or another body)."""
+
+    key_id: int | None  # the batch's key; None for a write no key made (record tests)
     plan: WritePlan
     now: datetime
-    claim: IdempotencyClaim | None
+    key: KeyedWrite | None
+    cells: Charge
+    budget_now: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
 
-from ...actors.messages.property_writer import ApplyWrite, IdempotencyClaim, Refused, WriteOutcome
+from ...actors.messages.property_writer import ApplyWrite, KeyedWrite, Refused, WriteOutcome
 from ...domain import dates
 from ...domain import idempotency as idem
 from ...domain.ari_models import RESTRICTION_FIELDS
@@ -18,13 +18,14 @@ from ...domain.errors import ApiError
 from ...domain.paths import CONNECT_PREFIX
 from ...domain.validation import parse_json
 from ...storage import ari
+from ...storage.idempotency import Stored
 from ...storage.properties import get_catalog
 from ...storage.records import Catalog, Property
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
 from .gates import caller, rule
-from .idempotent import idempotent_write
+from .idempotent import answer_kept
 
 blueprint = Blueprint("connect_ari", __name__)
 
@@ -119,14 +120,27 @@ async def _write(resource: Resource) -> Response:
     key = idem.checked_key(request.headers.get(idem.HEADER))
     payload = parse_json(await raw_body())
     plan = plan_write(resource, payload, ctx.clock.today(ZoneInfo(who.property.timezone)))
-    # Cells are charged before anything is read or written: the idempotency record too.
-    await ctx.budgets.keeper.charge_cells(pid, plan.requested_cells)
-
-    async def run(claim: IdempotencyClaim | None) -> WriteOutcome:
-        # The writer wakes the pushers once the cells are committed.
-        return await ctx.properties.writers.ask(pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), claim), ctx.properties.ask_timeout)
-
-    return await idempotent_write(pid, f"PUT /{resource.value}", key, payload, run, _answer)
+    keyed = None if key is None else KeyedWrite(f"PUT /{resource.value}", key, idem.body_hash(payload))
+    keeper = ctx.budgets.keeper
+    in_flight = ctx.properties.keys_in_flight
+    held = None
+    if keyed is not None:
+        held = (pid, keyed.route, keyed.key)
+        if (running := in_flight.get(held)) is not None:
+            return answer_kept(Stored(running == keyed.body_hash, True, None, None), pid, _answer)
+        in_flight[held] = keyed.body_hash
+    try:
+        # The writer charges the cells, claims the key and writes in one statement, and
+        # wakes the pushers once the cells are committed.
+        done = await ctx.properties.writers.ask(
+            pid, ApplyWrite(who.key.id, plan, ctx.clock.now(), keyed, keeper.cells_charge(pid, plan.requested_cells),
+                            keeper.shared_time()), ctx.properties.ask_timeout)
+    finally:
+        if held is not None:
+            in_flight.pop(held, None)
+    if isinstance(done, Stored):
+        return answer_kept(done, pid, _answer)
+    return _answer(done)
 
 
 def _answer(done: WriteOutcome) -> Response:

@@ -1,6 +1,7 @@
-"""`x-idempotency-key` for the write routes: one path for ARI writes and bookings.
+"""`x-idempotency-key` for the booking routes, and the answer to a key held already for
+every write route (an ARI write claims its key in its own statement: ari_writer.py).
 
-A request with a key claims it (or gets the stored answer of an earlier one), runs, and
+A booking request with a key claims it (or gets the stored answer of an earlier one), runs, and
 its outcome is recorded with the key in the write's own transaction: every outcome `run`
 answers is recorded under its claim by then (the writer's transaction, or the route's
 own statement where no write was needed). One release rule: a request that ends without
@@ -60,6 +61,12 @@ async def _claim(property_id: int, route: str, key: str, payload: Any,
                                      idem.RETENTION, idem.STALE_IN_FLIGHT)
     if stored is None:
         return IdempotencyClaim(route, key)
+    return answer_kept(stored, property_id, render)
+
+
+def answer_kept(stored: idempotency.Stored, property_id: int, render: Render) -> Response:
+    """The answer to a request whose key an earlier one holds: its outcome again, marked as
+    a replay; or the 409s of a request still in flight and of a key used with another body."""
     if not stored.same_body:
         raise ApiError("IDEMPOTENCY_KEY_REUSED", "this idempotency key was used with another body")
     if stored.in_flight or stored.response is None:
