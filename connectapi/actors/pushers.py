@@ -33,13 +33,13 @@ from ..domain.channel_values import (AvailabilityValue, ChannelValues, Restricti
                                      restriction_fields)
 from ..domain.coalesce import RangeValue, coalesce
 from ..domain.refusals import refused_cells, said
-from ..engine import Actor, ActorError, Clock, RoundsActor, Wake
+from ..engine import Actor, ActorError, AskTimeout, Clock, RoundsActor, Wake
 from ..metrics import CM_PAST_DROPPED, CM_REFUSED_CELLS
 from ..storage import channel_refusals, properties, pushes
 from ..storage.database import RECORD_AWAY, Database, RecordBusy
 from ..storage.properties import ChannelIds
 from ..storage.pushes import DirtyCell
-from .channel_manager import CALL_ASK_TIMEOUT
+from .channel_manager import CALL_ASK_TIMEOUT, ChannelManagerActor
 from .channel_routes import ChannelRoutes
 from .messages.channel_manager import Kind, Push, PushOutcome
 from .push_leases import CALL_NEEDS, LOOK_AGAIN_AFTER, PushLeases
@@ -198,8 +198,12 @@ class _Pusher(Actor[Wake]):
                                              mode=mode),
                                         CALL_ASK_TIMEOUT)
         except ActorError as exc:
+            # Not answered: the call may have gone out and failed (an ask that timed out), and
+            # the actor keeps no pause of its own: Channex's minute, not counted as a failure
+            # in a row. An actor that could not take it (restarting) is asked again sooner.
+            wait = ChannelManagerActor.FAILURE_PAUSE if isinstance(exc, AskTimeout) else RETRY_CHANNEL_ACTOR
             outcome = PushOutcome(False, error=f"the channel-manager actor could not take the call ({exc})",
-                                  retry_at=self._clock.monotonic() + RETRY_CHANNEL_ACTOR)
+                                  retry_at=self._clock.monotonic() + wait, failures=ids.failures)
         if outcome.deferred or outcome.ok:
             # Pacing: nothing was sent, nothing to record; the round is tried then. A 200:
             # the round records it once it knows which cells were refused.

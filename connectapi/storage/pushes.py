@@ -259,11 +259,26 @@ async def pending_batches(db: Database, property_id: int, limit: int = 50) -> li
 async def record_outcome(db: Database, property_id: int, at: Any, outcome: str, error: str | None,
                          next_attempt_at: datetime | None = None, failures: int = 0) -> None:
     """The channel manager's last answer for the property, with when the pipe tries again
-    after a failure and its failures in a row; lastError clears on success."""
+    after a failure and its failures in a row; lastError clears on success.
+
+    The pause is the record's alone (no process keeps one), and both pipes of a property
+    and every process record into it, so no answer shortens it: a failure keeps the later
+    of its pause and the one standing, and the larger count; an answer of a call started
+    (`at`) before a pause recorded meanwhile by another call leaves that pause and its
+    error standing. A failure that names no pause (an unmapped property) keeps both."""
+    if outcome == "failed":
+        await db.execute(
+            """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4,
+                                     cm_next_attempt_at = greatest(cm_next_attempt_at, $5),
+                                     cm_failures = greatest(cm_failures, $6) WHERE id = $1""",
+            property_id, at, outcome, error, next_attempt_at, failures,
+        )
+        return
     await db.execute(
         """UPDATE properties SET cm_last_push_at = $2, cm_last_outcome = $3, cm_last_error = $4,
-                                 cm_next_attempt_at = $5, cm_failures = $6 WHERE id = $1""",
-        property_id, at, outcome, error, next_attempt_at, failures,
+                                 cm_next_attempt_at = NULL, cm_failures = 0
+           WHERE id = $1 AND (cm_next_attempt_at IS NULL OR cm_next_attempt_at <= $2)""",
+        property_id, at, outcome, error,
     )
 
 

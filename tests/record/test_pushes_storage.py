@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import trio
 
@@ -95,6 +95,33 @@ async def test_outcome_is_recorded_without_clearing_the_key_cache(db: Database) 
         assert directory.generation == before + 1
     row = await db.fetchrow("SELECT cm_last_outcome, cm_last_error FROM properties WHERE id = $1", pid)
     assert row is not None and tuple(row) == ("failed", "HTTP 500")
+
+
+async def test_no_answer_shortens_a_pause_the_record_holds(db: Database) -> None:
+    """The pause after a failed call is the record's alone (decision 0132): both pipes of a
+    property, in any process, record into it, and none may shorten it."""
+    pid, _, _ = await a_property(db)
+
+    async def pause() -> tuple[object, int]:
+        ids = await properties.channel_ids(db, pid)
+        assert ids is not None
+        return ids.next_attempt_at, ids.failures
+
+    throttled_until = NOW + timedelta(seconds=600)
+    await pushes.record_outcome(db, pid, NOW, "failed", "HTTP 429", throttled_until, 2)
+    # The other pipe's failure with a shorter pause, and an unmapped round naming none.
+    await pushes.record_outcome(db, pid, NOW + timedelta(seconds=1), "failed", "HTTP 500",
+                                NOW + timedelta(seconds=61), 1)
+    await pushes.record_outcome(db, pid, NOW + timedelta(seconds=2), "failed", "not mapped")
+    assert await pause() == (throttled_until, 2)
+    # The answer of a call that went out before the pause was recorded leaves it standing.
+    await pushes.record_outcome(db, pid, NOW - timedelta(seconds=1), "ok", None)
+    assert await pause() == (throttled_until, 2)
+    row = await db.fetchrow("SELECT cm_last_outcome FROM properties WHERE id = $1", pid)
+    assert row is not None and row["cm_last_outcome"] == "failed"
+    # One started after it ended clears it.
+    await pushes.record_outcome(db, pid, throttled_until, "ok", None)
+    assert await pause() == (None, 0)
 
 
 async def test_a_refused_cell_is_read_again_only_once_its_retry_is_due(db: Database) -> None:

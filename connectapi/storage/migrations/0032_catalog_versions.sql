@@ -13,9 +13,12 @@ CREATE TABLE catalog_versions (
     version     bigint NOT NULL
 );
 
-CREATE TRIGGER room_types_catalog_version AFTER INSERT OR UPDATE OR DELETE ON room_types
+-- Only what a write is checked against: ids, and a plan's rate policy (a mapping to the
+-- channel manager, a name, a room count move nothing).
+CREATE TRIGGER room_types_catalog_version AFTER INSERT OR DELETE OR UPDATE OF id, property_id ON room_types
     FOR EACH ROW EXECUTE FUNCTION connectapi_bump_catalog_version();
-CREATE TRIGGER rate_plans_catalog_version AFTER INSERT OR UPDATE OR DELETE ON rate_plans
+CREATE TRIGGER rate_plans_catalog_version
+    AFTER INSERT OR DELETE OR UPDATE OF id, property_id, min_rate, max_rate ON rate_plans
     FOR EACH ROW EXECUTE FUNCTION connectapi_bump_catalog_version();
 CREATE TRIGGER properties_catalog_version AFTER UPDATE OF currency ON properties
     FOR EACH ROW WHEN (OLD.currency IS DISTINCT FROM NEW.currency)

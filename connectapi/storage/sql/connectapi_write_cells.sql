@@ -48,7 +48,8 @@ BEGIN
     -- A twin of a write running elsewhere (its key's lock held) hears so at once, rather
     -- than wait for the property's lock behind it; nothing is charged.
     IF p_key IS NOT NULL
-       AND NOT pg_try_advisory_xact_lock(hashtextextended('idempotency/' || p_property || '/' || p_route || '/' || p_key, 0))
+       -- Two 32-bit keys: a space apart from the one-key form the migrations' lock uses.
+       AND NOT pg_try_advisory_xact_lock(hashtext('idempotency/' || p_property), hashtext(p_route || '/' || p_key))
     THEN
         answer := 'kept';
         same_body := true;
@@ -136,23 +137,24 @@ BEGIN
         SELECT count(*) INTO v_written FROM written;
     ELSIF p_resource = 'restrictions' THEN
         -- The record's fields with the sent ones replaced; a cell the record lacks holds no
-        -- opinion on anything. Only cells that end different are written.
+        -- opinion on anything. Only cells that end different are written. Cast from JSON
+        -- itself, so only a JSON boolean is a boolean and only a number an integer.
         WITH sent AS (
             SELECT w.id, w.night, f.value AS f
             FROM unnest(p_ids, p_nights) WITH ORDINALITY AS w (id, night, n)
             JOIN jsonb_array_elements(p_restrictions) WITH ORDINALITY AS f (value, n) ON f.n = w.n
         ), merged AS (
             SELECT s.id, s.night,
-                   CASE WHEN s.f ? 'stopSell' THEN (s.f ->> 'stopSell')::boolean ELSE c.stop_sell END AS stop_sell,
-                   CASE WHEN s.f ? 'closedToArrival' THEN (s.f ->> 'closedToArrival')::boolean
+                   CASE WHEN s.f ? 'stopSell' THEN nullif(s.f -> 'stopSell', 'null')::boolean ELSE c.stop_sell END AS stop_sell,
+                   CASE WHEN s.f ? 'closedToArrival' THEN nullif(s.f -> 'closedToArrival', 'null')::boolean
                         ELSE c.closed_to_arrival END AS closed_to_arrival,
-                   CASE WHEN s.f ? 'closedToDeparture' THEN (s.f ->> 'closedToDeparture')::boolean
+                   CASE WHEN s.f ? 'closedToDeparture' THEN nullif(s.f -> 'closedToDeparture', 'null')::boolean
                         ELSE c.closed_to_departure END AS closed_to_departure,
-                   CASE WHEN s.f ? 'minStayArrival' THEN (s.f ->> 'minStayArrival')::integer
+                   CASE WHEN s.f ? 'minStayArrival' THEN nullif(s.f -> 'minStayArrival', 'null')::integer
                         ELSE c.min_stay_arrival END AS min_stay_arrival,
-                   CASE WHEN s.f ? 'minStayThrough' THEN (s.f ->> 'minStayThrough')::integer
+                   CASE WHEN s.f ? 'minStayThrough' THEN nullif(s.f -> 'minStayThrough', 'null')::integer
                         ELSE c.min_stay_through END AS min_stay_through,
-                   CASE WHEN s.f ? 'maxStay' THEN (s.f ->> 'maxStay')::integer ELSE c.max_stay END AS max_stay,
+                   CASE WHEN s.f ? 'maxStay' THEN nullif(s.f -> 'maxStay', 'null')::integer ELSE c.max_stay END AS max_stay,
                    ROW(c.stop_sell, c.closed_to_arrival, c.closed_to_departure, c.min_stay_arrival,
                        c.min_stay_through, c.max_stay) AS before
             FROM sent s
