@@ -47,7 +47,7 @@ Wake = Callable[[int, bool, bool], Awaitable[None]]
 @dataclass(eq=False)
 class _Held:
     until: float  # monotonic: the lease runs at least until then (timed from before the statement)
-    kinds: set[str] = field(default_factory=set)  # the pushers with work for the property
+    pushers: set[str] = field(default_factory=set)  # the pushers with work for the property, by name
 
 
 class PushLeases:
@@ -82,15 +82,15 @@ class PushLeases:
             if not lock.locked() and property_id not in self._held:
                 self._turns.pop(property_id, None)
 
-    async def take(self, property_id: int, kind: str) -> float | None:
-        """Join the property's lease for `kind`'s work. None: this process holds it (it
-        did, or took it now); a number: another process does, for that many seconds more
-        from now (at most: from when the record looked)."""
+    async def take(self, property_id: int, pusher: str) -> float | None:
+        """Join the property's lease for the work of `pusher` (its name). None: this process
+        holds it (it did, or took it now); a number: another process does, for that many
+        seconds more from now (at most: from when the record looked)."""
         async with self._turn(property_id):
             held = self._held.get(property_id)
             started = self._clock.monotonic()
             if held is not None and held.until > started:
-                held.kinds.add(kind)
+                held.pushers.add(pusher)
                 return None
             lease = await leases.take(self._db, LeaseKind.PUSH, str(property_id), self.holder,
                                       self._clock.shared_time(), self.seconds)
@@ -98,7 +98,7 @@ class PushLeases:
                 if held is None:
                     held = self._held[property_id] = _Held(started + self.seconds)
                 held.until = max(held.until, started + self.seconds)
-                held.kinds.add(kind)
+                held.pushers.add(pusher)
                 return None
             if held is not None:
                 log.warning("the push lease of property %d went to another process", property_id)
@@ -127,30 +127,30 @@ class PushLeases:
             held.until = max(held.until, started + self.seconds)
             return held.until
 
-    async def leave(self, property_id: int, kind: str) -> None:
-        """`kind` has nothing left to push. The lease is given back when no pusher of this
+    async def leave(self, property_id: int, pusher: str) -> None:
+        """`pusher` has nothing left to push. The lease is given back when no pusher of this
         process has work for the property; then, if cells are dirty again (written through
         another process, whose pusher found the lease held here), the pushers are woken."""
         async with self._turn(property_id):
             held = self._held.get(property_id)
             if held is None:
                 return
-            held.kinds.discard(kind)
-            if held.kinds:
+            held.pushers.discard(pusher)
+            if held.pushers:
                 return
             del self._held[property_id]
             dirty = await leases.give_back_push(self._db, property_id, self.holder, self._clock.now())
         if dirty.availability or dirty.rates_or_restrictions:
             await self._wake(property_id, dirty.availability, dirty.rates_or_restrictions)
 
-    def forget(self, property_id: int, kind: str) -> None:
+    def forget(self, property_id: int, pusher: str) -> None:
         """A pusher starting afresh (after a crash) has no work under the lease: drop its
         part, without I/O. A lease nobody here uses any more is no longer renewed; it runs
         out, or a pusher of this process takes it again."""
         held = self._held.get(property_id)
         if held is not None:
-            held.kinds.discard(kind)
-            if not held.kinds:
+            held.pushers.discard(pusher)
+            if not held.pushers:
                 del self._held[property_id]
 
     async def renew_held(self) -> int:

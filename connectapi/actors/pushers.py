@@ -41,7 +41,7 @@ from ..storage.properties import ChannelIds
 from ..storage.pushes import DirtyCell
 from .channel_manager import CALL_ASK_TIMEOUT, ChannelManagerActor
 from .channel_routes import ChannelRoutes
-from .messages.channel_manager import Kind, Push, PushOutcome
+from .messages.channel_manager import CallKind, Push, PushOutcome
 from .push_leases import CALL_NEEDS, LOOK_AGAIN_AFTER, PushLeases
 
 log = logging.getLogger("connectapi.channel")
@@ -85,7 +85,10 @@ class _Pusher(Actor[Wake]):
     """Wake messages only: told, never asked (a mailbox of one; one queued wake is as good
     as many)."""
 
-    kind: Kind = "availability"
+    # What the pusher pushes, in its logs and in its part of the push lease.
+    name = "availability"
+    # The channel manager's call it makes: the name stored and shown for it (CallKind).
+    call: CallKind = "availability"
 
     def __init__(self, property_id: int, db: Database, routes: ChannelRoutes, clock: Clock,
                  leases: PushLeases, gather: float = GATHER_MAX) -> None:
@@ -105,7 +108,7 @@ class _Pusher(Actor[Wake]):
 
     async def on_start(self) -> None:
         # A crashed incarnation's part in the lease is no work of this one's.
-        self._leases.forget(self.property_id, self.kind)
+        self._leases.forget(self.property_id, self.name)
 
     async def handle(self, message: Wake) -> None:
         # While a retry is pending its timer runs the next round; once its time has come, a
@@ -143,14 +146,14 @@ class _Pusher(Actor[Wake]):
         self._watching = False
         while True:
             try:
-                elsewhere = await self._leases.take(self.property_id, self.kind)
+                elsewhere = await self._leases.take(self.property_id, self.name)
                 if elsewhere is not None:
                     self._retry_at = self._clock.monotonic() + elsewhere + LOOK_AGAIN_AFTER
                     self._watching = True
                     return
                 done = await self.push_round()
                 if done is None:  # nothing left to push (refused cells wait for the sweeper at their retry)
-                    await self._leases.leave(self.property_id, self.kind)
+                    await self._leases.leave(self.property_id, self.name)
                     return
             except RECORD_AWAY as exc:
                 # The cells stay dirty in the record; push them once it answers again. A
@@ -160,10 +163,10 @@ class _Pusher(Actor[Wake]):
                 if self._busy_in_a_row > RoundsActor.brief_rounds:
                     raise
                 if self._busy_in_a_row:
-                    log.warning("%s of property %d refused for now (%d in a row): %s", self.kind, self.property_id,
+                    log.warning("%s of property %d refused for now (%d in a row): %s", self.name, self.property_id,
                                 self._busy_in_a_row, exc)
                 elif not self._outage:
-                    log.warning("%s of property %d waits for the record: %s", self.kind, self.property_id, exc)
+                    log.warning("%s of property %d waits for the record: %s", self.name, self.property_id, exc)
                 self._outage = min(OUTAGE_WAIT_MAX, max(1.0, self._outage * 2))
                 self._retry_at = self._clock.monotonic() + self._outage
                 return
@@ -175,13 +178,13 @@ class _Pusher(Actor[Wake]):
                 self._retry_at = max(done.outcome.retry_at or 0.0, self._clock.monotonic())
                 return
             if done.complete:
-                await self._leases.leave(self.property_id, self.kind)
+                await self._leases.leave(self.property_id, self.name)
                 return
 
     async def push_round(self) -> Round | None:
         raise NotImplementedError
 
-    async def _send(self, kind: Kind, values: ChannelValues, ids: ChannelIds) -> PushOutcome | None:
+    async def _send(self, kind: CallKind, values: ChannelValues, ids: ChannelIds) -> PushOutcome | None:
         """The call, under the lease, to the channel manager of the property's mode; None
         when the lease went to another process (nothing sent). `ids.next_attempt_at`: the
         property's pause after a failure, as the record has it."""
@@ -263,10 +266,10 @@ class _CellPusher(_Pusher):
         if any(c.night < today for found in cells.values() for c in found):
             # Channex refuses past dates: nights that became past before they were sent
             # are dropped (they stop being dirty), counted, and never sent.
-            dropped_past = await pushes.drop_past(self._db, self.property_id, self.kind, today)
+            dropped_past = await pushes.drop_past(self._db, self.property_id, self.call, today)
             if self._counted:
                 CM_PAST_DROPPED.inc(dropped_past)
-            log.info("%s of property %d: %d dirty cell(s) of past nights dropped, never sent", self.kind,
+            log.info("%s of property %d: %d dirty cell(s) of past nights dropped, never sent", self.name,
                      self.property_id, dropped_past)
             cells = {r: [c for c in found if c.night >= today] for r, found in cells.items()}
             if not any(cells.values()):
@@ -282,9 +285,9 @@ class _CellPusher(_Pusher):
             known = self.entity_ids(ids) if ids is not None else {}
             missing = sorted({c.entity_id for sent in send.values() for c in sent} - set(known))
             if ids is None or ids.property_id is None or missing:
-                what = "room types" if self.kind == "availability" else "rate plans"
+                what = "room types" if self.call == "availability" else "rate plans"
                 return await self._unmapped(f"{what} {missing}" if ids and ids.property_id else "property")
-            outcome = await self._send(self.kind, self.values(ids, send), ids)
+            outcome = await self._send(self.call, self.values(ids, send), ids)
             if outcome is None:
                 return LOST
             if not outcome.ok:
@@ -318,13 +321,13 @@ class _CellPusher(_Pusher):
                                      if (c.entity_id, c.night) in refused])
         if answer is not None:
             batches: set[uuid.UUID] = {c.batch for c in sent if c.batch is not None}
-            await pushes.record_tasks(self._db, self.kind, now, answer.task_ids, batches)
+            await pushes.record_tasks(self._db, self.call, now, answer.task_ids, batches)
         if not refused:
             await pushes.record_outcome(self._db, self.property_id, now, "ok", None)
             if offered_refused:
                 # The cells refused before went with this call, and none was refused: the
                 # backoff starts over next time.
-                await channel_refusals.cleared(self._db, self.property_id, self.kind)
+                await channel_refusals.cleared(self._db, self.property_id, self.call)
             return refused
         count = sum(1 for c in sent if (c.entity_id, c.night) in refused)
         if self._counted:
@@ -332,8 +335,8 @@ class _CellPusher(_Pusher):
         example = said(next(iter(refused.values())))
         request = f" (x-request-id {answer.request_id})" if answer is not None and answer.request_id else ""
         error = f"the channel manager refused {count} cell(s): {example}{request}"
-        log.warning("%s of property %d: %s", self.kind, self.property_id, error)
-        await channel_refusals.refused_again(self._db, self.property_id, self.kind, now, offered_refused,
+        log.warning("%s of property %d: %s", self.name, self.property_id, error)
+        await channel_refusals.refused_again(self._db, self.property_id, self.call, now, offered_refused,
                                              refusal_backoff)
         await pushes.record_outcome(self._db, self.property_id, now, "refused", error)
         await channel_refusals.tell_owner_once(self._db, self.property_id, today, now,
@@ -342,7 +345,8 @@ class _CellPusher(_Pusher):
 
 
 class InventoryDrain(_CellPusher):
-    kind = "availability"
+    name = "availability"
+    call = "availability"
     resources = ("availability",)
     id_field = "room_type_id"
 
@@ -364,7 +368,8 @@ class InventoryDrain(_CellPusher):
 
 
 class AriProjector(_CellPusher):
-    kind = "restrictions"
+    name = "rates-and-restrictions"
+    call = "restrictions"  # Channex's restrictions call carries the rates too
     resources = ("rates", "restrictions")
     id_field = "rate_plan_id"
 

@@ -6,8 +6,10 @@ Whatever commits work for others tells this what it committed, right after the c
 - webhook events queued: the webhook sender;
 - OTA revisions to apply: the booking intake.
 
-The writers (PropertyWriter, the push leases, the reconciler) and the few changes made
-outside them (a webhook endpoint's ping or redelivery, an owner's set-up link) tell it;
+The writers (PropertyWriter, the push leases, the reconciler) tell it, and so do the few
+routes that commit such work outside them (an endpoint's ping, resumption, redelivery or
+recovery; an owner's set-up link; a revision to apply again; the channel manager's
+notice; a test twin just made: docs/architecture.md, "The path of a write", lists them);
 no route and no closure picks whom to wake. A wake-up is only a hint: every listener also
 sweeps the record on a timer, so one that is lost (a full mailbox, a listener not started
 yet or already stopped) delays work and loses none.

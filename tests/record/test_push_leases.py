@@ -117,14 +117,14 @@ async def test_a_process_holds_a_property_while_either_of_its_pushers_has_work(f
         woken = Woken()
         a, b = process(db, "a", clock, woken), process(db, "b", clock)
         assert await a.take(prop, "availability") is None
-        assert await a.take(prop, "restrictions") is None  # the same lease, shared
+        assert await a.take(prop, "rates-and-restrictions") is None  # the same lease, shared
         assert await b.take(prop, "availability") == SECONDS
         await a.leave(prop, "availability")
-        assert a.held() == [prop] and (await leases.holders(db, PUSH, NOW))[str(prop)][0] == "a"  # restrictions work on
-        await a.leave(prop, "restrictions")
+        assert a.held() == [prop] and (await leases.holders(db, PUSH, NOW))[str(prop)][0] == "a"  # the projector works on
+        await a.leave(prop, "rates-and-restrictions")
         assert a.held() == [] and await leases.holders(db, PUSH) == {}  # given back at once
         assert woken.calls == []  # nothing dirty: nobody to wake
-        assert await b.take(prop, "restrictions") is None
+        assert await b.take(prop, "rates-and-restrictions") is None
 
 
 async def test_a_lease_given_back_with_cells_dirty_again_wakes_the_pushers(fresh_dsn: str) -> None:
@@ -146,7 +146,7 @@ async def test_renewed_while_held_and_checked_before_each_call(fresh_dsn: str) -
         prop, other = await a_property(db), await a_property(db)
         a, b = process(db, "a", clock), process(db, "b", clock)
         keeper = PushLeaseKeeper(a, every=5.0)
-        assert await a.take(prop, "availability") is None and await a.take(other, "restrictions") is None
+        assert await a.take(prop, "availability") is None and await a.take(other, "rates-and-restrictions") is None
         for _ in range(10):  # a minute waiting out a pause, say: the keeper renews both
             clock.t += 5.0
             await keeper.round()
@@ -161,7 +161,7 @@ async def test_renewed_while_held_and_checked_before_each_call(fresh_dsn: str) -
         assert await a.take(prop, "availability") == SECONDS  # and waits for b's lease to run out
         # the keeper finds a lease taken over too, and drops it
         clock.t += SECONDS
-        assert await b.take(other, "restrictions") is None
+        assert await b.take(other, "rates-and-restrictions") is None
         await keeper.round()
         assert a.held() == []
 

@@ -1,14 +1,17 @@
 """The dependency rules of the design, read from the code's own imports: asyncpg stays in
 storage, the domain imports nothing of ours, actors and storage know nothing of HTTP
 (so an HTTP answer can only be made in `http/`), and the channel-manager client is called
-by its actor alone."""
+by its actor alone. And no module of the service is named as pytest collects a test file."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
+import tomllib
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[2] / "connectapi"
+PYPROJECT = PACKAGE.parent / "pyproject.toml"
 
 
 def imports_of(path: Path) -> set[str]:
@@ -65,3 +68,15 @@ def test_only_the_channel_manager_actor_holds_the_client() -> None:
     callers = [str(p.relative_to(PACKAGE)) for p in modules("") if "channel" not in p.relative_to(PACKAGE).parts[:1]
                and "connectapi.channel.client.ChannelManagerClient" in imports_of(p)]
     assert callers == ["actors/channel_manager.py"]
+
+
+def test_no_module_of_the_service_is_named_like_a_test() -> None:
+    """pytest collects the files its `python_files` patterns match (`test_*.py` and
+    `*_test.py` unless pyproject.toml says otherwise): a module of the service named so
+    reads as a test file, and a run given connectapi/ would collect it as one. What serves
+    test mode says so otherwise: `testmode_*.py`, `twin_records.py` (issue 43)."""
+    options = tomllib.loads(PYPROJECT.read_text())["tool"]["pytest"]["ini_options"]
+    patterns = options.get("python_files", ["test_*.py", "*_test.py"])
+    patterns = patterns.split() if isinstance(patterns, str) else patterns
+    named = [str(p.relative_to(PACKAGE)) for p in modules("") if any(fnmatch.fnmatch(p.name, n) for n in patterns)]
+    assert named == []

@@ -16,7 +16,13 @@ from ...channel.client import PushAnswer
 from ...domain.channel_values import ChannelValues
 from ...engine import Ask
 
-Kind = Literal["availability", "restrictions"]
+# The channel manager's two kinds of ARI call, named as Channex names its endpoints
+# (`/availability`; `/restrictions`, which carries a rate plan's rates and its restrictions
+# together). The name is kept where it is stored or shown: the record (channel_refusals,
+# batch_channel_tasks), the pacing budgets (`cm-<kind>:<property>`), the `kind` label of
+# connectapi_channel_manager_calls, and `channelTasks[].kind` of GET /batches/{id}
+# (docs/decisions/0133-a-pusher-named-for-what-it-pushes.md).
+CallKind = Literal["availability", "restrictions"]
 Mode = Literal["live", "test"]
 Failure = Literal["throttled", "unavailable", "rejected"]
 
@@ -46,7 +52,7 @@ class Push(Ask[PushOutcome]):
     sender holds no lease, e.g. the sandbox's seeding of a new property)."""
 
     property_id: int
-    kind: Kind
+    kind: CallKind
     values: ChannelValues  # AvailabilityValue for `availability`, RestrictionValue for `restrictions`
     deadline: float | None = None
     # Failed calls in a row before this one, as the record counts them (cm_failures): a
@@ -75,7 +81,7 @@ class GridRead:
 class ReadGrid(Ask[GridRead]):
     """A read within the account-wide read budget (the reconciler's, the admin grid's)."""
 
-    kind: Kind
+    kind: CallKind
     cm_property_id: str
     first: date
     last: date
