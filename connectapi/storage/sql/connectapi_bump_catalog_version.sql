@@ -2,8 +2,13 @@
 -- its version in catalog_versions, so a writer that keeps the catalog in memory learns of
 -- it in the write's own statement (connectapi_write_cells) instead of reading the catalog
 -- again before every write. The triggers that call it are migration 0032's.
+--
+-- As its owner (the role that migrated the record): whoever changes a catalog may move its
+-- version, though it may not write catalog_versions itself; a restore loads the rows of
+-- room types and rate plans as a role that may only insert (storage/record_restore.py).
+-- Its search path is the one it was made with, so no caller's path can stand in a table.
 CREATE OR REPLACE FUNCTION connectapi_bump_catalog_version() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     v_property bigint;
 BEGIN
