@@ -15,7 +15,7 @@ import asyncpg
 from ..domain.ari_write import WriteCatalog
 from . import idempotency
 from .database import Database
-from .records import AvailabilityNight, PropertyLock, RateNight, RestrictionNight
+from .records import AvailabilityNight, PropertyLock, RateNight, RestrictionFields, RestrictionNight
 
 Cell = tuple[int, date]
 
@@ -210,5 +210,7 @@ async def read_restrictions(db: Database, property_id: int, first: date, last: d
             WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.rate_plan_id, c.night""",
         property_id, first, last,
     )
-    return [RestrictionNight(r["rate_plan_id"], r["night"],
-                             {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}) for r in rows]
+    return [RestrictionNight(r["rate_plan_id"], r["night"], RestrictionFields(
+        stopSell=r["stop_sell"], closedToArrival=r["closed_to_arrival"], closedToDeparture=r["closed_to_departure"],
+        minStayArrival=r["min_stay_arrival"], minStayThrough=r["min_stay_through"], maxStay=r["max_stay"]))
+        for r in rows]

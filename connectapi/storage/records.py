@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import TypedDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +180,19 @@ class RateNight:
     rate_minor: int
 
 
+class RestrictionFields(TypedDict):
+    """A restriction cell's fields by their API names; None: the record holds no opinion."""
+
+    stopSell: bool | None
+    closedToArrival: bool | None
+    closedToDeparture: bool | None
+    minStayArrival: int | None
+    minStayThrough: int | None
+    maxStay: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class RestrictionNight:
     rate_plan_id: int
     night: date
-    fields: dict[str, bool | int | None]  # by API field name (stopSell ...); None: no opinion
+    fields: RestrictionFields

@@ -36,7 +36,7 @@ async def write(db: Database, pid: int, values: dict[tuple[int, date], Any], *, 
 async def restriction(db: Database, plan: int) -> dict[str, Any]:
     rows = await ari.read_restrictions(db, (await db.fetchval("SELECT property_id FROM rate_plans WHERE id = $1",
                                                               plan)), NIGHT, NIGHT)
-    return rows[0].fields if rows else {}
+    return dict(rows[0].fields) if rows else {}
 
 
 async def test_restrictions_merge_field_by_field_into_the_records(db: Database) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
@@ -11,7 +10,6 @@ from quart import Blueprint, Response, request
 from ...actors.messages.property_writer import ApplyWrite, KeyedWrite, Refused, WriteOutcome
 from ...domain import dates
 from ...domain import idempotency as idem
-from ...domain.ari_models import RESTRICTION_FIELDS
 from ...domain.ari_write import Resource, plan_write
 from ...budgets.rules import RequestKind
 from ...domain.errors import ApiError
@@ -20,14 +18,19 @@ from ...domain.validation import parse_json
 from ...storage import ari
 from ...storage.idempotency import Stored
 from ...storage.properties import get_catalog
-from ...storage.records import Catalog, Property
+from ...storage.records import Catalog, Property, RestrictionFields
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
+from .answers import (AvailabilityNight, AvailabilityRead, PlanRates, PlanRestrictions, RateNight, RatesRead,
+                      RejectedEntry, RestrictionNight, RestrictionsRead, RoomTypeAvailability, WriteResult)
 from .gates import caller, rule
 from .idempotent import answer_kept
 
 blueprint = Blueprint("connect_ari", __name__)
+# A night the record holds no restriction cell for.
+NO_OPINION = RestrictionFields(stopSell=None, closedToArrival=None, closedToDeparture=None, minStayArrival=None,
+                               minStayThrough=None, maxStay=None)
 
 MAX_READ_DAYS = 500
 DEFAULT_READ_DAYS = 30
@@ -69,22 +72,16 @@ async def _read_setup() -> tuple[date, date, Property, Catalog]:
     return first, last, prop, await get_catalog(context().db, prop.id)
 
 
-def _grouped(rows: list[Any], id_name: str, order: list[int], entity: Any, night: Any) -> list[dict[str, Any]]:
-    """Rows (ordered by entity, night) as `[{<id_name>: id, nights: [...]}]`, one per entity in `order`."""
-    by_id: dict[int, list[dict[str, Any]]] = {i: [] for i in order}
-    for row in rows:
-        by_id.setdefault(entity(row), []).append(night(row))
-    return [{id_name: i, "nights": by_id[i]} for i in order]
-
-
 @blueprint.get("/availability")
 @rule(scope="ari:read", product="channelManager")
 async def read_availability() -> Response:
     first, last, prop, catalog = await _read_setup()
     rows = await ari.read_availability(context().db, prop.id, first, last)
-    groups = _grouped(rows, "roomTypeId", [r.id for r in catalog.room_types], lambda r: r.room_type_id,
-                      lambda r: {"date": r.night.isoformat(), "available": r.available})
-    return ok({"from": first.isoformat(), "to": last.isoformat(), "roomTypes": groups})
+    nights: dict[int, list[AvailabilityNight]] = {r.id: [] for r in catalog.room_types}
+    for row in rows:  # ordered by room type and night
+        nights.setdefault(row.room_type_id, []).append(AvailabilityNight(date_=row.night, available=row.available))
+    return ok(AvailabilityRead(from_=first, to=last, roomTypes=[
+        RoomTypeAvailability(roomTypeId=r.id, nights=nights[r.id]) for r in catalog.room_types]).body())
 
 
 @blueprint.get("/rates")
@@ -92,9 +89,11 @@ async def read_availability() -> Response:
 async def read_rates() -> Response:
     first, last, prop, catalog = await _read_setup()
     rows = await ari.read_rates(context().db, prop.id, first, last)
-    groups = _grouped(rows, "ratePlanId", [p.id for p in catalog.rate_plans], lambda r: r.rate_plan_id,
-                      lambda r: {"date": r.night.isoformat(), "rateMinor": r.rate_minor})
-    return ok({"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency, "ratePlans": groups})
+    nights: dict[int, list[RateNight]] = {p.id: [] for p in catalog.rate_plans}
+    for row in rows:  # ordered by rate plan and night
+        nights.setdefault(row.rate_plan_id, []).append(RateNight(date_=row.night, rateMinor=row.rate_minor))
+    return ok(RatesRead(from_=first, to=last, currency=prop.currency, ratePlans=[
+        PlanRates(ratePlanId=p.id, nights=nights[p.id]) for p in catalog.rate_plans]).body())
 
 
 @blueprint.get("/restrictions")
@@ -108,10 +107,9 @@ async def read_restrictions() -> Response:
     for plan in catalog.rate_plans:
         nights = []
         for night in span:
-            fields = held.get((plan.id, night), {})
-            nights.append({"date": night.isoformat(), **{name: fields.get(name) for name in RESTRICTION_FIELDS}})
-        plans.append({"ratePlanId": plan.id, "nights": nights})
-    return ok({"from": first.isoformat(), "to": last.isoformat(), "ratePlans": plans})
+            nights.append(RestrictionNight(date_=night, **held.get((plan.id, night), NO_OPINION)))
+        plans.append(PlanRestrictions(ratePlanId=plan.id, nights=nights))
+    return ok(RestrictionsRead(from_=first, to=last, ratePlans=plans).body())
 
 
 async def _write(resource: Resource) -> Response:
@@ -146,16 +144,11 @@ async def _write(resource: Resource) -> Response:
 def _answer(done: WriteOutcome) -> Response:
     if isinstance(done, Refused):
         raise done.error
-    return ok({
-        "batchId": str(done.batch_id),
-        "resource": done.resource.value,
-        "requestedCells": done.requested_cells,
-        "acceptedCells": done.accepted_cells,
-        "noopCells": done.noop_cells,
-        "rejected": [{"cells": r.cells, "error": r.error} for r in done.rejected],
-        "pushedBy": done.resource.pushed_by,
-        "poll": f"{CONNECT_PREFIX}/batches/{done.batch_id}",
-    }, 202, "Accepted")
+    return ok(WriteResult(
+        batchId=str(done.batch_id), resource=done.resource.value, requestedCells=done.requested_cells,
+        acceptedCells=done.accepted_cells, noopCells=done.noop_cells,
+        rejected=[RejectedEntry(cells=r.cells, error=r.error) for r in done.rejected],
+        pushedBy=done.resource.pushed_by, poll=f"{CONNECT_PREFIX}/batches/{done.batch_id}").body(), 202, "Accepted")
 
 
 @blueprint.put("/availability")

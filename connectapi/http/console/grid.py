@@ -5,6 +5,7 @@ batches still waiting to be pushed."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -59,7 +60,7 @@ def _restrictions_text(fields: dict[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
-def _neutral(fields: dict[str, Any] | None) -> dict[str, Any] | None:
+def _neutral(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Restrictions with every field set: a field with no opinion is the one meaning none."""
     if fields is None:
         return None

@@ -21,6 +21,7 @@ from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
+from ..api.answers import REJECTED_SCHEMA, Answer, AvailabilityRead, RatesRead, RestrictionsRead, WriteResult, answer_schema
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -195,27 +196,16 @@ _PRODUCT_ERRORS = {"channelManager": ("CHANNEL_MANAGER_DISABLED", "the property 
 
 
 
-def _nights(**fields: dict[str, Any]) -> dict[str, Any]:
-    """A read's nights: the date and the resource's own fields."""
-    return {"type": "array", "items": {"type": "object", "required": ["date", *fields], "properties": {
-        "date": {"type": "string", "format": "date"}, **fields}}}
-
-
-_NULLABLE_BOOL = {"type": ["boolean", "null"]}
-_NULLABLE_INT = {"type": ["integer", "null"], "minimum": 0}
 _MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"}
 _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 _DIRTY = {"type": "object", "required": ["dirtyCells", "refusedCells"], "properties": {
     "dirtyCells": {"type": "integer"}, "refusedCells": {"type": "integer"}}}
-# A write's refusals, and in a batch also the channel manager's (`by`, the room type or
-# rate plan, `field`, ...).
-_REJECTED = {"type": "object", "required": ["cells", "error"], "properties": {
-    "cells": {"type": "integer"}, "error": {"type": "string"}, "by": {"type": "string"},
-    "roomTypeId": {"type": "integer"}, "ratePlanId": {"type": "integer"},
-    "field": {"type": "string"}, "messages": {"type": "array", "items": {"type": "string"}},
-    "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}}
+_REJECTED = REJECTED_SCHEMA
 
-DATA_SCHEMAS: dict[str, dict[str, Any]] = {
+# Answers a route builds as a model (http/api/answers.py): their schemas are drawn from it.
+DRAWN_ANSWERS: tuple[type[Answer], ...] = (AvailabilityRead, RatesRead, RestrictionsRead, WriteResult)
+
+DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{model.__name__: answer_schema(model) for model in DRAWN_ANSWERS},
     "TestOtaRevision": {"type": "object", "required": ["reference", "revisionId", "status"], "properties": {
         "reference": {"type": "string", "description": "the OTA's reservation code: what modify and cancel name"},
         "revisionId": {"type": "string"}, "status": {"type": "string", "enum": ["new", "modified", "cancelled"]}}},
@@ -243,36 +233,6 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {
         "ratePlans": {"type": "array", "items": {"type": "object", "required": ["id", "roomTypeId"], "properties": {
             "id": {"type": "integer"}, "roomTypeId": {"type": "integer"}, "name": {"type": "string"},
             "mealPlan": {"type": "string"}}}}}},
-    "AvailabilityRead": {"type": "object", "required": ["from", "to", "roomTypes"], "properties": {
-        "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
-        "roomTypes": {"type": "array", "items": {"type": "object", "required": ["roomTypeId", "nights"],
-                                                 "properties": {"roomTypeId": {"type": "integer"},
-                                                                "nights": _nights(
-                                                                    available={"type": "integer"})}}}}},
-    "RatesRead": {"type": "object", "required": ["from", "to", "currency", "ratePlans"], "properties": {
-        "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
-        "currency": {"type": "string"},
-        "ratePlans": {"type": "array", "items": {"type": "object", "required": ["ratePlanId", "nights"],
-                                                 "properties": {"ratePlanId": {"type": "integer"},
-                                                                "nights": _nights(
-                                                                    rateMinor={"type": "integer"})}}}}},
-    "RestrictionsRead": {"type": "object", "required": ["from", "to", "ratePlans"], "properties": {
-        "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"},
-        "ratePlans": {"type": "array", "items": {"type": "object", "required": ["ratePlanId", "nights"],
-                                                 "properties": {"ratePlanId": {"type": "integer"},
-                                                                "nights": _nights(
-                                                                    stopSell=_NULLABLE_BOOL,
-                                                                    closedToArrival=_NULLABLE_BOOL,
-                                                                    closedToDeparture=_NULLABLE_BOOL,
-                                                                    minStayArrival=_NULLABLE_INT,
-                                                                    minStayThrough=_NULLABLE_INT,
-                                                                    maxStay=_NULLABLE_INT)}}}}},
-    "WriteResult": {"type": "object", "required": ["batchId", "resource", "requestedCells", "acceptedCells",
-                                                   "noopCells", "rejected", "poll"],
-                    "properties": {"batchId": {"type": "string"}, "resource": {"type": "string"},
-                                   "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
-                                   "noopCells": {"type": "integer"}, "rejected": {"type": "array", "items": _REJECTED},
-                                   "pushedBy": {"type": "string"}, "poll": {"type": "string"}}},
     "Sync": {"type": "object", "required": ["inventory", "rates", "restrictions", "projector"], "properties": {
         "inventory": {"type": "object", "required": ["state", "dirtyCells"], "properties": {
             "state": {"enum": ["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"]},
