@@ -1,17 +1,26 @@
-"""The Connect API's answers as models (issue 43, item 4): a route builds its answer as one
-of these, and the OpenAPI document's schema for it is drawn from the model
-(`answer_schema`, used by http/public/openapi.py), so the two cannot differ.
+"""The Connect API's answers, typed (issue 43, item 4): a route builds its answer as one of
+these, and the OpenAPI document's schema for it is drawn from the type (`answer_schema`,
+used by http/public/openapi.py), so the two cannot differ.
 
-Schemas are drawn inline and in the document's own style: no titles or defaults, a member
-that may be null as `"type": [t, "null"]`, nested models written out where they are used.
+TypedDicts, not models: an answer is made of values the record already typed, so it is
+checked by mypy, and costs nothing per request (a model validating each night of a year's
+read would). Their schemas are drawn inline and in the document's own style: no titles, a
+member that may be null as `"type": [t, "null"]`, nested types written out where used.
+Comments, not docstrings, describe them here: a docstring would become the schema's
+description and change the document the clients are generated from.
 """
 
 from __future__ import annotations
 
-from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import Field, TypeAdapter, WithJsonSchema
+from typing_extensions import NotRequired, TypedDict
+
+# A date as the contract writes it (YYYY-MM-DD): the routes put `date.isoformat()`.
+IsoDate = Annotated[str, WithJsonSchema({"type": "string", "format": "date"})]
+# A stay's length in nights, or null where the record holds no opinion.
+Stay = Annotated[int | None, Field(ge=0)]
 
 # A write's refusals, and in a batch also the channel manager's (`by`, the room type or
 # rate plan, `field`, ...): one schema for both.
@@ -22,62 +31,77 @@ REJECTED_SCHEMA: dict[str, Any] = {"type": "object", "required": ["cells", "erro
     "from": {"type": "string", "format": "date"}, "to": {"type": "string", "format": "date"}}}
 
 
-def _no_docstring(schema: dict[str, Any], model: type[BaseModel]) -> None:
-    # A model's docstring is for its reader here; the document describes what it always did.
-    schema.pop("description", None)
+class Products(TypedDict, total=False):
+    channelManager: bool
+    pms: bool
 
 
-class Answer(BaseModel):
-    """An answer's model: its members under the contract's names (`from` is a keyword, and
-    `date` a type: `from_` and `date_` here, said as `from` and `date`)."""
+# GET /property: the property a key works on, as the key sees it.
+class PropertyAnswer(TypedDict):
+    id: int
+    mode: Annotated[Literal["live", "test"], Field(
+        description="the key's mode: `test` keys see the property's test record, never its live one, "
+                    "and reach no real channel")]
+    name: str
+    timezone: str
+    currency: str
+    scopes: list[str]
+    products: Products
+    bookingsPerMinute: NotRequired[int]
 
-    model_config = ConfigDict(frozen=True, json_schema_extra=_no_docstring)
 
-    def body(self) -> dict[str, Any]:
-        """The answer as the envelope's `data`."""
-        return self.model_dump(mode="json", by_alias=True)
+class CatalogRoomType(TypedDict):
+    id: int
+    name: str
+    maxAdults: NotRequired[int]
+    maxOccupancy: NotRequired[int | None]
+    rooms: NotRequired[int]
 
 
-class AvailabilityNight(Answer):
-    date_: date = Field(serialization_alias="date")
+class CatalogRatePlan(TypedDict):
+    id: int
+    roomTypeId: int
+    name: NotRequired[str]
+    mealPlan: NotRequired[str]
+
+
+# GET /catalog: the contract's shapes, written here (the admin API's views may grow).
+class CatalogAnswer(TypedDict):
+    roomTypes: list[CatalogRoomType]
+    ratePlans: list[CatalogRatePlan]
+
+
+class AvailabilityNight(TypedDict):
+    date: IsoDate
     available: int
 
 
-class RoomTypeAvailability(Answer):
+class RoomTypeAvailability(TypedDict):
     roomTypeId: int
     nights: list[AvailabilityNight]
 
 
-class AvailabilityRead(Answer):
-    from_: date = Field(serialization_alias="from")
-    to: date
-    roomTypes: list[RoomTypeAvailability]
+# `from` is a keyword: the answers that carry it are written the functional way.
+AvailabilityRead = TypedDict("AvailabilityRead", {
+    "from": IsoDate, "to": IsoDate, "roomTypes": list[RoomTypeAvailability]})
 
 
-class RateNight(Answer):
-    date_: date = Field(serialization_alias="date")
+class RateNight(TypedDict):
+    date: IsoDate
     rateMinor: int
 
 
-class PlanRates(Answer):
+class PlanRates(TypedDict):
     ratePlanId: int
     nights: list[RateNight]
 
 
-class RatesRead(Answer):
-    from_: date = Field(serialization_alias="from")
-    to: date
-    currency: str
-    ratePlans: list[PlanRates]
+RatesRead = TypedDict("RatesRead", {"from": IsoDate, "to": IsoDate, "currency": str, "ratePlans": list[PlanRates]})
 
 
-Stay = Annotated[int | None, Field(ge=0)]
-
-
-class RestrictionNight(Answer):
-    """A night's restrictions: null where the record holds no opinion."""
-
-    date_: date = Field(serialization_alias="date")
+# A night's restrictions: null where the record holds no opinion.
+class RestrictionNight(TypedDict):
+    date: IsoDate
     stopSell: bool | None
     closedToArrival: bool | None
     closedToDeparture: bool | None
@@ -86,40 +110,36 @@ class RestrictionNight(Answer):
     maxStay: Stay
 
 
-class PlanRestrictions(Answer):
+class PlanRestrictions(TypedDict):
     ratePlanId: int
     nights: list[RestrictionNight]
 
 
-class RestrictionsRead(Answer):
-    from_: date = Field(serialization_alias="from")
-    to: date
-    ratePlans: list[PlanRestrictions]
+RestrictionsRead = TypedDict("RestrictionsRead", {
+    "from": IsoDate, "to": IsoDate, "ratePlans": list[PlanRestrictions]})
 
 
-class RejectedEntry(Answer):
-    """An entry of a write refused whole: its cells and why."""
-
+# An entry of a write refused whole: its cells and why.
+class RejectedEntry(TypedDict):
     cells: int
     error: str
 
 
-class WriteResult(Answer):
-    """A write taken into the record (202): its batch, its counts, where to poll."""
-
+# A write taken into the record (202): its batch, its counts, where to poll.
+class WriteResult(TypedDict):
     batchId: str
     resource: str
     requestedCells: int
     acceptedCells: int
     noopCells: int
     rejected: Annotated[list[RejectedEntry], WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]
-    pushedBy: str = ""  # always sent; optional in the schema, as the contract first had it
+    pushedBy: NotRequired[str]  # always sent; optional in the schema, as the contract first had it
     poll: str
 
 
-def answer_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """`model`'s schema in the document's style (see the module's doc)."""
-    drawn = model.model_json_schema(mode="serialization", by_alias=True)
+def answer_schema(answer: Any) -> dict[str, Any]:
+    """`answer`'s schema in the document's style (see the module's doc)."""
+    drawn = TypeAdapter(answer).json_schema(mode="serialization")
     styled: dict[str, Any] = _styled(drawn, drawn.get("$defs", {}))
     return styled
 
@@ -142,7 +162,7 @@ def _styled(schema: Any, defs: dict[str, Any]) -> Any:
     for key, value in schema.items():
         if key in ("title", "default", "$defs"):
             continue
-        # A model's members by name: a member may be called what a keyword of the schema is.
+        # A type's members by name: a member may be called what a keyword of the schema is.
         styled[key] = {name: _styled(s, defs) for name, s in value.items()} if key == "properties" \
             else _styled(value, defs)
     return styled

@@ -22,8 +22,8 @@ from ...storage.records import Catalog, Property, RestrictionFields
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
-from .answers import (AvailabilityNight, AvailabilityRead, PlanRates, PlanRestrictions, RateNight, RatesRead,
-                      RejectedEntry, RestrictionNight, RestrictionsRead, RoomTypeAvailability, WriteResult)
+from .answers import (AvailabilityNight, AvailabilityRead, PlanRestrictions, RateNight, RatesRead, RestrictionNight,
+                      RestrictionsRead, WriteResult)
 from .gates import caller, rule
 from .idempotent import answer_kept
 
@@ -79,9 +79,10 @@ async def read_availability() -> Response:
     rows = await ari.read_availability(context().db, prop.id, first, last)
     nights: dict[int, list[AvailabilityNight]] = {r.id: [] for r in catalog.room_types}
     for row in rows:  # ordered by room type and night
-        nights.setdefault(row.room_type_id, []).append(AvailabilityNight(date_=row.night, available=row.available))
-    return ok(AvailabilityRead(from_=first, to=last, roomTypes=[
-        RoomTypeAvailability(roomTypeId=r.id, nights=nights[r.id]) for r in catalog.room_types]).body())
+        nights.setdefault(row.room_type_id, []).append({"date": row.night.isoformat(), "available": row.available})
+    answer: AvailabilityRead = {"from": first.isoformat(), "to": last.isoformat(), "roomTypes": [
+        {"roomTypeId": r.id, "nights": nights[r.id]} for r in catalog.room_types]}
+    return ok(answer)
 
 
 @blueprint.get("/rates")
@@ -91,9 +92,10 @@ async def read_rates() -> Response:
     rows = await ari.read_rates(context().db, prop.id, first, last)
     nights: dict[int, list[RateNight]] = {p.id: [] for p in catalog.rate_plans}
     for row in rows:  # ordered by rate plan and night
-        nights.setdefault(row.rate_plan_id, []).append(RateNight(date_=row.night, rateMinor=row.rate_minor))
-    return ok(RatesRead(from_=first, to=last, currency=prop.currency, ratePlans=[
-        PlanRates(ratePlanId=p.id, nights=nights[p.id]) for p in catalog.rate_plans]).body())
+        nights.setdefault(row.rate_plan_id, []).append({"date": row.night.isoformat(), "rateMinor": row.rate_minor})
+    answer: RatesRead = {"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency,
+                         "ratePlans": [{"ratePlanId": p.id, "nights": nights[p.id]} for p in catalog.rate_plans]}
+    return ok(answer)
 
 
 @blueprint.get("/restrictions")
@@ -103,13 +105,13 @@ async def read_restrictions() -> Response:
     rows = await ari.read_restrictions(context().db, prop.id, first, last)
     held = {(r.rate_plan_id, r.night): r.fields for r in rows}
     span = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-    plans = []
+    plans: list[PlanRestrictions] = []
     for plan in catalog.rate_plans:
-        nights = []
-        for night in span:
-            nights.append(RestrictionNight(date_=night, **held.get((plan.id, night), NO_OPINION)))
-        plans.append(PlanRestrictions(ratePlanId=plan.id, nights=nights))
-    return ok(RestrictionsRead(from_=first, to=last, ratePlans=plans).body())
+        nights: list[RestrictionNight] = [{"date": night.isoformat(), **held.get((plan.id, night), NO_OPINION)}
+                                          for night in span]
+        plans.append({"ratePlanId": plan.id, "nights": nights})
+    answer: RestrictionsRead = {"from": first.isoformat(), "to": last.isoformat(), "ratePlans": plans}
+    return ok(answer)
 
 
 async def _write(resource: Resource) -> Response:
@@ -144,11 +146,12 @@ async def _write(resource: Resource) -> Response:
 def _answer(done: WriteOutcome) -> Response:
     if isinstance(done, Refused):
         raise done.error
-    return ok(WriteResult(
-        batchId=str(done.batch_id), resource=done.resource.value, requestedCells=done.requested_cells,
-        acceptedCells=done.accepted_cells, noopCells=done.noop_cells,
-        rejected=[RejectedEntry(cells=r.cells, error=r.error) for r in done.rejected],
-        pushedBy=done.resource.pushed_by, poll=f"{CONNECT_PREFIX}/batches/{done.batch_id}").body(), 202, "Accepted")
+    answer: WriteResult = {
+        "batchId": str(done.batch_id), "resource": done.resource.value, "requestedCells": done.requested_cells,
+        "acceptedCells": done.accepted_cells, "noopCells": done.noop_cells,
+        "rejected": [{"cells": r.cells, "error": r.error} for r in done.rejected],
+        "pushedBy": done.resource.pushed_by, "poll": f"{CONNECT_PREFIX}/batches/{done.batch_id}"}
+    return ok(answer, 202, "Accepted")
 
 
 @blueprint.put("/availability")

@@ -7,6 +7,7 @@ from quart import Blueprint, Response
 from ...storage.properties import get_catalog
 from ..context import context
 from ..envelope import ok
+from .answers import CatalogAnswer, PropertyAnswer
 from .gates import caller, rule
 
 blueprint = Blueprint("connect_property", __name__)
@@ -17,10 +18,10 @@ blueprint = Blueprint("connect_property", __name__)
 async def read_property() -> Response:
     who = caller()
     prop = who.property
-    return ok({
+    answer: PropertyAnswer = {
         # A test key's property is the live one's test twin: the integrator sees the live id.
         "id": prop.live_id,
-        "mode": prop.mode,
+        "mode": "test" if prop.mode == "test" else "live",
         "name": prop.name,
         "timezone": prop.timezone,
         "currency": prop.currency,
@@ -28,14 +29,15 @@ async def read_property() -> Response:
         "products": {"channelManager": prop.channel_manager, "pms": prop.pms},
         # What one key may POST to /bookings in a minute: the key's own bookings budget.
         "bookingsPerMinute": context().budgets.sizes.get("bookings").limit,
-    })
+    }
+    return ok(answer)
 
 
 @blueprint.get("/catalog")
 @rule()
 async def read_catalog() -> Response:
     catalog = await get_catalog(context().db, caller().property.id)
-    return ok({
+    answer: CatalogAnswer = {
         # The contract's shapes, written here: the admin API's views (admin/views.py) may grow.
         "roomTypes": [
             {"id": r.id, "name": r.name, "maxAdults": r.max_adults, "maxOccupancy": r.max_occupancy, "rooms": r.rooms}
@@ -45,4 +47,5 @@ async def read_catalog() -> Response:
             {"id": p.id, "roomTypeId": p.room_type_id, "name": p.name, "mealPlan": p.meal_plan}
             for p in catalog.rate_plans
         ],
-    })
+    }
+    return ok(answer)

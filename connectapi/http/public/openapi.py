@@ -21,7 +21,8 @@ from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
-from ..api.answers import REJECTED_SCHEMA, Answer, AvailabilityRead, RatesRead, RestrictionsRead, WriteResult, answer_schema
+from ..api.answers import (REJECTED_SCHEMA, AvailabilityRead, CatalogAnswer, PropertyAnswer, RatesRead, RestrictionsRead,
+                           WriteResult, answer_schema)
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -203,9 +204,10 @@ _DIRTY = {"type": "object", "required": ["dirtyCells", "refusedCells"], "propert
 _REJECTED = REJECTED_SCHEMA
 
 # Answers a route builds as a model (http/api/answers.py): their schemas are drawn from it.
-DRAWN_ANSWERS: tuple[type[Answer], ...] = (AvailabilityRead, RatesRead, RestrictionsRead, WriteResult)
+DRAWN_ANSWERS: dict[str, Any] = {"Property": PropertyAnswer, "Catalog": CatalogAnswer, "AvailabilityRead": AvailabilityRead,
+                                 "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult}
 
-DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{model.__name__: answer_schema(model) for model in DRAWN_ANSWERS},
+DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()},
     "TestOtaRevision": {"type": "object", "required": ["reference", "revisionId", "status"], "properties": {
         "reference": {"type": "string", "description": "the OTA's reservation code: what modify and cancel name"},
         "revisionId": {"type": "string"}, "status": {"type": "string", "enum": ["new", "modified", "cancelled"]}}},
@@ -215,24 +217,6 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{model.__name__: answer_schema(mode
         "mode": {"type": "string"}, "count": {"type": "integer"}}},
     "TestReset": {"type": "object", "required": ["propertyId", "mode", "reset"], "properties": {
         "propertyId": {"type": "integer"}, "mode": {"const": "test"}, "reset": {"const": True}}},
-    "Property": {"type": "object", "required": ["id", "mode", "name", "timezone", "currency", "scopes", "products"],
-                 "properties": {"id": {"type": "integer"},
-                                "mode": {"type": "string", "enum": ["live", "test"],
-                                         "description": "the key's mode: `test` keys see the property's test "
-                                                        "record, never its live one, and reach no real channel"},
-                                "name": {"type": "string"},
-                                "timezone": {"type": "string"}, "currency": {"type": "string"},
-                                "scopes": {"type": "array", "items": {"type": "string"}},
-                                "products": {"type": "object", "properties": {
-                                    "channelManager": {"type": "boolean"}, "pms": {"type": "boolean"}}},
-                                "bookingsPerMinute": {"type": "integer"}}},
-    "Catalog": {"type": "object", "required": ["roomTypes", "ratePlans"], "properties": {
-        "roomTypes": {"type": "array", "items": {"type": "object", "required": ["id", "name"], "properties": {
-            "id": {"type": "integer"}, "name": {"type": "string"}, "maxAdults": {"type": "integer"},
-            "maxOccupancy": {"type": ["integer", "null"]}, "rooms": {"type": "integer"}}}},
-        "ratePlans": {"type": "array", "items": {"type": "object", "required": ["id", "roomTypeId"], "properties": {
-            "id": {"type": "integer"}, "roomTypeId": {"type": "integer"}, "name": {"type": "string"},
-            "mealPlan": {"type": "string"}}}}}},
     "Sync": {"type": "object", "required": ["inventory", "rates", "restrictions", "projector"], "properties": {
         "inventory": {"type": "object", "required": ["state", "dirtyCells"], "properties": {
             "state": {"enum": ["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"]},
