@@ -12,10 +12,13 @@ description and change the document the clients are generated from.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, WithJsonSchema
 from typing_extensions import NotRequired, TypedDict
+
+from ...domain.sync_state import PushState
 
 # A date as the contract writes it (YYYY-MM-DD): the routes put `date.isoformat()`.
 IsoDate = Annotated[str, WithJsonSchema({"type": "string", "format": "date"})]
@@ -135,6 +138,63 @@ class WriteResult(TypedDict):
     rejected: Annotated[list[RejectedEntry], WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]
     pushedBy: NotRequired[str]  # always sent; optional in the schema, as the contract first had it
     poll: str
+
+
+class InventorySync(TypedDict):
+    state: Annotated[PushState, WithJsonSchema({"enum": ["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"]})]
+    dirtyCells: int
+    # Of the dirty cells, those the channel manager refused (offered again with backoff);
+    # the state is REFUSED while any wait.
+    refusedCells: NotRequired[int]
+
+
+class CellsSync(TypedDict):
+    dirtyCells: int
+    refusedCells: int
+
+
+class ProjectorSync(TypedDict):
+    lastPushAt: datetime | None
+    lastOutcome: str | None
+    lastError: str | None
+    nextAttemptAt: datetime | None
+
+
+class PendingBatch(TypedDict):
+    batchId: str
+    pendingCells: int
+
+
+# GET /sync: whether what was written has reached the channels.
+class SyncAnswer(TypedDict):
+    inventory: InventorySync
+    refusedCells: NotRequired[int]
+    rates: CellsSync
+    restrictions: CellsSync
+    projector: ProjectorSync
+    newestPendingBatch: NotRequired[PendingBatch | None]
+
+
+class ChannelTask(TypedDict, total=False):
+    taskId: str
+    kind: Annotated[Literal["availability", "restrictions"], WithJsonSchema({"enum": ["availability", "restrictions"]})]
+    sentAt: datetime
+
+
+# GET /batches/{id}: what became of one write. Its refusals are the write's own and the
+# channel manager's (REJECTED_SCHEMA).
+class BatchAnswer(TypedDict):
+    batchId: str
+    resource: str
+    createdAt: NotRequired[datetime]
+    requestedCells: NotRequired[int]
+    acceptedCells: NotRequired[int]
+    noopCells: NotRequired[int]
+    rejected: NotRequired[Annotated[list[dict[str, Any]], WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]]
+    status: Annotated[Literal["pending", "completed"], WithJsonSchema({"enum": ["pending", "completed"]})]
+    pendingCells: int
+    lastError: NotRequired[str | None]
+    channelTasks: NotRequired[list[ChannelTask]]
 
 
 def answer_schema(answer: Any) -> dict[str, Any]:

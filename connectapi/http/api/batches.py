@@ -11,6 +11,7 @@ from ...domain.refusals import fields_of
 from ...storage import ari, channel_refusals
 from ..context import context
 from ..envelope import ok
+from .answers import BatchAnswer
 from .gates import caller, rule
 
 blueprint = Blueprint("connect_batches", __name__)
@@ -37,7 +38,7 @@ async def read_batch(batch_id: str) -> Response:
                 "from": r.first.isoformat(), "to": r.last.isoformat()}
                for r in await channel_refusals.of_batch(db, found["resource"], found["id"])
                for field, messages in fields_of(r.refusal).items()] if found["refused_cells"] else []
-    return ok({
+    answer: BatchAnswer = {
         "batchId": str(found["id"]),
         "resource": found["resource"],
         "createdAt": found["created_at"],
@@ -49,7 +50,8 @@ async def read_batch(batch_id: str) -> Response:
         "pendingCells": pending,
         # The channel manager's last error for the property; cleared by a successful push.
         # While its cells wait refused, it says so even after a later call went through.
-        "lastError": found["cm_last_error"] or (refused[0]["error"] if refused else None),
+        "lastError": found["cm_last_error"] or (str(refused[0]["error"]) if refused else None),
         # The task ids of the channel manager's calls that carried the batch's cells.
         "channelTasks": found["channel_tasks"],
-    })
+    }
+    return ok(answer)

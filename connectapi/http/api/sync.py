@@ -8,6 +8,7 @@ from ...domain.sync_state import pending_next_attempt, push_state
 from ...storage import pushes
 from ..context import context
 from ..envelope import ok
+from .answers import SyncAnswer
 from .gates import caller, rule
 
 blueprint = Blueprint("connect_sync", __name__)
@@ -26,7 +27,7 @@ async def read_sync() -> Response:
                        sum(refused.values()))
     next_attempt = pending_next_attempt(view["next_attempt_at"], now)
     newest = view["newest_pending"]
-    return ok({
+    answer: SyncAnswer = {
         # refusedCells: of the dirty cells, those the channel manager refused (offered again
         # with backoff); the state is REFUSED while any wait.
         "inventory": {"state": state, "dirtyCells": dirty["availability"], "refusedCells": refused["availability"]},
@@ -40,4 +41,5 @@ async def read_sync() -> Response:
             "nextAttemptAt": next_attempt,
         },
         "newestPendingBatch": None if newest is None else {"batchId": str(newest[0]), "pendingCells": newest[1]},
-    })
+    }
+    return ok(answer)

@@ -21,8 +21,8 @@ from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
-from ..api.answers import (REJECTED_SCHEMA, AvailabilityRead, CatalogAnswer, PropertyAnswer, RatesRead, RestrictionsRead,
-                           WriteResult, answer_schema)
+from ..api.answers import (REJECTED_SCHEMA, AvailabilityRead, BatchAnswer, CatalogAnswer, PropertyAnswer, RatesRead,
+                           RestrictionsRead, SyncAnswer, WriteResult, answer_schema)
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -205,7 +205,8 @@ _REJECTED = REJECTED_SCHEMA
 
 # Answers a route builds as a model (http/api/answers.py): their schemas are drawn from it.
 DRAWN_ANSWERS: dict[str, Any] = {"Property": PropertyAnswer, "Catalog": CatalogAnswer, "AvailabilityRead": AvailabilityRead,
-                                 "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult}
+                                 "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult,
+                                 "Sync": SyncAnswer, "Batch": BatchAnswer}
 
 DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()},
     "TestOtaRevision": {"type": "object", "required": ["reference", "revisionId", "status"], "properties": {
@@ -217,27 +218,6 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{name: answer_schema(drawn) for nam
         "mode": {"type": "string"}, "count": {"type": "integer"}}},
     "TestReset": {"type": "object", "required": ["propertyId", "mode", "reset"], "properties": {
         "propertyId": {"type": "integer"}, "mode": {"const": "test"}, "reset": {"const": True}}},
-    "Sync": {"type": "object", "required": ["inventory", "rates", "restrictions", "projector"], "properties": {
-        "inventory": {"type": "object", "required": ["state", "dirtyCells"], "properties": {
-            "state": {"enum": ["IN_SYNC", "PENDING", "REFUSED", "BACKING_OFF", "FAILING"]},
-            "dirtyCells": {"type": "integer"}, "refusedCells": {"type": "integer"}}},
-        "refusedCells": {"type": "integer"},
-        "rates": _DIRTY, "restrictions": _DIRTY,
-        "projector": {"type": "object", "required": ["lastPushAt", "lastOutcome", "lastError", "nextAttemptAt"],
-                      "properties": {"lastPushAt": _NULLABLE_TIME, "lastOutcome": {"type": ["string", "null"]},
-                                     "lastError": {"type": ["string", "null"]}, "nextAttemptAt": _NULLABLE_TIME}},
-        "newestPendingBatch": {"type": ["object", "null"], "required": ["batchId", "pendingCells"], "properties": {
-            "batchId": {"type": "string"}, "pendingCells": {"type": "integer"}}}}},
-    "Batch": {"type": "object", "required": ["batchId", "resource", "status", "pendingCells"], "properties": {
-        "batchId": {"type": "string"}, "resource": {"type": "string"},
-        "createdAt": {"type": "string", "format": "date-time"},
-        "requestedCells": {"type": "integer"}, "acceptedCells": {"type": "integer"},
-        "noopCells": {"type": "integer"}, "rejected": {"type": "array", "items": _REJECTED},
-        "status": {"enum": ["pending", "completed"]}, "pendingCells": {"type": "integer"},
-        "lastError": {"type": ["string", "null"]},
-        "channelTasks": {"type": "array", "items": {"type": "object", "properties": {
-            "taskId": {"type": "string"}, "kind": {"enum": ["availability", "restrictions"]},
-            "sentAt": {"type": "string", "format": "date-time"}}}}}},
     "Booking": {"type": "object", "required": ["bookingId", "reference", "externalReference", "status", "checkIn",
                                                "checkOut", "currency", "totalAmount", "guest", "rooms", "replay"],
                 "properties": {
