@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
-from connectapi.http.api.answers import IsoDate, WriteResult, answer_schema
+from connectapi.http.api.answers import Booking, BookingList, IsoDate, WriteResult, answer_schema
 from connectapi.http.public.openapi import DRAWN_ANSWERS, openapi_document
 
 
@@ -42,7 +42,14 @@ def test_the_write_result_is_all_required_but_pushed_by() -> None:
 
 def test_the_document_holds_each_drawn_answer_as_drawn() -> None:
     schemas = openapi_document()["components"]["schemas"]
-    assert {"Property", "Catalog", "AvailabilityRead", "RatesRead", "RestrictionsRead", "WriteResult"} <= set(
+    assert {"Property", "Catalog", "AvailabilityRead", "RatesRead", "RestrictionsRead", "WriteResult", "Sync", "Batch",
+            "Booking", "BookingRoom", "BookingList"} <= set(
         DRAWN_ANSWERS)
     for name, answer in DRAWN_ANSWERS.items():
         assert schemas[name] == answer_schema(answer)
+
+
+def test_a_type_that_is_a_component_of_its_own_is_referred_to_where_used() -> None:
+    assert answer_schema(BookingList)["properties"]["bookings"]["items"] == {"$ref": "#/components/schemas/Booking"}
+    assert answer_schema(Booking)["properties"]["rooms"]["items"] == {"$ref": "#/components/schemas/BookingRoom"}
+    assert "$ref" not in str(answer_schema(Booking)["properties"]["guest"])  # a type of no component: inline

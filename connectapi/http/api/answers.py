@@ -197,6 +197,74 @@ class BatchAnswer(TypedDict):
     channelTasks: NotRequired[list[ChannelTask]]
 
 
+# Money as the contract writes it: a decimal string in major units.
+Money = Annotated[str, WithJsonSchema({"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"})]
+# An instant as every timestamp of the API: ISO 8601 with its offset.
+Timestamp = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+class BookingGuest(TypedDict):
+    name: str
+    phone: str | None
+    email: str | None
+
+
+class BookingRoom(TypedDict):
+    bookingRoomId: int
+    roomTypeId: int
+    ratePlanId: int | None
+    mealPlan: str | None
+    adults: int
+    children: int
+    nightlyRate: Money
+    status: str
+
+
+class BookingInventory(TypedDict):
+    eventRecorded: bool
+    channelManager: bool
+    pushedBy: str
+
+
+# A booking as the contract answers it (POST, GET, PATCH /bookings, a cancellation).
+class Booking(TypedDict):
+    bookingId: int
+    reference: str
+    externalReference: str | None
+    status: Annotated[str, WithJsonSchema({"enum": ["UPCOMING", "CHECKED_IN", "CANCELLED"]})]
+    checkIn: IsoDate
+    checkOut: IsoDate
+    nights: NotRequired[int]
+    currency: str
+    totalAmount: Money
+    totalPaid: NotRequired[Money]
+    balanceDue: NotRequired[Money]
+    guest: BookingGuest
+    rooms: list[BookingRoom]
+    inventory: NotRequired[BookingInventory]
+    replay: bool
+    createdAt: NotRequired[Timestamp]
+    cancelledAt: NotRequired[Timestamp | None]
+    revision: NotRequired[Annotated[int, Field(ge=1, description="1 at creation, one more per change (a PATCH, the "
+                                                                  "cancellation, the check-in); the ETag is this "
+                                                                  "number, quoted")]]
+    modifiedAt: NotRequired[Annotated[Timestamp, Field(description="the last change; the creation until one")]]
+
+
+# GET /bookings: a page of them, newest first.
+class BookingList(TypedDict):
+    bookings: list[Booking]
+    count: int
+    limit: int
+    since: Timestamp
+    nextBefore: Annotated[int | None, Field(
+        description="on a full page, the last booking's id: send it as `before` for the next page")]
+
+
+# Types that are components of the document of their own: where used, a reference to them.
+COMPONENTS = ("Booking", "BookingRoom")
+
+
 def answer_schema(answer: Any) -> dict[str, Any]:
     """`answer`'s schema in the document's style (see the module's doc)."""
     drawn = TypeAdapter(answer).json_schema(mode="serialization")
@@ -210,7 +278,8 @@ def _styled(schema: Any, defs: dict[str, Any]) -> Any:
     if not isinstance(schema, dict):
         return schema
     if "$ref" in schema:
-        return _styled(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return {"$ref": f"#/components/schemas/{name}"} if name in COMPONENTS else _styled(defs[name], defs)
     options = schema.get("anyOf")
     if options is not None and len(options) == 2 and {"type": "null"} in options:
         (kept,) = [o for o in options if o != {"type": "null"}]

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...domain.bookings import money
 from ...domain.money import currency_exponent
 from ...storage.records import Booking
+from . import answers
 
 PUSHED_BY = "inventory-drain"
 
 
-def _timestamp(value: Any) -> str | None:
-    # As every other timestamp of the API: ISO 8601 with its offset.
-    return None if value is None else str(value.isoformat())
-
-
-def booking_body(b: Booking, replay: bool) -> dict[str, Any]:
+def booking_body(b: Booking, replay: bool) -> answers.Booking:
     exponent = currency_exponent(b.currency)
+    # Timestamps as every other of the API: ISO 8601 with their offset.
     return {
         "bookingId": b.id,
         "reference": b.reference,
@@ -39,9 +34,9 @@ def booking_body(b: Booking, replay: bool) -> dict[str, Any]:
         "inventory": {"eventRecorded": b.event_recorded, "channelManager": b.channel_manager,
                       "pushedBy": PUSHED_BY},
         "replay": replay,
-        "createdAt": _timestamp(b.created_at),
-        "cancelledAt": _timestamp(b.cancelled_at),
+        "createdAt": b.created_at.isoformat(),
+        "cancelledAt": None if b.cancelled_at is None else b.cancelled_at.isoformat(),
         "revision": b.revision,
-        "modifiedAt": _timestamp(b.modified_at),
+        "modifiedAt": b.modified_at.isoformat(),
     }
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from quart import Blueprint, Response, request
 
@@ -22,6 +21,7 @@ from ..body import raw_body
 from ..context import context
 from ..envelope import ok
 from .booking_body import booking_body
+from .answers import Booking, BookingList
 from .gates import caller, rule
 from .idempotent import idempotent_write
 
@@ -76,11 +76,11 @@ def _created(done: BookingOutcome) -> Response:
     return _booking_answer(_body(done))
 
 
-def _body(done: BookingDone) -> dict[str, Any]:
+def _body(done: BookingDone) -> Booking:
     return booking_body(done.booking, replay=done.replay)
 
 
-def _booking_answer(view: dict[str, Any], status: int = 200, message: str | None = None) -> Response:
+def _booking_answer(view: Booking, status: int = 200, message: str | None = None) -> Response:
     """One booking, with its entity tag: what a later PATCH names in If-Match."""
     response = ok(view, status, message)
     response.headers["ETag"] = f'"{view["revision"]}"'
@@ -142,8 +142,9 @@ async def list_bookings() -> Response:
                        [{"path": "before", "message": "must be the bookingId of a listed booking"}])
     # A full page may have more after it: `nextBefore` is what to send as `before` for it.
     next_before = found[-1].id if len(found) == limit else None
-    return ok({"since": since.isoformat(), "limit": limit, "count": len(found), "nextBefore": next_before,
-               "bookings": [booking_body(b, replay=False) for b in found]})
+    page: BookingList = {"since": since.isoformat(), "limit": limit, "count": len(found), "nextBefore": next_before,
+                         "bookings": [booking_body(b, replay=False) for b in found]}
+    return ok(page)
 
 
 def _booking_id(text: str) -> int:

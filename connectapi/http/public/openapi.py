@@ -21,8 +21,9 @@ from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
-from ..api.answers import (REJECTED_SCHEMA, AvailabilityRead, BatchAnswer, CatalogAnswer, PropertyAnswer, RatesRead,
-                           RestrictionsRead, SyncAnswer, WriteResult, answer_schema)
+from ..api.answers import (AvailabilityRead, BatchAnswer, Booking, BookingList, BookingRoom,
+                           CatalogAnswer, PropertyAnswer, RatesRead, RestrictionsRead, SyncAnswer, WriteResult,
+                           answer_schema)
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -197,16 +198,11 @@ _PRODUCT_ERRORS = {"channelManager": ("CHANNEL_MANAGER_DISABLED", "the property 
 
 
 
-_MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2,3}$|^[0-9]+$"}
-_NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
-_DIRTY = {"type": "object", "required": ["dirtyCells", "refusedCells"], "properties": {
-    "dirtyCells": {"type": "integer"}, "refusedCells": {"type": "integer"}}}
-_REJECTED = REJECTED_SCHEMA
-
 # Answers a route builds as a model (http/api/answers.py): their schemas are drawn from it.
 DRAWN_ANSWERS: dict[str, Any] = {"Property": PropertyAnswer, "Catalog": CatalogAnswer, "AvailabilityRead": AvailabilityRead,
                                  "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult,
-                                 "Sync": SyncAnswer, "Batch": BatchAnswer}
+                                 "Sync": SyncAnswer, "Batch": BatchAnswer, "Booking": Booking, "BookingRoom": BookingRoom,
+                                 "BookingList": BookingList}
 
 DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()},
     "TestOtaRevision": {"type": "object", "required": ["reference", "revisionId", "status"], "properties": {
@@ -218,42 +214,6 @@ DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{name: answer_schema(drawn) for nam
         "mode": {"type": "string"}, "count": {"type": "integer"}}},
     "TestReset": {"type": "object", "required": ["propertyId", "mode", "reset"], "properties": {
         "propertyId": {"type": "integer"}, "mode": {"const": "test"}, "reset": {"const": True}}},
-    "Booking": {"type": "object", "required": ["bookingId", "reference", "externalReference", "status", "checkIn",
-                                               "checkOut", "currency", "totalAmount", "guest", "rooms", "replay"],
-                "properties": {
-                    "bookingId": {"type": "integer"}, "reference": {"type": "string"},
-                    "externalReference": {"type": ["string", "null"]},
-                    "status": {"enum": ["UPCOMING", "CHECKED_IN", "CANCELLED"]},
-                    "checkIn": {"type": "string", "format": "date"}, "checkOut": {"type": "string", "format": "date"},
-                    "nights": {"type": "integer"}, "currency": {"type": "string"}, "totalAmount": _MONEY,
-                    "totalPaid": _MONEY, "balanceDue": _MONEY,
-                    "guest": {"type": "object", "required": ["name", "phone", "email"], "properties": {
-                        "name": {"type": "string"}, "phone": {"type": ["string", "null"]},
-                        "email": {"type": ["string", "null"]}}},
-                    "rooms": {"type": "array", "items": {"$ref": "#/components/schemas/BookingRoom"}},
-                    "inventory": {"type": "object", "required": ["eventRecorded", "channelManager", "pushedBy"],
-                                  "properties": {"eventRecorded": {"type": "boolean"},
-                                                 "channelManager": {"type": "boolean"},
-                                                 "pushedBy": {"type": "string"}}},
-                    "replay": {"type": "boolean"}, "createdAt": {"type": "string", "format": "date-time"},
-                    "cancelledAt": _NULLABLE_TIME,
-                    "revision": {"type": "integer", "minimum": 1,
-                                 "description": "1 at creation, one more per change (a PATCH, the cancellation, "
-                                                "the check-in); the ETag is this number, quoted"},
-                    "modifiedAt": {"type": "string", "format": "date-time",
-                                   "description": "the last change; the creation until one"}}},
-    "BookingRoom": {"type": "object", "required": ["bookingRoomId", "roomTypeId", "ratePlanId", "mealPlan", "adults",
-                                                   "children", "nightlyRate", "status"], "properties": {
-        "bookingRoomId": {"type": "integer"}, "roomTypeId": {"type": "integer"},
-        "ratePlanId": {"type": ["integer", "null"]}, "mealPlan": {"type": ["string", "null"]},
-        "adults": {"type": "integer"}, "children": {"type": "integer"}, "nightlyRate": _MONEY,
-        "status": {"type": "string"}}},
-    "BookingList": {"type": "object", "required": ["bookings", "count", "limit", "since", "nextBefore"], "properties": {
-        "bookings": {"type": "array", "items": {"$ref": "#/components/schemas/Booking"}},
-        "count": {"type": "integer"}, "limit": {"type": "integer"},
-        "since": {"type": "string", "format": "date-time"},
-        "nextBefore": {"type": ["integer", "null"],
-                       "description": "on a full page, the last booking's id: send it as `before` for the next page"}}},
 }
 
 _RATELIMIT_HEADERS = {
