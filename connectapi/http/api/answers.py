@@ -261,6 +261,29 @@ class BookingList(TypedDict):
         description="on a full page, the last booking's id: send it as `before` for the next page")]
 
 
+# The test helpers' answers (test keys only).
+class TestOtaRevision(TypedDict):
+    reference: Annotated[str, Field(description="the OTA's reservation code: what modify and cancel name")]
+    revisionId: str
+    status: Literal["new", "modified", "cancelled"]
+
+
+class TestCheckIn(TypedDict):
+    bookingId: int
+    status: Annotated[Literal["CHECKED_IN"], WithJsonSchema({"const": "CHECKED_IN"})]
+
+
+class TestFaults(TypedDict):
+    mode: str
+    count: int
+
+
+class TestReset(TypedDict):
+    propertyId: int
+    mode: Annotated[Literal["test"], WithJsonSchema({"const": "test"})]
+    reset: Annotated[Literal[True], WithJsonSchema({"const": True})]
+
+
 # Types that are components of the document of their own: where used, a reference to them.
 COMPONENTS = ("Booking", "BookingRoom")
 

@@ -18,6 +18,7 @@ from ..body import raw_body
 from ..context import context
 from ..envelope import ok
 from ..shared import property_actions, sandbox_bookings
+from .answers import TestCheckIn, TestFaults, TestReset
 from .gates import Caller, caller, rule
 
 blueprint = Blueprint("connect_test_helpers", __name__)
@@ -64,7 +65,8 @@ async def ota_cancel(reference: str) -> Response:
 async def check_in(booking_id: int) -> Response:
     who = _test_caller()
     await property_actions.check_in(booking_id, who.property.id)
-    return ok({"bookingId": booking_id, "status": "CHECKED_IN"})
+    checked_in: TestCheckIn = {"bookingId": booking_id, "status": "CHECKED_IN"}
+    return ok(checked_in)
 
 
 @blueprint.post("/test-helpers/channel-manager/faults")
@@ -81,7 +83,8 @@ async def faults() -> Response:
         armed.pop(ids.property_id, None)
     else:
         armed[ids.property_id] = PropertyFault(body.mode, body.count)
-    return ok({"mode": body.mode, "count": 0 if body.mode == "ok" else body.count})
+    set_up: TestFaults = {"mode": body.mode, "count": 0 if body.mode == "ok" else body.count}
+    return ok(set_up)
 
 
 @blueprint.post("/test-helpers/reset")
@@ -96,4 +99,5 @@ async def reset() -> Response:
         ctx.channel.test_sandbox.properties.pop(ids.property_id, None)
         ctx.channel.test_sandbox.property_faults.pop(ids.property_id, None)
         ctx.channel.test_sandbox.bookings.forget_property(ids.property_id)
-    return ok({"propertyId": who.property.live_id, "mode": "test", "reset": True})
+    done: TestReset = {"propertyId": who.property.live_id, "mode": "test", "reset": True}
+    return ok(done)

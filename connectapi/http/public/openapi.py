@@ -22,8 +22,8 @@ from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
 from ..api.answers import (AvailabilityRead, BatchAnswer, Booking, BookingList, BookingRoom,
-                           CatalogAnswer, PropertyAnswer, RatesRead, RestrictionsRead, SyncAnswer, WriteResult,
-                           answer_schema)
+                           CatalogAnswer, PropertyAnswer, RatesRead, RestrictionsRead, SyncAnswer, TestCheckIn,
+                           TestFaults, TestOtaRevision, TestReset, WriteResult, answer_schema)
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -198,23 +198,15 @@ _PRODUCT_ERRORS = {"channelManager": ("CHANNEL_MANAGER_DISABLED", "the property 
 
 
 
-# Answers a route builds as a model (http/api/answers.py): their schemas are drawn from it.
+# Every answer of the Connect API is a type in http/api/answers.py, and its schema is
+# drawn from it (decision 0134).
 DRAWN_ANSWERS: dict[str, Any] = {"Property": PropertyAnswer, "Catalog": CatalogAnswer, "AvailabilityRead": AvailabilityRead,
                                  "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult,
                                  "Sync": SyncAnswer, "Batch": BatchAnswer, "Booking": Booking, "BookingRoom": BookingRoom,
-                                 "BookingList": BookingList}
+                                 "BookingList": BookingList, "TestOtaRevision": TestOtaRevision,
+                                 "TestCheckIn": TestCheckIn, "TestFaults": TestFaults, "TestReset": TestReset}
 
-DATA_SCHEMAS: dict[str, dict[str, Any]] = {**{name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()},
-    "TestOtaRevision": {"type": "object", "required": ["reference", "revisionId", "status"], "properties": {
-        "reference": {"type": "string", "description": "the OTA's reservation code: what modify and cancel name"},
-        "revisionId": {"type": "string"}, "status": {"type": "string", "enum": ["new", "modified", "cancelled"]}}},
-    "TestCheckIn": {"type": "object", "required": ["bookingId", "status"], "properties": {
-        "bookingId": {"type": "integer"}, "status": {"const": "CHECKED_IN"}}},
-    "TestFaults": {"type": "object", "required": ["mode", "count"], "properties": {
-        "mode": {"type": "string"}, "count": {"type": "integer"}}},
-    "TestReset": {"type": "object", "required": ["propertyId", "mode", "reset"], "properties": {
-        "propertyId": {"type": "integer"}, "mode": {"const": "test"}, "reset": {"const": True}}},
-}
+DATA_SCHEMAS: dict[str, dict[str, Any]] = {name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()}
 
 _RATELIMIT_HEADERS = {
     "RateLimit": {"description": "the budget nearest to running out (IETF RateLimit draft): "

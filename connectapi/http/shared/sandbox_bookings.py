@@ -17,6 +17,7 @@ from ...domain.bookings import MAX_NIGHTS
 from ...domain.errors import ApiError
 from ...storage import properties
 from ...storage.properties import ChannelIds
+from ..api.answers import TestOtaRevision
 from ..context import context
 
 
@@ -102,11 +103,11 @@ def _check_stay(arrival: date, departure: date) -> None:
         raise ApiError("VALIDATION", "request does not match the schema", issues)
 
 
-def _view(revision: dict[str, Any]) -> dict[str, Any]:
+def _view(revision: dict[str, Any]) -> TestOtaRevision:
     return {"reference": revision["ota_reservation_code"], "revisionId": revision["id"], "status": revision["status"]}
 
 
-async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingIn) -> dict[str, Any]:
+async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingIn) -> TestOtaRevision:
     """A new OTA booking on the sandbox; answers its reference and first revision."""
     _check_stay(body.checkIn, body.checkOut)
     ids = await _mapped(property_id)
@@ -130,7 +131,7 @@ async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> t
 
 
 async def modify_booking(sandbox: SandboxState, property_id: int, reference: str,
-                         body: OtaBookingChangeIn) -> dict[str, Any]:
+                         body: OtaBookingChangeIn) -> TestOtaRevision:
     stay, ids = await _booking(sandbox, property_id, reference)
     changes: dict[str, Any] = {}
     if body.roomTypeId is not None or body.ratePlanId is not None:
@@ -165,6 +166,6 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
     return _view(sandbox.bookings.modify(reference, changes, context().clock.now()))
 
 
-async def cancel_booking(sandbox: SandboxState, property_id: int, reference: str) -> dict[str, Any]:
+async def cancel_booking(sandbox: SandboxState, property_id: int, reference: str) -> TestOtaRevision:
     await _booking(sandbox, property_id, reference)
     return _view(sandbox.bookings.cancel(reference, context().clock.now()))
