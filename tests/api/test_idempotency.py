@@ -206,3 +206,30 @@ async def test_a_write_the_record_refuses_frees_its_key_for_the_retry(api: Harne
     assert retried.status == 202 and "X-Idempotent-Replay" not in retried.headers
     replayed = await put(api, key, nights(room, 2), "record-refuses-1")
     assert replayed.headers["X-Idempotent-Replay"] == "true" and replayed.body == retried.body
+
+
+async def test_a_catalog_changed_after_the_writer_read_it_is_the_one_a_write_is_checked_against(api: Harness) -> None:
+    """The property's writer keeps the catalog it checks writes against (decision 0132): a
+    room type or rate plan added since, by the admin API, is known to the next write (for a
+    test key too: its twin shares the live property's catalog)."""
+    prop, key, room = await setup(api)
+    plan = prop["ratePlans"][0]["id"]
+
+    async def rates(rate_plan: int, rate: int) -> Answer:
+        body = {"updates": [{"ratePlanId": rate_plan, "dateFrom": "2026-12-10", "dateTo": "2026-12-10", "rate": rate,
+                             "currency": "EUR"}]}
+        return await api.call("PUT", f"{API}/rates", key=key, body=body)
+
+    assert (await rates(plan, 120)).status == 202  # the writer has read the catalog now
+    new_room = await api.admin("POST", f"/properties/{prop['id']}/room-types", {"name": "Twin", "maxAdults": 2,
+                                                                                "rooms": 3})
+    new_plan = await api.admin("POST", f"/properties/{prop['id']}/rate-plans",
+                               {"roomTypeId": new_room.data["id"], "name": "Twin RO", "mealPlan": "RO", "maxRate": 100})
+    assert new_plan.status == 201
+    api.advance(60)  # the cells budget of this module is 10 a minute
+    above = await rates(new_plan.data["id"], 150)  # known, and held to its policy
+    assert (above.status, above.code) == (422, "NOTHING_ACCEPTED"), above.body
+    api.advance(60)
+    assert (await rates(new_plan.data["id"], 90)).status == 202
+    api.advance(60)
+    assert (await put(api, key, nights(new_room.data["id"], 1))).status == 202
