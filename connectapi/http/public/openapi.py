@@ -206,7 +206,6 @@ DRAWN_ANSWERS: dict[str, Any] = {"Property": PropertyAnswer, "Catalog": CatalogA
                                  "BookingList": BookingList, "TestOtaRevision": TestOtaRevision,
                                  "TestCheckIn": TestCheckIn, "TestFaults": TestFaults, "TestReset": TestReset}
 
-DATA_SCHEMAS: dict[str, dict[str, Any]] = {name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()}
 
 _RATELIMIT_HEADERS = {
     "RateLimit": {"description": "the budget nearest to running out (IETF RateLimit draft): "
@@ -295,7 +294,9 @@ def openapi_document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:
         paths.setdefault(CONNECT_PREFIX + op.path, {})[op.method.lower()] = _operation(op, body_refs)
-    schemas: dict[str, Any] = {**definitions.get("$defs", {}), **DATA_SCHEMAS, **openapi_schemas()}
+    # Drawn here, once, when the document is first asked for: not at every process's start.
+    answers = {name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()}
+    schemas: dict[str, Any] = {**definitions.get("$defs", {}), **answers, **openapi_schemas()}
     schemas["SuccessEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {
         "statuscode": {"type": "integer"}, "message": {"type": "string"}, "data": {}}}
     schemas["ErrorEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {
