@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from . import dates
 from .ari_models import (
@@ -157,13 +158,21 @@ def currency_mismatch(plan: WritePlan, expected: str) -> str | None:
     return None
 
 
+class RejectedCells(TypedDict):
+    """An entry of a write refused whole, as the contract says it (`rejected[]`), the batch
+    keeps it and an idempotency key keeps it with the write's outcome."""
+
+    cells: int
+    error: str
+
+
 @dataclass(frozen=True, slots=True)
 class Rejection:
     index: int
     cells: int
     error: str
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> RejectedCells:
         return {"cells": self.cells, "error": self.error}
 
 

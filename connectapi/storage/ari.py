@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncpg
 
-from ..domain.ari_write import WriteCatalog
+from ..domain.ari_write import RejectedCells, WriteCatalog
 from . import idempotency
 from .database import Database
 from .records import AvailabilityNight, PropertyLock, RateNight, RestrictionFields, RestrictionNight
@@ -122,7 +122,7 @@ _WRITE_CELLS = ("SELECT * FROM connectapi_write_cells("
 
 async def write_cells(db: Database, property_id: int, catalog_version: int, resource: str, batch: uuid.UUID,
                       key_id: int | None, at: datetime, requested: int, values: Mapping[Cell, Any],
-                      rejected: list[dict[str, Any]], refusal: Mapping[str, object] | None,
+                      rejected: list[RejectedCells], refusal: Mapping[str, object] | None,
                       outcome: Mapping[str, object] | None, budget: CellsBudget,
                       key: KeyToClaim | None) -> CellsWritten:
     """One write, whole, in one statement (storage/sql/connectapi_write_cells.sql): the

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypedDict
 from pydantic import TypeAdapter
 
 from ...budgets.charges import Charge
-from ...domain.ari_write import Resource, WritePlan
+from ...domain.ari_write import RejectedCells, Resource, WritePlan
 from ...domain.booking_models import BookingIn, BookingPatchIn
 from ...domain.errors import ApiError
 from ...engine import Ask
@@ -35,11 +35,6 @@ class StoredRefusal(TypedDict):
     details: Any  # the refusal's details, as the contract's error envelope carries them
 
 
-class StoredRejection(TypedDict):
-    cells: int
-    error: str
-
-
 class StoredWriteResult(TypedDict):
     """The contract's write result under the names it gives them (records kept before the
     outcome was typed carry `pushedBy` and `poll` too, and read back the same way)."""
@@ -49,7 +44,7 @@ class StoredWriteResult(TypedDict):
     requestedCells: int
     acceptedCells: int
     noopCells: int
-    rejected: list[StoredRejection]
+    rejected: list[RejectedCells]
 
 
 class StoredWrite(TypedDict):

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, WithJsonSchema
 from typing_extensions import NotRequired, TypedDict
 
+from ...domain.ari_write import RejectedCells
 from ...domain.sync_state import PushState
 
 # A date as the contract writes it (YYYY-MM-DD): the routes put `date.isoformat()`.
@@ -122,12 +123,6 @@ RestrictionsRead = TypedDict("RestrictionsRead", {
     "from": IsoDate, "to": IsoDate, "ratePlans": list[PlanRestrictions]})
 
 
-# An entry of a write refused whole: its cells and why.
-class RejectedEntry(TypedDict):
-    cells: int
-    error: str
-
-
 # A write taken into the record (202): its batch, its counts, where to poll.
 class WriteResult(TypedDict):
     batchId: str
@@ -135,7 +130,7 @@ class WriteResult(TypedDict):
     requestedCells: int
     acceptedCells: int
     noopCells: int
-    rejected: Annotated[list[RejectedEntry], WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]
+    rejected: Annotated[list[RejectedCells], WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]
     pushedBy: NotRequired[str]  # always sent; optional in the schema, as the contract first had it
     poll: str
 
