@@ -227,6 +227,26 @@ def told(deliveries: list[dict[str, Any]]) -> dict[str, list[str]]:
     return events
 
 
+def where_stopped(topo: Topology, property_ids: list[int]) -> str:
+    """For a failure's message: where the record has each property's latest revisions,
+    deliveries and endpoint leases, and who holds the intake's round."""
+    ids = ",".join(str(i) for i in property_ids)
+    queries = {
+        "revisions (property, seq, state, acked, attempts, note)":
+            f"SELECT property_id, seq, state, acked_at IS NOT NULL, attempts, note FROM ota_revisions "
+            f"WHERE property_id IN ({ids}) ORDER BY seq DESC LIMIT 12",
+        "deliveries (property, id, type, status, attempts, due in, error)":
+            f"SELECT e.property_id, d.id, ev.type, d.status, d.attempts, d.next_attempt_at - clock_timestamp(), "
+            f"d.last_error FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id "
+            f"JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE e.property_id IN ({ids}) ORDER BY d.id DESC LIMIT 12",
+        "endpoints (property, id, status, sending holder, left)":
+            f"SELECT e.property_id, e.id, e.status, l.holder, l.until - clock_timestamp() FROM webhook_endpoints e "
+            f"LEFT JOIN leases l ON l.kind = 'sending' AND l.key = e.id::text WHERE e.property_id IN ({ids})",
+        "round leases": "SELECT key, holder, until - clock_timestamp(), again FROM leases WHERE kind = 'round'",
+    }
+    return "\n".join(f"{name}:\n{topo.psql(topo.primary, sql, db='connectapi')}" for name, sql in queries.items())
+
+
 def check_webhooks(topo: Topology, sales: OtaSales, faults_at: list[float], within: float = 90.0) -> dict[str, int]:
     """Every revision the OTA made reached its property's endpoint, in order, each event
     once, but for a copy an attempt under way at a fault (wall-clock `faults_at`) had sent
@@ -240,7 +260,8 @@ def check_webhooks(topo: Topology, sales: OtaSales, faults_at: list[float], with
             break
         time.sleep(0.5)
     wrong = {code: (kinds, events.get(code)) for code, kinds in sales.kinds.items() if events.get(code) != kinds}
-    assert not wrong, f"{len(wrong)} of {len(sales.kinds)} OTA bookings not told as they happened: {wrong}"
+    assert not wrong, (f"{len(wrong)} of {len(sales.kinds)} OTA bookings not told as they happened: {wrong}\n"
+                       + where_stopped(topo, sorted({sales.property_of[code] for code in wrong})))
     for got in deliveries:
         if got["code"] is not None:
             assert got["path"] == f"/hooks/{sales.property_of[got['code']]}", got  # its own property's endpoint
