@@ -17,7 +17,9 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+from typing_extensions import TypedDict
 
+from .cli_admin_bodies import KeyCreateBody, KeyUpdateBody, OwnerCreateBody, OwnerUpdateBody, PropertyBody
 from .config import ADMIN_TOKEN_FILE, Settings
 from .data_dir import UnsafePath, read_token_file
 
@@ -31,8 +33,8 @@ def _file(args: argparse.Namespace) -> Any:
     return json.loads(text)
 
 
-def _key_create(args: argparse.Namespace) -> dict[str, Any]:
-    body: dict[str, Any] = {"label": args.label, "allowlist": args.allow or [], "mode": args.mode}
+def _key_create(args: argparse.Namespace) -> KeyCreateBody:
+    body: KeyCreateBody = {"label": args.label, "allowlist": args.allow or [], "mode": args.mode}
     if args.legacy:
         body["legacy"] = True
     else:
@@ -40,17 +42,23 @@ def _key_create(args: argparse.Namespace) -> dict[str, Any]:
     return body
 
 
-def _key_update(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k, v in (("label", args.label), ("scopes", args.scope), ("allowlist", args.allow))
-            if v is not None}
+def _key_update(args: argparse.Namespace) -> KeyUpdateBody:
+    body: KeyUpdateBody = {}
+    if args.label is not None:
+        body["label"] = args.label
+    if args.scope is not None:
+        body["scopes"] = args.scope
+    if args.allow is not None:
+        body["allowlist"] = args.allow
+    return body
 
 
-def _owner_create(args: argparse.Namespace) -> dict[str, Any]:
+def _owner_create(args: argparse.Namespace) -> OwnerCreateBody:
     return {"email": args.email, "name": args.name, "propertyIds": args.property or []}
 
 
-def _owner_update(args: argparse.Namespace) -> dict[str, Any]:
-    body: dict[str, Any] = {}
+def _owner_update(args: argparse.Namespace) -> OwnerUpdateBody:
+    body: OwnerUpdateBody = {}
     if args.name is not None:
         body["name"] = args.name
     if args.property is not None or args.no_properties:
@@ -58,6 +66,18 @@ def _owner_update(args: argparse.Namespace) -> dict[str, Any]:
     if args.disable or args.enable:
         body["disabled"] = bool(args.disable)
     return body
+
+
+class ArgumentOptions(TypedDict, total=False):
+    """What `add_argument` is given for a command's option (those the table uses)."""
+
+    action: str
+    choices: tuple[str, ...]
+    default: str
+    dest: str
+    help: str
+    required: bool
+    type: Callable[[str], object]
 
 
 @dataclass(frozen=True)
@@ -68,16 +88,17 @@ class Command:
     help: str
     id_name: str | None = None  # the positional argument's name
     body: Body | None = None
-    options: tuple[tuple[str, dict[str, Any]], ...] = ()
+    options: tuple[tuple[str, ArgumentOptions], ...] = ()
     query: tuple[str, ...] = ()  # options sent as query parameters
     columns: tuple[str, ...] = ()  # a list answer prints as a table of these
 
 
-_FILE = (("--file", {"required": True, "help": "JSON body, or - for standard input"}),)
-_MODE_OPTION: tuple[str, dict[str, Any]] = (
+_FILE: tuple[tuple[str, ArgumentOptions], ...] = (
+    ("--file", {"required": True, "help": "JSON body, or - for standard input"}),)
+_MODE_OPTION: tuple[str, ArgumentOptions] = (
     "--mode", {"choices": ("live", "test"), "default": "live",
                "help": "test: of the property's test record, which never reaches a real channel"})
-_KEY_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+_KEY_OPTIONS: tuple[tuple[str, ArgumentOptions], ...] = (
     ("--label", {}), ("--scope", {"action": "append", "help": "repeat for each scope"}),
     ("--allow", {"action": "append", "help": "allowlist address or CIDR; repeat"}))
 
@@ -173,7 +194,7 @@ def add_admin_commands(commands: Any) -> None:
     _connection_options(admin)
     admin.add_argument("--json", action="store_true", help="print JSON, lists included")
     things = admin.add_subparsers(dest="thing", required=True)
-    groups: dict[str, Any] = {}
+    groups: dict[str, argparse._SubParsersAction[argparse.ArgumentParser]] = {}
     for command in COMMANDS:
         thing, action = command.words
         if thing not in groups:
@@ -228,7 +249,8 @@ def _call(base: str, token: str, method: str, path: str, body: Any = None,
 
 
 def table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
-    """Rows as aligned text columns; lists joined with commas, nothing shown as '-'."""
+    """Rows as aligned text columns; lists joined with commas, nothing shown as '-'. The
+    rows are a list answer as the service sent it (any of the table's), only printed."""
     def cell(value: Any) -> str:
         if value is None:
             return "-"
@@ -264,7 +286,7 @@ def run_admin(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-SEED_PROPERTY: dict[str, Any] = {
+SEED_PROPERTY: PropertyBody = {
     "name": "Sample Guesthouse", "timezone": "Europe/Lisbon", "currency": "EUR",
     "products": {"channelManager": True, "pms": True}, "pmsEntitled": True, "status": "active",
     "ownerEmail": "owner@sample-guesthouse.example",
@@ -278,12 +300,12 @@ SEED_PROPERTY: dict[str, Any] = {
 
 def run_seed(args: argparse.Namespace, settings: Settings) -> int:
     token = _token(settings)
+    live: KeyCreateBody = {"label": "seed", "scopes": EVERY_SCOPE}
+    test: KeyCreateBody = {"label": "seed (test)", "scopes": EVERY_SCOPE, "mode": "test"}
     try:
         prop = _call(args.url, token, "POST", "/properties", SEED_PROPERTY)
-        key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys",
-                    {"label": "seed", "scopes": EVERY_SCOPE})
-        test_key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys",
-                         {"label": "seed (test)", "scopes": EVERY_SCOPE, "mode": "test"})
+        key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys", live)
+        test_key = _call(args.url, token, "POST", f"/properties/{prop['id']}/keys", test)
         setup_url = _seed_owner(args.url, token, prop["id"])
     except AdminError as exc:
         print(exc, file=sys.stderr)
@@ -301,7 +323,7 @@ def run_seed(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-SEED_OWNER = str(SEED_PROPERTY["ownerEmail"])
+SEED_OWNER = SEED_PROPERTY["ownerEmail"]
 
 
 def _seed_owner(url: str, token: str, property_id: int) -> str:
@@ -310,9 +332,8 @@ def _seed_owner(url: str, token: str, property_id: int) -> str:
     owners = _call(url, token, "GET", "/owners")
     known = next((o for o in owners if o["email"].lower() == SEED_OWNER), None)
     if known is None:
-        made = _call(url, token, "POST", "/owners", {"email": SEED_OWNER, "name": "Sample Owner",
-                                                     "propertyIds": [property_id]})
-        return str(made["setupUrl"])
-    _call(url, token, "PATCH", f"/owners/{known['ownerId']}",
-          {"propertyIds": sorted({*known["propertyIds"], property_id}), "disabled": False})
+        owner: OwnerCreateBody = {"email": SEED_OWNER, "name": "Sample Owner", "propertyIds": [property_id]}
+        return str(_call(url, token, "POST", "/owners", owner)["setupUrl"])
+    change: OwnerUpdateBody = {"propertyIds": sorted({*known["propertyIds"], property_id}), "disabled": False}
+    _call(url, token, "PATCH", f"/owners/{known['ownerId']}", change)
     return str(_call(url, token, "POST", f"/owners/{known['ownerId']}/reset")["setupUrl"])

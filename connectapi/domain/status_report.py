@@ -23,6 +23,15 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .status_json import (
+    OutboxPart,
+    PropertiesPart,
+    RecordPart,
+    ServicePart,
+    StatusReport,
+    TableRow,
+    WebhooksPart,
+)
 from .sync_state import FAILING_AFTER as FAILING_AFTER  # failures in a row: failing rather than backing off, as GET /sync says
 
 SYNC_STATES = ("in_sync", "pending", "backing_off", "refused", "failing")
@@ -133,6 +142,7 @@ class ServiceFacts:
     error: str | None = None  # why it could not be reached
     ready: bool | None = None  # GET /readyz 200
     not_ready: str | None = None  # its reason, when 503
+    # As the service answered them (GET /readyz, the admin API's actors): read, not checked.
     actors_down: tuple[dict[str, Any], ...] = ()
     live_writers: int | None = None
     workers: int | None = None
@@ -170,32 +180,31 @@ def _age(now: datetime, then: datetime | None) -> float | None:
     return None if then is None else round(max(0.0, (now - then).total_seconds()), 1)
 
 
-def report(version: str, record: RecordAccess, service: ServiceFacts) -> dict[str, Any]:
+def report(version: str, record: RecordAccess, service: ServiceFacts) -> StatusReport:
     """The whole report as one JSON-ready object (its fields: docs/operations.md, Status)."""
     problems = _Problems()
-    body: dict[str, Any] = {"version": version}
-    body["record"] = _record_part(record, problems)
-    body["service"] = _service_part(service, problems)
+    record_part = _record_part(record, problems)
+    service_part = _service_part(service, problems)
     facts = record.facts
-    body["properties"] = None if facts is None else _properties_part(facts, problems)
-    body["webhooks"] = None if facts is None else _webhooks_part(facts, problems)
-    body["outbox"] = None if facts is None else {
+    properties = None if facts is None else _properties_part(facts, problems)
+    webhooks = None if facts is None else _webhooks_part(facts, problems)
+    outbox: OutboxPart | None = None if facts is None else {
         "unsent": facts.outbox.unsent, "retrying": facts.outbox.retrying,
         "oldestAt": _iso(facts.outbox.oldest_at), "oldestAgeSeconds": _age(facts.now, facts.outbox.oldest_at)}
-    body["tables"] = None if facts is None else [
+    tables: list[TableRow] | None = None if facts is None else [
         {"table": t.name, "bytes": t.bytes, "rowsEstimate": t.rows_estimate, "grows": t.grows,
          "oldestAt": _iso(t.oldest_at), "oldestAgeSeconds": _age(facts.now, t.oldest_at)}
         for t in facts.tables]
-    body["checkedAt"] = None if facts is None else facts.now.isoformat()
-    body["problems"] = problems.items
-    body["ok"] = not problems.items
-    return body
+    return {"version": version, "record": record_part, "service": service_part, "properties": properties,
+            "webhooks": webhooks, "outbox": outbox, "tables": tables,
+            "checkedAt": None if facts is None else facts.now.isoformat(),
+            "problems": problems.items, "ok": not problems.items}
 
 
-def _record_part(record: RecordAccess, problems: _Problems) -> dict[str, Any]:
-    part: dict[str, Any] = {"reachable": record.facts is not None, "server": record.server,
-                            "embedded": record.embedded, "embeddedWasRunning": record.was_running,
-                            "error": record.error, "migrations": None}
+def _record_part(record: RecordAccess, problems: _Problems) -> RecordPart:
+    part: RecordPart = {"reachable": record.facts is not None, "server": record.server,
+                        "embedded": record.embedded, "embeddedWasRunning": record.was_running,
+                        "error": record.error, "migrations": None}
     if record.facts is None:
         problems.add(f"the record is unreachable ({record.server}): {record.error}")
         return part
@@ -210,8 +219,8 @@ def _record_part(record: RecordAccess, problems: _Problems) -> dict[str, Any]:
     return part
 
 
-def _service_part(service: ServiceFacts, problems: _Problems) -> dict[str, Any]:
-    part: dict[str, Any] = {
+def _service_part(service: ServiceFacts, problems: _Problems) -> ServicePart:
+    part: ServicePart = {
         "url": service.url, "up": service.up, "ready": service.ready, "notReady": service.not_ready,
         "error": service.error, "actorsDown": list(service.actors_down), "liveWriters": service.live_writers,
         "workers": service.workers, "workerPids": list(service.worker_pids), "adminError": service.admin_error}
@@ -225,7 +234,7 @@ def _service_part(service: ServiceFacts, problems: _Problems) -> dict[str, Any]:
     return part
 
 
-def _properties_part(facts: RecordFacts, problems: _Problems) -> dict[str, Any]:
+def _properties_part(facts: RecordFacts, problems: _Problems) -> PropertiesPart:
     pushed = [p for p in facts.properties if p.pushed]
     states = {p.property_id: sync_state(p, facts.now) for p in pushed}
     counts = {state: sum(1 for s in states.values() if s == state) for state in SYNC_STATES}
@@ -252,7 +261,7 @@ def _properties_part(facts: RecordFacts, problems: _Problems) -> dict[str, Any]:
     }
 
 
-def _webhooks_part(facts: RecordFacts, problems: _Problems) -> dict[str, Any]:
+def _webhooks_part(facts: RecordFacts, problems: _Problems) -> WebhooksPart:
     paused = [e for e in facts.endpoints if e.paused]
     failing = [e for e in facts.endpoints if e.failing_since is not None]
     if paused:
@@ -299,16 +308,18 @@ def human_bytes(size: int) -> str:
     raise AssertionError("unreachable")
 
 
-def render(body: dict[str, Any]) -> str:
+def render(body: StatusReport) -> str:
     """`body` (from `report`) as lines: a group title, then `  label  value` aligned."""
     groups: list[tuple[str, list[tuple[str, str, bool]]]] = []  # (title, [(label, value, problem)])
     groups.append(("connectapi", [("version", str(body["version"]), False)]))
     groups.append(("record", _record_lines(body["record"])))
     groups.append(("service", _service_lines(body["service"])))
-    if body["properties"] is not None:
-        groups.append(("properties", _property_lines(body["properties"])))
-        groups.append(("queues", _queue_lines(body["webhooks"], body["outbox"])))
-        groups.append(("tables", _table_lines(body["tables"])))
+    props, hooks, outbox, tables = body["properties"], body["webhooks"], body["outbox"], body["tables"]
+    # The four are null together (the record's facts were not read): checked one by one for mypy.
+    if props is not None and hooks is not None and outbox is not None and tables is not None:
+        groups.append(("properties", _property_lines(props)))
+        groups.append(("queues", _queue_lines(hooks, outbox)))
+        groups.append(("tables", _table_lines(tables)))
     width = max(len(label) for _, lines in groups for label, _, _ in lines)
     out: list[str] = []
     for title, lines in groups:
@@ -323,15 +334,15 @@ def render(body: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _record_lines(record: dict[str, Any]) -> list[tuple[str, str, bool]]:
+def _record_lines(record: RecordPart) -> list[tuple[str, str, bool]]:
     lines = [("server", record["server"], False)]
     if record["embedded"] and record["embeddedWasRunning"] is False and record["reachable"]:
         lines.append(("embedded server", "was not running: started for this check, stopped after", False))
-    if not record["reachable"]:
+    m = record["migrations"]
+    if not record["reachable"] or m is None:  # null exactly when unreachable
         lines.append(("reachable", f"no: {record['error']}", True))
         return lines
     lines.append(("reachable", "yes", False))
-    m = record["migrations"]
     text = f"{m['applied']} applied, {m['known']} known (latest {m['latestApplied']} of {m['latestKnown']})"
     if m["missing"]:
         text += f"; missing {m['missing']}"
@@ -341,7 +352,7 @@ def _record_lines(record: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return lines
 
 
-def _service_lines(service: dict[str, Any]) -> list[tuple[str, str, bool]]:
+def _service_lines(service: ServicePart) -> list[tuple[str, str, bool]]:
     if not service["up"]:
         return [("running", f"no: not running at {service['url']} ({service['error']})", True)]
     lines = [("running", f"yes, at {service['url']}", False)]
@@ -362,7 +373,7 @@ def _service_lines(service: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return lines
 
 
-def _property_lines(props: dict[str, Any]) -> list[tuple[str, str, bool]]:
+def _property_lines(props: PropertiesPart) -> list[tuple[str, str, bool]]:
     lines = [("in sync", str(props["inSync"]), False),
              ("pending", str(props["pending"]), False),
              ("backing off", str(props["backingOff"]), False),
@@ -372,18 +383,18 @@ def _property_lines(props: dict[str, Any]) -> list[tuple[str, str, bool]]:
         oldest = ("written by bookings (no batch)" if props["oldestDirtyAt"] is None
                   else f"written {human_age(props['oldestDirtyAgeSeconds'])} ago")
         lines.append(("dirty cells", f"{props['dirtyCells']}, oldest {oldest}", False))
-    for prop in props["failingProperties"]:
-        lines.append((f"property {prop['id']}", f"{prop['name']}: {prop['failures']} failure(s), "
-                                                f"{prop['lastError']}", True))
-    for prop in props["refusedProperties"]:
-        lines.append((f"property {prop['id']}", f"{prop['name']}: {prop['refusedCells']} cell(s) refused by the "
-                                                f"channel manager, {prop['lastError']}", True))
+    for failing in props["failingProperties"]:
+        lines.append((f"property {failing['id']}", f"{failing['name']}: {failing['failures']} failure(s), "
+                                                   f"{failing['lastError']}", True))
+    for refused in props["refusedProperties"]:
+        lines.append((f"property {refused['id']}", f"{refused['name']}: {refused['refusedCells']} cell(s) refused "
+                                                   f"by the channel manager, {refused['lastError']}", True))
     if props["notPushed"]:
         lines.append(("not pushed", f"{props['notPushed']} (no channel manager, deleted or demo)", False))
     return lines
 
 
-def _queue_lines(hooks: dict[str, Any], outbox: dict[str, Any]) -> list[tuple[str, str, bool]]:
+def _queue_lines(hooks: WebhooksPart, outbox: OutboxPart) -> list[tuple[str, str, bool]]:
     paused_ids = ", ".join(str(e["id"]) for e in hooks["pausedEndpoints"])
     d = hooks["deliveries"]
     delivery = f"{d['pending']} pending, {d['due']} due now"
@@ -403,7 +414,7 @@ def _queue_lines(hooks: dict[str, Any], outbox: dict[str, Any]) -> list[tuple[st
             ("outbox", mail, False)]
 
 
-def _table_lines(tables: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+def _table_lines(tables: list[TableRow]) -> list[tuple[str, str, bool]]:
     """The tables that grow, each with its size and oldest row; the others in one line
     (each of them is in the JSON)."""
     lines = []

@@ -75,6 +75,7 @@ def test_all_well_is_ok_and_counts_each_state() -> None:
         prop(4, dirty=9, pushed=False))), UP)
     assert body["ok"] is True and body["problems"] == []
     props = body["properties"]
+    assert props is not None and body["record"]["migrations"] is not None and body["tables"] is not None
     assert (props["total"], props["notPushed"], props["inSync"], props["pending"], props["backingOff"],
             props["failing"]) == (4, 1, 1, 1, 1, 0)
     assert props["dirtyCells"] == 5  # the property not pushed is not counted
@@ -100,7 +101,7 @@ def test_problems_need_attention() -> None:
     for needle in ("migrations not applied: [3]", "not ready", "webhook-sender is down",
                    "property 7 (P7) is failing", "1 webhook endpoint(s) paused: 3", "failing: 4"):
         assert needle in joined
-    assert body["webhooks"]["pausedEndpoints"] == [{"id": 3, "propertyId": 7}]
+    assert body["webhooks"] is not None and body["webhooks"]["pausedEndpoints"] == [{"id": 3, "propertyId": 7}]
     text = render(body)
     problem_lines = [line for line in text.splitlines() if line.startswith("  PROBLEM")]
     assert any("failing" in line for line in problem_lines)
@@ -149,8 +150,10 @@ def test_human_age() -> None:
 def test_a_property_with_refused_cells_is_a_problem() -> None:
     shaped = report("1.2.3", RecordAccess(RECORD, True, True, facts=facts(
         prop(7, dirty=4, outcome="refused", refused=3))), UP)
-    assert shaped["ok"] is False and shaped["properties"]["refused"] == 1
-    assert shaped["properties"]["refusedProperties"] == [
+    props = shaped["properties"]
+    assert props is not None
+    assert shaped["ok"] is False and props["refused"] == 1
+    assert props["refusedProperties"] == [
         {"id": 7, "name": "P7", "refusedCells": 3, "lastError": None}]
     assert "property 7 (P7): the channel manager refused 3 cell(s)" in shaped["problems"]
     assert "cell(s) refused by the channel manager" in render(shaped)

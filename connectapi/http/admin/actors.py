@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
-from typing import Any
 
 import psutil
 from quart import Blueprint, Response
@@ -15,11 +14,12 @@ from ...domain.paths import ADMIN_PREFIX
 from ...engine import Down
 from ..context import context
 from ..envelope import ok
+from .answers import ActorDownView, ActorsAnswer, ServingProcesses
 
 blueprint = Blueprint("admin_actors", __name__, url_prefix=ADMIN_PREFIX)
 
 
-def down_view(down: Down) -> dict[str, Any]:
+def down_view(down: Down) -> ActorDownView:
     ctx = context()
     since = ctx.clock.now() - timedelta(seconds=max(0.0, ctx.clock.monotonic() - down.since))
     return {"actor": down.name, "kind": down.kind, "reason": down.reason, "crashes": down.crashes,
@@ -29,8 +29,9 @@ def down_view(down: Down) -> dict[str, Any]:
 @blueprint.get("/actors")
 async def list_actors() -> Response:
     ctx = context()
-    return ok({"down": [down_view(d) for d in sorted(ctx.operation.down(), key=lambda d: d.name)],
-               "live": {"writer": len(ctx.properties.writers)}, "workers": serving_processes()})
+    answer: ActorsAnswer = {"down": [down_view(d) for d in sorted(ctx.operation.down(), key=lambda d: d.name)],
+                            "live": {"writer": len(ctx.properties.writers)}, "workers": serving_processes()}
+    return ok(answer)
 
 
 # How a worker of `serve --workers N` is started (connectapi/workers.py): by its parent,
@@ -38,7 +39,7 @@ async def list_actors() -> Response:
 WORKER_FLAG = "--parent-fd"
 
 
-def serving_processes() -> dict[str, Any]:
+def serving_processes() -> ServingProcesses:
     """The processes serving beside this one: the workers of its `serve --workers N`
     parent (a reload briefly counts the new worker and the old), or this process alone.
     A worker of the one-file executable is two processes, the file's loader and its Python

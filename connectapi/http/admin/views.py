@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...storage.records import ApiKey, Catalog, Property, RatePlan, RoomType
+from .answers import KeyView, PropertyView, RatePlanView, RoomTypeView
 
 
-def room_type_view(r: RoomType) -> dict[str, Any]:
+def room_type_view(r: RoomType) -> RoomTypeView:
     return {"id": r.id, "name": r.name, "maxAdults": r.max_adults, "maxOccupancy": r.max_occupancy, "rooms": r.rooms}
 
 
-def rate_plan_view(p: RatePlan) -> dict[str, Any]:
+def rate_plan_view(p: RatePlan) -> RatePlanView:
     return {
         "id": p.id, "roomTypeId": p.room_type_id, "name": p.name, "mealPlan": p.meal_plan,
         "minRate": p.min_rate, "maxRate": p.max_rate,
     }
 
 
-def property_view(prop: Property, catalog: Catalog) -> dict[str, Any]:
+def property_view(prop: Property, catalog: Catalog) -> PropertyView:
     return {
         "id": prop.id,
         "name": prop.name,
@@ -36,7 +35,7 @@ def property_view(prop: Property, catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def key_view(key: ApiKey) -> dict[str, Any]:
+def key_view(key: ApiKey) -> KeyView:
     return {
         "id": key.id,
         "propertyId": key.of_property,

@@ -4,8 +4,6 @@ owner's console."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from quart import Blueprint, Response
 
 from ...domain.admin_models import RecoverIn, RedeliverIn, WebhookEndpointIn
@@ -17,11 +15,12 @@ from ..body import raw_body
 from ..context import context
 from ..envelope import ok
 from ..shared import webhook_endpoints
+from .answers import EndpointView, RegisteredEndpoint
 
 blueprint = Blueprint("admin_webhooks", __name__, url_prefix=ADMIN_PREFIX)
 
 
-def endpoint_view(e: webhooks.Endpoint) -> dict[str, Any]:
+def endpoint_view(e: webhooks.Endpoint) -> EndpointView:
     return {"id": e.id, "propertyId": e.of_property, "mode": e.mode, "url": e.url, "description": e.description,
             "status": e.status, "failingSince": e.failing_since, "pausedAt": e.paused_at, "createdAt": e.created_at}
 
@@ -37,7 +36,9 @@ async def _endpoint_or_404(endpoint_id: int) -> webhooks.Endpoint:
 async def register(property_id: int) -> Response:
     body = parse_model(WebhookEndpointIn, await raw_body())
     made = await webhook_endpoints.register(property_id, body.url, body.description, body.mode)
-    return ok({**endpoint_view(made.endpoint), "secret": made.secret, "pingEventId": made.ping_event_id}, 201)
+    registered: RegisteredEndpoint = {**endpoint_view(made.endpoint), "secret": made.secret,
+                                      "pingEventId": made.ping_event_id}
+    return ok(registered, 201)
 
 
 @blueprint.get("/properties/<int:property_id>/webhooks")

@@ -5,10 +5,10 @@ batches still waiting to be pushed."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
@@ -17,6 +17,8 @@ from ...domain.channel_values import CM_RESTRICTIONS, rate_text
 from ...domain.errors import ApiError
 from ...domain.refusals import said
 from ...storage import ari, channel_refusals, properties, pushes
+from ...storage.channel_refusals import PropertyRefusal
+from ...storage.records import RatePlan, RoomType
 from ..context import context
 from ..shared.held_grid import HeldGrid, read_held_grid
 from .pages import property_page
@@ -26,6 +28,9 @@ log = logging.getLogger("connectapi.http")
 
 DEFAULT_NIGHTS = 14
 MOST_NIGHTS = 60
+
+
+Value = TypeVar("Value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +43,38 @@ class Shown:
     differs: bool
 
 
-def _compare(record: Any, held: Any, text: Any, compared: bool) -> Shown:
+@dataclass(frozen=True, slots=True)
+class GridRow:
+    """One night of a room type: its availability, and each of its rate plans' rate and
+    restrictions, by the column's name (`availability`, `rate-<plan>`, `restrictions-<plan>`)."""
+
+    night: date
+    cells: dict[str, Shown]
+
+
+@dataclass(frozen=True, slots=True)
+class GridRoom:
+    room: RoomType
+    plans: list[RatePlan]
+    rows: list[GridRow]
+    differing: int  # values that differ, on every night shown
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedRow:
+    """A write the channel manager refused, with the room type or rate plan it was of."""
+
+    refusal: PropertyRefusal
+    name: str
+    said: str
+
+
+def _compare(record: Value | None, held: Value | None, text: Callable[[Value], str], compared: bool) -> Shown:
     differs = compared and record is not None and record != held
     return Shown("—" if record is None else text(record), "—" if held is None else text(held), differs)
 
 
-def _restrictions_text(fields: dict[str, Any]) -> str:
+def _restrictions_text(fields: dict[str, bool | int]) -> str:
     parts = []
     if fields["stopSell"]:
         parts.append("stop sell")
@@ -60,8 +91,10 @@ def _restrictions_text(fields: dict[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
-def _neutral(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Restrictions with every field set: a field with no opinion is the one meaning none."""
+def _neutral(fields: Mapping[str, Any] | None) -> dict[str, bool | int] | None:
+    """Restrictions with every field set: a field with no opinion is the one meaning none.
+    `fields`: the record's (RestrictionFields) or the channel manager's (HeldGrid), by our
+    field names."""
     if fields is None:
         return None
     return {ours: neutral if fields.get(ours) is None else fields[ours]
@@ -116,10 +149,10 @@ async def grid(property_id: int) -> Response:
         return rate_text(minor, prop.currency)
 
     compared = held is not None
-    rooms = []
+    rooms: list[GridRoom] = []
     for room in catalog.room_types:
         plans = [p for p in catalog.rate_plans if p.room_type_id == room.id]
-        rows: list[dict[str, Any]] = []
+        rows: list[GridRow] = []
         differing = 0
         for night in nights:
             day = night.isoformat()
@@ -132,13 +165,13 @@ async def grid(property_id: int) -> Response:
                 cells[f"rate-{plan.id}"] = _compare(rates.get((plan.id, night)), held_rate, money, compared)
                 cells[f"restrictions-{plan.id}"] = _compare(_neutral(restrictions.get((plan.id, night))), held_fields,
                                                             _restrictions_text, compared)
-            rows.append({"night": night, "cells": cells})
+            rows.append(GridRow(night, cells))
             differing += sum(shown.differs for shown in cells.values())
-        rooms.append({"room": room, "plans": plans, "rows": rows, "differing": differing})
+        rooms.append(GridRoom(room, plans, rows, differing))
     batches = await pushes.pending_batches(ctx.db, record.id)
     names = {("availability", r.id): r.name for r in catalog.room_types}
     names.update({(kind, p.id): p.name for p in catalog.rate_plans for kind in ("rates", "restrictions")})
-    refused = [{"refusal": r, "name": names.get((r.resource, r.entity_id), f"#{r.entity_id}"), "said": said(r.refusal)}
+    refused = [RefusedRow(r, names.get((r.resource, r.entity_id), f"#{r.entity_id}"), said(r.refusal))
                for r in await channel_refusals.of_property(ctx.db, record.id)]
     return await property_page("grid.html", prop, "/grid", 400 if error else 200, error=error, first=first,
                                last=last, most_nights=MOST_NIGHTS, rooms=rooms, held_note=held_note,

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
 from quart import Blueprint, Response, redirect, request
+from typing_extensions import TypedDict
 from werkzeug.datastructures import MultiDict
 
 from ...domain.admin_models import KeyIn, KeyPatch
@@ -40,6 +39,14 @@ FIELD_NAMES = {"label": "Label", "scopes": "Scopes", "allowlist": "Allowlist"}
 MOST_ALLOWLIST_TEXT = 20_000  # twenty IPv6 ranges with room to spare; more is not read
 
 
+class KeyBody(TypedDict):
+    """A key's label, scopes and allowlist as the admin API takes them (KeyIn, KeyPatch)."""
+
+    label: str
+    scopes: list[str]
+    allowlist: list[str]
+
+
 @dataclass
 class KeyForm:
     """What the key form holds: as the owner typed it, to show it again."""
@@ -57,7 +64,7 @@ class KeyForm:
         return cls(form.get("label", "").strip(), form.getlist("scopes"),
                    form.get("allowlist", "")[:MOST_ALLOWLIST_TEXT + 1])
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> KeyBody:
         """The body the admin API would get: one address or range a line, blank lines ignored."""
         if len(self.allowlist) > MOST_ALLOWLIST_TEXT:
             raise ApiError("VALIDATION", "too long", [{"path": "allowlist", "message": "too long"}])

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from quart import Blueprint, Response, redirect
+from typing_extensions import TypedDict
 
-from ...domain.sync_state import pending_next_attempt, push_state
+from ...domain.sync_state import PushState, pending_next_attempt, push_state
 from ...storage import pushes
 from ...storage.records import Property
 from ..context import context
@@ -18,8 +20,25 @@ async def home() -> Response:
     return redirect(f"{PREFIX}/properties")  # type: ignore[return-value]
 
 
-async def sync_of(prop: Property) -> dict[str, Any]:
-    """What the properties page and a property's overview show of its push state."""
+class SyncFacts(TypedDict):
+    """What the properties page and a property's overview show of its push state (the
+    templates' sync_facts): cells waiting and, of them, refused, per resource."""
+
+    state: PushState
+    dirty: dict[str, int]
+    refused: dict[str, int]
+    last_push_at: datetime | None
+    last_error: str | None
+    next_attempt_at: datetime | None  # only while it is still ahead
+
+
+class ListedProperty(SyncFacts):
+    """A property on the properties page, with its push state."""
+
+    property: Property
+
+
+async def sync_of(prop: Property) -> SyncFacts:
     ctx = context()
     now = ctx.clock.now()
     view = await pushes.sync_view(ctx.db, prop.id)
@@ -37,7 +56,7 @@ async def sync_of(prop: Property) -> dict[str, Any]:
 
 @login_required
 async def property_list() -> Response:
-    shown = []
+    shown: list[ListedProperty] = []
     for property_id in owner().property_ids:
         prop = await owned_property(property_id)
         shown.append({"property": prop, **await sync_of(prop)})

@@ -5,9 +5,8 @@ same model, the same bounds, the same write."""
 from __future__ import annotations
 
 import re
-from typing import Any
-
 from quart import Blueprint, Response, redirect, request
+from typing_extensions import TypedDict
 
 from ...domain.admin_models import PropertyPatch
 from ...domain.errors import ApiError
@@ -23,6 +22,20 @@ WHOLE_NUMBER = re.compile(r"[0-9]{1,12}")
 BUDGET = "property-bookings-day"
 
 
+class SentSettings(TypedDict, total=False):
+    """The form as the owner sent it, to show it again (none sent: the property's own)."""
+
+    bookingsPerDay: str  # as typed, cut to 20 characters
+    guestConfirmation: bool
+
+
+class SettingsChanges(TypedDict, total=False):
+    """The PATCH body the admin API would get (PropertyPatch): only what changed."""
+
+    bookingsPerDay: int
+    guestConfirmation: bool
+
+
 def floor_of(prop: Property) -> int:
     """Bookings a day the property may take now: its own figure, never below the default
     budget's (the budget counts the larger)."""
@@ -31,7 +44,7 @@ def floor_of(prop: Property) -> int:
 
 
 async def _form(prop: Property, status: int = 200, error: str | None = None, notice: str | None = None,
-                sent: dict[str, Any] | None = None) -> Response:
+                sent: SentSettings | None = None) -> Response:
     return await property_page("settings.html", prop, "/settings", status, error=error, notice=notice,
                                floor=floor_of(prop), default=context().budgets.sizes.get(BUDGET).limit,
                                sent=sent or {})
@@ -50,8 +63,8 @@ async def save_settings(property_id: int) -> Response:
     form = posted_form.posted()
     text = form.get("bookingsPerDay", "").strip()
     guest_confirmation = form.get("guestConfirmation") == "on"
-    sent = {"bookingsPerDay": text[:20], "guestConfirmation": guest_confirmation}
-    changes: dict[str, Any] = {}
+    sent: SentSettings = {"bookingsPerDay": text[:20], "guestConfirmation": guest_confirmation}
+    changes: SettingsChanges = {}
     if text:
         if not WHOLE_NUMBER.fullmatch(text):
             return await _form(prop, 400, "Bookings per day must be a whole number.", sent=sent)

@@ -25,12 +25,15 @@ class HeldGrid:
 
     availability: dict[int, dict[str, int]] = field(default_factory=dict)
     rates: dict[int, dict[str, int]] = field(default_factory=dict)  # minor units
-    restrictions: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)  # our field names, as held
+    # Our field names (domain/channel_values.CM_RESTRICTIONS), only those held: closures and
+    # stop-sell booleans, stays whole numbers (as the channel client checks them).
+    restrictions: dict[int, dict[str, dict[str, bool | int]]] = field(default_factory=dict)
 
 
 def _in_sandbox(sandbox: SandboxState, cm_property: str, first: date,
                 last: date) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """What one of our sandboxes holds (KeyError: it does not know the property)."""
+    """What one of our sandboxes holds (KeyError: it does not know the property), shaped as
+    the channel manager's read answers it (GridRead.grid, by its own field names)."""
     return (dict(sandbox.read_availability(cm_property, first, last)),
             dict(sandbox.read_restrictions(cm_property, first, last)))
 

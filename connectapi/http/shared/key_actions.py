@@ -9,7 +9,10 @@ None)."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import cast
+
+from typing_extensions import TypedDict
 
 from ...domain import api_keys as keyfmt
 from ...domain.admin_models import KeyIn, KeyPatch
@@ -48,9 +51,20 @@ async def list_keys(property_id: int) -> list[ApiKey]:
     return await api_keys.list_keys(context().db, property_id)
 
 
-async def allowlist_refusals(property_id: int) -> list[dict[str, Any]]:
-    """The latest requests refused by a key's allowlist: `key_id`, `address`, `at`, newest first."""
-    return await api_keys.allowlist_refusals(context().db, property_id)
+class AllowlistRefusal(TypedDict):
+    """A request refused by a key's allowlist."""
+
+    key_id: int
+    address: str  # the client's address, as text
+    at: datetime
+
+
+async def allowlist_refusals(property_id: int) -> list[AllowlistRefusal]:
+    """The latest requests refused by a key's allowlist, newest first."""
+    rows = await api_keys.allowlist_refusals(context().db, property_id)
+    # The storage reads these three columns (key_id bigint, address text, at timestamptz)
+    # into plain dicts: the cast names their shape, without copying each row.
+    return [cast(AllowlistRefusal, row) for row in rows]
 
 
 async def patch_key(key_id: int, patch: KeyPatch, property_id: int | None = None) -> ApiKey:
