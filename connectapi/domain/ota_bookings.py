@@ -9,11 +9,12 @@ must never undo a newer one.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 import re
-from typing import Any
+from typing import Any, Literal
 
 from .bookings import money, normalise_phone, stay_nights_of, to_minor
 from .money import currency_exponent
@@ -21,11 +22,15 @@ from .ota_details import (BookingDetails, Charge, RoomDetails, Unreadable, booki
                           disagreements, object_of, room_details)
 from .revision_screen import StayFacts, screen
 from .text import EMAIL_PATTERN, one_line
+from .webhook_body import ChangedFields, WebhookBooking, WebhookService, WebhookTax
 
 STATUSES = ("new", "modified", "cancelled")
 # The booking's fields a `modified` event compares; `changes` and `previous` hold the ones
 # that differ, each whole (the new value and the old one).
-COMPARED = ("status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services", "arrivalHour", "notes")
+Compared = Literal["status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services", "arrivalHour",
+                   "notes"]
+COMPARED: tuple[Compared, ...] = ("status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services",
+                                  "arrivalHour", "notes")
 
 
 # The booking's own fields, bounded as the contract bounds a booking's (decision 0030):
@@ -371,7 +376,7 @@ def _minor(amount: Decimal, exponent: int) -> int:
     return max(0, int(amount.scaleb(exponent).quantize(Decimal(1), rounding="ROUND_HALF_UP")))
 
 
-def told(booking: OtaBooking, reference: str, status: str) -> dict[str, Any]:
+def told(booking: OtaBooking, reference: str, status: str) -> WebhookBooking:
     """`data.booking` of a webhook event: the property's ids only, never the channel
     manager's ids or anything of its credentials; amounts as two-decimal strings in the
     booking's currency, each as the OTA sent it."""
@@ -412,23 +417,27 @@ def told(booking: OtaBooking, reference: str, status: str) -> dict[str, Any]:
     }
 
 
-def _tax(tax: Charge, amount: Any) -> dict[str, Any]:
+def _tax(tax: Charge, amount: Callable[[Decimal], str]) -> WebhookTax:
     return {"name": tax.name, "type": tax.type, "inclusive": tax.inclusive, "amount": amount(tax.amount)}
 
 
-def _service(service: Charge, amount: Any) -> dict[str, Any]:
+def _service(service: Charge, amount: Callable[[Decimal], str]) -> WebhookService:
     return {"name": service.name, "type": service.type, "amount": amount(service.amount),
             "priceMode": service.price_mode, "persons": service.persons, "nights": service.nights}
 
 
-def changes_between(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def changes_between(before: WebhookBooking, after: WebhookBooking) -> tuple[ChangedFields, ChangedFields]:
     """(changes, previous): of the compared fields, those that differ, new and old. A booking
     told before members were added (issue 42) is compared on the members it had: the new
     ones appearing is no change of the booking's, and its next event tells them with it
     only if something it had changed."""
     comparable = _members_of(after, before)
-    differing = [name for name in COMPARED if name in before and before.get(name) != comparable.get(name)]
-    return {name: after.get(name) for name in differing}, {name: before.get(name) for name in differing}
+    changes: ChangedFields = {}
+    previous: ChangedFields = {}
+    for name in COMPARED:
+        if name in before and before.get(name) != comparable.get(name):
+            changes[name], previous[name] = after[name], before[name]
+    return changes, previous
 
 
 def _members_of(value: Any, shape: Any) -> Any:

@@ -19,6 +19,7 @@ import asyncpg
 
 from ..domain.ota_bookings import CellMove, Mapping, OtaBooking, without_card
 from ..domain.revision_screen import Cut, StayFacts
+from ..domain.webhook_body import WebhookBooking
 from . import bookings
 from .bookings import availability_of as availability_of  # the OTA intake's, as the PMS's
 from .database import Database
@@ -224,7 +225,7 @@ class Known:
     status: str
     last_revision_at: datetime
     last_revision_seq: int
-    told: dict[str, Any]
+    told: WebhookBooking  # as an earlier event told it: without the members added since (issue 42)
 
 
 async def known_booking(conn: asyncpg.Connection, property_id: int, cm_booking_id: str) -> Known | None:
@@ -250,7 +251,7 @@ async def next_booking(conn: asyncpg.Connection, property_id: int, live_id: int,
 
 async def insert_booking(conn: asyncpg.Connection, property_id: int, booking_id: int, reference: str,
                          cm_booking_id: str, booking: OtaBooking, status: str, revised_at: datetime,
-                         revision_seq: int, told: dict[str, Any], at: datetime) -> None:
+                         revision_seq: int, told: WebhookBooking, at: datetime) -> None:
     guest_id = await conn.fetchval(
         """INSERT INTO guests (property_id, phone, name, email, created_at) VALUES ($1, $2, $3, $4, $5)
            ON CONFLICT (property_id, phone) DO UPDATE SET email = COALESCE(guests.email, EXCLUDED.email)
@@ -272,7 +273,7 @@ async def insert_booking(conn: asyncpg.Connection, property_id: int, booking_id:
 
 
 async def update_booking(conn: asyncpg.Connection, booking_id: int, booking: OtaBooking, status: str,
-                         revised_at: datetime, revision_seq: int, told: dict[str, Any], at: datetime) -> None:
+                         revised_at: datetime, revision_seq: int, told: WebhookBooking, at: datetime) -> None:
     await conn.execute(
         """UPDATE bookings SET status = $2, check_in = $3, check_out = $4, currency = $5, guest_name = $6,
                                guest_phone = $7, guest_email = $8, total_minor = $9,
@@ -312,13 +313,13 @@ async def move_cells(conn: asyncpg.Connection, property_id: int, booking_id: int
                               reason, at)
 
 
-async def told_of(db: Database, property_id: int, booking_id: int) -> dict[str, Any] | None:
+async def told_of(db: Database, property_id: int, booking_id: int) -> WebhookBooking | None:
     """An OTA booking as its last event told it (`data.booking`): what the front desk reads."""
     found = await db.fetchval("SELECT told FROM ota_bookings WHERE booking_id = $1 AND property_id = $2",
                               booking_id, property_id)
     if found is None:
         return None
-    told: dict[str, Any] = json.loads(found) if isinstance(found, str) else found
+    told: WebhookBooking = json.loads(found) if isinstance(found, str) else found
     return told
 
 
