@@ -79,6 +79,11 @@ class RestrictionFields(TypedDict, total=False):
     stop_sell: bool
 
 
+# What the channel manager holds over a range of nights, by its entity's id and the night
+# (YYYY-MM-DD): a room type's count, or a rate plan's fields.
+AvailabilityGrid = dict[str, dict[str, int]]
+RestrictionsGrid = dict[str, dict[str, RestrictionFields]]
+
 _STAY_FIELDS = ("min_stay_arrival", "min_stay_through", "max_stay")
 _FLAG_FIELDS = ("closed_to_arrival", "closed_to_departure", "stop_sell")
 
@@ -291,14 +296,14 @@ class ChannelManagerClient:
         return {"filter[property_id]": property_id, "filter[date][gte]": first.isoformat(),
                 "filter[date][lte]": last.isoformat()}
 
-    async def read_availability(self, property_id: str, first: date, last: date) -> dict[str, dict[str, int]]:
+    async def read_availability(self, property_id: str, first: date, last: date) -> AvailabilityGrid:
         """{room type id: {YYYY-MM-DD: count}}, counts whole numbers."""
         return await self._read("GET", "/api/v1/availability", _availability_grid,
                                 params=self._range(property_id, first, last))
 
     async def read_restrictions(self, property_id: str, first: date, last: date,
                                 fields: tuple[str, ...] = COMPARED_RESTRICTIONS,
-                                ) -> dict[str, dict[str, RestrictionFields]]:
+                                ) -> RestrictionsGrid:
         """{rate plan id: {YYYY-MM-DD: fields}}: a rate as a decimal string, stays as whole
         numbers, closures and stop-sell as booleans (RestrictionFields). Channex answers
         only the fields named in `filter[restrictions]`, which it requires."""
@@ -547,7 +552,7 @@ def _is_day(text: str) -> bool:
     return True
 
 
-def _availability_grid(body: Any) -> dict[str, dict[str, int]]:
+def _availability_grid(body: Any) -> AvailabilityGrid:
     return _grid(body, lambda value, where: _whole(value, where, _COUNT_RANGE))
 
 
@@ -574,7 +579,7 @@ def _restriction_fields(value: Any, where: str) -> RestrictionFields:
     return cast(RestrictionFields, fields)
 
 
-def _restrictions_grid(body: Any) -> dict[str, dict[str, RestrictionFields]]:
+def _restrictions_grid(body: Any) -> RestrictionsGrid:
     return _grid(body, _restriction_fields)
 
 
