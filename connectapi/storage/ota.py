@@ -16,6 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import asyncpg
+from typing_extensions import TypedDict
 
 from ..domain.ota_bookings import CellMove, Mapping, OtaBooking, without_card
 from ..domain.revision_screen import Cut, StayFacts
@@ -101,7 +102,7 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
 _NAMING = ("id", "revision_id", "inserted_at")
 
 
-def _content(payload: Any) -> dict[str, Any]:
+def _content(payload: Any) -> dict[str, object]:
     """A stored revision's content, its naming members left out."""
     found = json.loads(payload) if isinstance(payload, str) else payload
     return {k: v for k, v in found.items() if k not in _NAMING} if isinstance(found, dict) else {}
@@ -323,14 +324,32 @@ async def told_of(db: Database, property_id: int, booking_id: int) -> WebhookBoo
     return told
 
 
-async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[dict[str, Any]]:
+class RevisionView(TypedDict):
+    """A revision as the admin API and the console list it."""
+
+    revisionId: str
+    state: str
+    note: str | None
+    cut: list[str]
+    attempts: int
+    clash: bool
+    # As the feed sent them (its stored payload, read no further): any JSON value.
+    status: object
+    reservationCode: object
+    reference: str | None  # the booking it made or changed
+    receivedAt: str
+    settledAt: str | None
+    acknowledged: bool
+
+
+async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[RevisionView]:
     """The property's revisions, newest first, as the admin interface shows them."""
     rows = await db.fetch(
         """SELECT r.id, r.state, r.note, r.received_at, r.settled_at, r.acked_at, r.payload, r.cut, r.attempts,
                   r.clash_of, b.reference
            FROM ota_revisions r LEFT JOIN bookings b ON b.id = r.booking_id
            WHERE r.property_id = $1 ORDER BY r.seq DESC LIMIT $2""", property_id, limit)
-    views = []
+    views: list[RevisionView] = []
     for r in rows:
         payload = json.loads(r["payload"])
         views.append({"revisionId": r["id"], "state": r["state"], "note": r["note"],
