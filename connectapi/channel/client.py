@@ -103,7 +103,7 @@ class Refusal:
     echoed it (ids, dates, fields) and, per field, its messages. A warning that is not an
     object naming a value is kept with `value` empty: it cannot be tied to cells."""
 
-    value: dict[str, Any]
+    value: dict[str, object]  # as the channel manager echoed it: read by domain.refusals
     fields: dict[str, list[str]]
 
 
@@ -452,7 +452,7 @@ def _at(where: str, key: str) -> str:
     return name if where == "body" else f"{where}.{name}"
 
 
-def _object(value: Any, where: str) -> dict[str, Any]:
+def _object(value: Any, where: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise _Shape(f"{where} is {_kind(value)}, not an object")
     return value
@@ -465,7 +465,7 @@ def _member(value: Any, key: str, where: str) -> Any:
     return found[key]
 
 
-def _mapping(value: Any, where: str) -> dict[str, Any]:
+def _mapping(value: Any, where: str) -> dict[str, object]:
     """An object; an empty list is read as an empty one (how some APIs write "nothing")."""
     if value == []:
         return {}
@@ -489,7 +489,7 @@ def _created_id(body: Any) -> str:
     return ident
 
 
-_RawRefusal = tuple[dict[str, Any], dict[str, list[str]]]
+_RawRefusal = tuple[dict[str, object], dict[str, list[str]]]
 
 
 def _push_answer(body: Any) -> tuple[tuple[str, ...], tuple[_RawRefusal, ...]]:
@@ -614,16 +614,16 @@ def _feed_page(body: Any) -> _FeedPage:
             continue
         ident = item.get("id") if isinstance(item.get("id"), str) and item["id"] else revision.get("id")
         items.append((ident if isinstance(ident, str) and ident else None, revision))
-    meta = _object(body, "body").get("meta")
-    if meta is None:
+    said = _object(body, "body").get("meta")
+    if said is None:
         return items, None, None, skipped
-    meta = _object(meta, "meta")
+    meta = _object(said, "meta")
     total, limit = meta.get("total"), meta.get("limit")
     return (items, None if total is None else _whole(total, "meta.total", (0, 2**62)),
             None if limit is None else _whole(limit, "meta.limit", (1, 2**31)), skipped)
 
 
-def _unstorable(revision: dict[str, Any]) -> str | None:
+def _unstorable(revision: dict[str, object]) -> str | None:
     """Why the record could not keep this JSON as it is (PostgreSQL jsonb), or None: nested
     deeper than any revision, a string holding U+0000 or half of a surrogate pair."""
     stack: list[tuple[Any, int]] = [(revision, 1)]
