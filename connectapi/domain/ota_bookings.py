@@ -16,6 +16,8 @@ from decimal import Decimal
 import re
 from typing import Any, Literal
 
+from typing_extensions import TypedDict
+
 from .bookings import money, normalise_phone, stay_nights_of, to_minor
 from .money import currency_exponent
 from .ota_details import (BookingDetails, Charge, RoomDetails, Unreadable, booking_details, card_brand,
@@ -86,6 +88,14 @@ class Revision:
 _CARD_KEY = re.compile(r"card|cvv|cvc", re.IGNORECASE)
 
 
+class KeptGuarantee(TypedDict, total=False):
+    """What is kept of a revision's `guarantee`, each when it came readable: whether the
+    OTA's own virtual card pays, and the card's brand (a short code, as card_brand keeps it)."""
+
+    is_virtual: bool
+    card_type: str
+
+
 def without_card(raw: dict[str, Any]) -> dict[str, Any]:
     """The revision with no card data left in it: what may be stored, logged or told."""
     cleaned = _drop_card_keys(raw)
@@ -95,7 +105,7 @@ def without_card(raw: dict[str, Any]) -> dict[str, Any]:
         # That a guarantee came, whether the OTA's own virtual card pays, and the card's
         # brand are all the desk needs from it; a guarantee that is not an object is
         # dropped whole, and a brand that is not a short code is dropped.
-        kept: dict[str, Any] = {}
+        kept: KeptGuarantee = {}
         if isinstance(guarantee, dict):
             if isinstance(guarantee.get("is_virtual"), bool):
                 kept["is_virtual"] = guarantee["is_virtual"]
@@ -114,7 +124,7 @@ def _drop_card_keys(value: Any) -> Any:
     return value
 
 
-def revision_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:
+def revision_key(raw: dict[str, object]) -> tuple[str, str, str, str]:
     """(id, system_id, cm property id, cm booking id): what storing a revision needs.
 
     A feed item (a booking revision) has its own `id` and names its booking in `booking_id`.
@@ -132,7 +142,7 @@ def revision_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:
         raise MalformedRevision(f"no {exc.args[0]}") from None
 
 
-def _text(raw: dict[str, Any], name: str) -> str:
+def _text(raw: dict[str, object], name: str) -> str:
     value = raw.get(name)
     if value is None or isinstance(value, (dict, list)) or str(value) == "":
         raise KeyError(name)
@@ -144,7 +154,7 @@ def _text(raw: dict[str, Any], name: str) -> str:
 REVISED_YEARS = (2000, 9000)  # an `inserted_at` outside these is none a revision was made at
 
 
-def revised_at(raw: dict[str, Any]) -> datetime:
+def revised_at(raw: dict[str, object]) -> datetime:
     """The channel manager's `inserted_at`: documented without a zone, and in UTC. One whose
     instant in UTC falls outside the calendar (0001-01-01 at +14:00) is unreadable here,
     not a value the record refuses later (which failed every round of the intake)."""
@@ -194,7 +204,7 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         raise MalformedRevision(f"unreadable revision: {type(exc).__name__} {exc}"[:200]) from None
 
 
-def _room(room: dict[str, Any], booking_ages: list[Any] | None, where: str, cut: list[str],
+def _room(room: dict[str, Any], booking_ages: object, where: str, cut: list[str],
           stay: tuple[date, date]) -> RevisionRoom:
     # Both ids are always there, either may be null (unmapped at the channel manager); a
     # room without `room_type_id` at all is not one we can read.
