@@ -42,7 +42,8 @@ from typing import Any
 
 import trio
 
-from ..channel.client import DEFAULT_TIMEOUT, ChannelManagerClient, ChannelManagerError, Rejected, Throttled
+from ..channel.client import (DEFAULT_TIMEOUT, AvailabilityGrid, ChannelManagerClient, ChannelManagerError, Rejected,
+                             RestrictionsGrid, Throttled)
 from ..engine import Actor, Clock
 from ..metrics import CM_CALLS
 from ..budgets import pace_call
@@ -202,7 +203,7 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         self._count(f"read-{message.kind}", "made")
         try:
             if message.kind == "availability":
-                grid: dict[str, dict[str, Any]] = await self._client.read_availability(
+                grid: AvailabilityGrid | RestrictionsGrid = await self._client.read_availability(
                     message.cm_property_id, message.first, message.last)
             else:
                 grid = await self._client.read_restrictions(message.cm_property_id, message.first, message.last)

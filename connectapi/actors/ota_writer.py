@@ -21,6 +21,7 @@ from ..domain import ota_bookings as ota_rules
 from ..domain.ota_bookings import Mapping, MalformedRevision, OtaBooking, Revision
 from ..domain.revision_screen import lost_in_keeping
 from ..domain.text import one_line
+from ..domain.webhook_body import ChangedFields, WebhookBooking
 from ..domain.webhook_events import PropertyFacts, new_event
 from ..storage import ari, notifications, ota, webhooks
 from ..storage.bookings import log_activity
@@ -227,8 +228,8 @@ async def _move(tx: Tx, prop: PropertyLock, booking_id: int, reference: str,
     return any(move.delta for move in moves.values()), mails
 
 
-async def _emit(tx: Tx, prop: PropertyLock, kind: str, booking: dict[str, object],
-                changes: dict[str, object] | None, previous: dict[str, object] | None, now: datetime) -> int:
+async def _emit(tx: Tx, prop: PropertyLock, kind: str, booking: WebhookBooking,
+                changes: ChangedFields | None, previous: ChangedFields | None, now: datetime) -> int:
     facts = PropertyFacts(prop.live_id, prop.name, prop.currency, prop.timezone, prop.mode)
     event = new_event(kind, facts, {"booking": booking}, now, changes, previous)
     await webhooks.record_event(tx, prop.id, event, None, now)

@@ -79,6 +79,11 @@ class RestrictionFields(TypedDict, total=False):
     stop_sell: bool
 
 
+# What the channel manager holds over a range of nights, by its entity's id and the night
+# (YYYY-MM-DD): a room type's count, or a rate plan's fields.
+AvailabilityGrid = dict[str, dict[str, int]]
+RestrictionsGrid = dict[str, dict[str, RestrictionFields]]
+
 _STAY_FIELDS = ("min_stay_arrival", "min_stay_through", "max_stay")
 _FLAG_FIELDS = ("closed_to_arrival", "closed_to_departure", "stop_sell")
 
@@ -98,7 +103,7 @@ class Refusal:
     echoed it (ids, dates, fields) and, per field, its messages. A warning that is not an
     object naming a value is kept with `value` empty: it cannot be tied to cells."""
 
-    value: dict[str, Any]
+    value: dict[str, object]  # as the channel manager echoed it: read by domain.refusals
     fields: dict[str, list[str]]
 
 
@@ -291,14 +296,14 @@ class ChannelManagerClient:
         return {"filter[property_id]": property_id, "filter[date][gte]": first.isoformat(),
                 "filter[date][lte]": last.isoformat()}
 
-    async def read_availability(self, property_id: str, first: date, last: date) -> dict[str, dict[str, int]]:
+    async def read_availability(self, property_id: str, first: date, last: date) -> AvailabilityGrid:
         """{room type id: {YYYY-MM-DD: count}}, counts whole numbers."""
         return await self._read("GET", "/api/v1/availability", _availability_grid,
                                 params=self._range(property_id, first, last))
 
     async def read_restrictions(self, property_id: str, first: date, last: date,
                                 fields: tuple[str, ...] = COMPARED_RESTRICTIONS,
-                                ) -> dict[str, dict[str, RestrictionFields]]:
+                                ) -> RestrictionsGrid:
         """{rate plan id: {YYYY-MM-DD: fields}}: a rate as a decimal string, stays as whole
         numbers, closures and stop-sell as booleans (RestrictionFields). Channex answers
         only the fields named in `filter[restrictions]`, which it requires."""
@@ -447,7 +452,7 @@ def _at(where: str, key: str) -> str:
     return name if where == "body" else f"{where}.{name}"
 
 
-def _object(value: Any, where: str) -> dict[str, Any]:
+def _object(value: Any, where: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise _Shape(f"{where} is {_kind(value)}, not an object")
     return value
@@ -460,7 +465,7 @@ def _member(value: Any, key: str, where: str) -> Any:
     return found[key]
 
 
-def _mapping(value: Any, where: str) -> dict[str, Any]:
+def _mapping(value: Any, where: str) -> dict[str, object]:
     """An object; an empty list is read as an empty one (how some APIs write "nothing")."""
     if value == []:
         return {}
@@ -484,7 +489,7 @@ def _created_id(body: Any) -> str:
     return ident
 
 
-_RawRefusal = tuple[dict[str, Any], dict[str, list[str]]]
+_RawRefusal = tuple[dict[str, object], dict[str, list[str]]]
 
 
 def _push_answer(body: Any) -> tuple[tuple[str, ...], tuple[_RawRefusal, ...]]:
@@ -547,7 +552,7 @@ def _is_day(text: str) -> bool:
     return True
 
 
-def _availability_grid(body: Any) -> dict[str, dict[str, int]]:
+def _availability_grid(body: Any) -> AvailabilityGrid:
     return _grid(body, lambda value, where: _whole(value, where, _COUNT_RANGE))
 
 
@@ -574,7 +579,7 @@ def _restriction_fields(value: Any, where: str) -> RestrictionFields:
     return cast(RestrictionFields, fields)
 
 
-def _restrictions_grid(body: Any) -> dict[str, dict[str, RestrictionFields]]:
+def _restrictions_grid(body: Any) -> RestrictionsGrid:
     return _grid(body, _restriction_fields)
 
 
@@ -609,16 +614,16 @@ def _feed_page(body: Any) -> _FeedPage:
             continue
         ident = item.get("id") if isinstance(item.get("id"), str) and item["id"] else revision.get("id")
         items.append((ident if isinstance(ident, str) and ident else None, revision))
-    meta = _object(body, "body").get("meta")
-    if meta is None:
+    said = _object(body, "body").get("meta")
+    if said is None:
         return items, None, None, skipped
-    meta = _object(meta, "meta")
+    meta = _object(said, "meta")
     total, limit = meta.get("total"), meta.get("limit")
     return (items, None if total is None else _whole(total, "meta.total", (0, 2**62)),
             None if limit is None else _whole(limit, "meta.limit", (1, 2**31)), skipped)
 
 
-def _unstorable(revision: dict[str, Any]) -> str | None:
+def _unstorable(revision: dict[str, object]) -> str | None:
     """Why the record could not keep this JSON as it is (PostgreSQL jsonb), or None: nested
     deeper than any revision, a string holding U+0000 or half of a surrogate pair."""
     stack: list[tuple[Any, int]] = [(revision, 1)]

@@ -6,9 +6,9 @@ values: no stop-sell and no closure, minimum stays of 1, maximum stay 0 (no maxi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Required, TypedDict
+from typing import Required, TypedDict
 
 from .money import currency_exponent
 
@@ -45,8 +45,11 @@ ChannelValue = AvailabilityValue | RestrictionValue
 ChannelValues = Sequence[AvailabilityValue] | Sequence[RestrictionValue]
 
 
+# A restriction's value as the channel manager takes it: a closure or stop-sell, or a stay.
+RestrictionSetting = bool | int
+
 # our field -> (the channel manager's field, the value that means "no restriction")
-CM_RESTRICTIONS: dict[str, tuple[str, Any]] = {
+CM_RESTRICTIONS: dict[str, tuple[str, RestrictionSetting]] = {
     "stopSell": ("stop_sell", False),
     "closedToArrival": ("closed_to_arrival", False),
     "closedToDeparture": ("closed_to_departure", False),
@@ -57,7 +60,7 @@ CM_RESTRICTIONS: dict[str, tuple[str, Any]] = {
 
 
 # the channel manager's field -> its "no restriction" value
-NEUTRAL: dict[str, Any] = dict(CM_RESTRICTIONS.values())
+NEUTRAL: dict[str, RestrictionSetting] = dict(CM_RESTRICTIONS.values())
 
 
 def rate_text(rate_minor: int, currency: str) -> str:
@@ -66,6 +69,8 @@ def rate_text(rate_minor: int, currency: str) -> str:
     return f"{Decimal(rate_minor).scaleb(-exponent):.{exponent}f}"
 
 
-def restriction_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    return {cm: (neutral if fields.get(ours) is None else fields[ours])
+def restriction_fields(fields: Mapping[str, RestrictionSetting | None]) -> dict[str, RestrictionSetting]:
+    """A restriction cell's fields (our names; None: the record holds no opinion) as the
+    channel manager's, every one of them."""
+    return {cm: (neutral if (held := fields.get(ours)) is None else held)
             for ours, (cm, neutral) in CM_RESTRICTIONS.items()}

@@ -9,11 +9,14 @@ must never undo a newer one.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 import re
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
 
 from .bookings import money, normalise_phone, stay_nights_of, to_minor
 from .money import currency_exponent
@@ -21,11 +24,15 @@ from .ota_details import (BookingDetails, Charge, RoomDetails, Unreadable, booki
                           disagreements, object_of, room_details)
 from .revision_screen import StayFacts, screen
 from .text import EMAIL_PATTERN, one_line
+from .webhook_body import ChangedFields, WebhookBooking, WebhookService, WebhookTax
 
 STATUSES = ("new", "modified", "cancelled")
 # The booking's fields a `modified` event compares; `changes` and `previous` hold the ones
 # that differ, each whole (the new value and the old one).
-COMPARED = ("status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services", "arrivalHour", "notes")
+Compared = Literal["status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services", "arrivalHour",
+                   "notes"]
+COMPARED: tuple[Compared, ...] = ("status", "stay", "rooms", "guest", "amounts", "channel", "taxes", "services",
+                                  "arrivalHour", "notes")
 
 
 # The booking's own fields, bounded as the contract bounds a booking's (decision 0030):
@@ -81,6 +88,14 @@ class Revision:
 _CARD_KEY = re.compile(r"card|cvv|cvc", re.IGNORECASE)
 
 
+class KeptGuarantee(TypedDict, total=False):
+    """What is kept of a revision's `guarantee`, each when it came readable: whether the
+    OTA's own virtual card pays, and the card's brand (a short code, as card_brand keeps it)."""
+
+    is_virtual: bool
+    card_type: str
+
+
 def without_card(raw: dict[str, Any]) -> dict[str, Any]:
     """The revision with no card data left in it: what may be stored, logged or told."""
     cleaned = _drop_card_keys(raw)
@@ -90,7 +105,7 @@ def without_card(raw: dict[str, Any]) -> dict[str, Any]:
         # That a guarantee came, whether the OTA's own virtual card pays, and the card's
         # brand are all the desk needs from it; a guarantee that is not an object is
         # dropped whole, and a brand that is not a short code is dropped.
-        kept: dict[str, Any] = {}
+        kept: KeptGuarantee = {}
         if isinstance(guarantee, dict):
             if isinstance(guarantee.get("is_virtual"), bool):
                 kept["is_virtual"] = guarantee["is_virtual"]
@@ -109,7 +124,7 @@ def _drop_card_keys(value: Any) -> Any:
     return value
 
 
-def revision_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:
+def revision_key(raw: dict[str, object]) -> tuple[str, str, str, str]:
     """(id, system_id, cm property id, cm booking id): what storing a revision needs.
 
     A feed item (a booking revision) has its own `id` and names its booking in `booking_id`.
@@ -127,7 +142,7 @@ def revision_key(raw: dict[str, Any]) -> tuple[str, str, str, str]:
         raise MalformedRevision(f"no {exc.args[0]}") from None
 
 
-def _text(raw: dict[str, Any], name: str) -> str:
+def _text(raw: dict[str, object], name: str) -> str:
     value = raw.get(name)
     if value is None or isinstance(value, (dict, list)) or str(value) == "":
         raise KeyError(name)
@@ -139,7 +154,7 @@ def _text(raw: dict[str, Any], name: str) -> str:
 REVISED_YEARS = (2000, 9000)  # an `inserted_at` outside these is none a revision was made at
 
 
-def revised_at(raw: dict[str, Any]) -> datetime:
+def revised_at(raw: dict[str, object]) -> datetime:
     """The channel manager's `inserted_at`: documented without a zone, and in UTC. One whose
     instant in UTC falls outside the calendar (0001-01-01 at +14:00) is unreadable here,
     not a value the record refuses later (which failed every round of the intake)."""
@@ -189,7 +204,7 @@ def parse_revision(raw: dict[str, Any]) -> Revision:
         raise MalformedRevision(f"unreadable revision: {type(exc).__name__} {exc}"[:200]) from None
 
 
-def _room(room: dict[str, Any], booking_ages: list[Any] | None, where: str, cut: list[str],
+def _room(room: dict[str, Any], booking_ages: object, where: str, cut: list[str],
           stay: tuple[date, date]) -> RevisionRoom:
     # Both ids are always there, either may be null (unmapped at the channel manager); a
     # room without `room_type_id` at all is not one we can read.
@@ -371,7 +386,7 @@ def _minor(amount: Decimal, exponent: int) -> int:
     return max(0, int(amount.scaleb(exponent).quantize(Decimal(1), rounding="ROUND_HALF_UP")))
 
 
-def told(booking: OtaBooking, reference: str, status: str) -> dict[str, Any]:
+def told(booking: OtaBooking, reference: str, status: str) -> WebhookBooking:
     """`data.booking` of a webhook event: the property's ids only, never the channel
     manager's ids or anything of its credentials; amounts as two-decimal strings in the
     booking's currency, each as the OTA sent it."""
@@ -412,23 +427,27 @@ def told(booking: OtaBooking, reference: str, status: str) -> dict[str, Any]:
     }
 
 
-def _tax(tax: Charge, amount: Any) -> dict[str, Any]:
+def _tax(tax: Charge, amount: Callable[[Decimal], str]) -> WebhookTax:
     return {"name": tax.name, "type": tax.type, "inclusive": tax.inclusive, "amount": amount(tax.amount)}
 
 
-def _service(service: Charge, amount: Any) -> dict[str, Any]:
+def _service(service: Charge, amount: Callable[[Decimal], str]) -> WebhookService:
     return {"name": service.name, "type": service.type, "amount": amount(service.amount),
             "priceMode": service.price_mode, "persons": service.persons, "nights": service.nights}
 
 
-def changes_between(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def changes_between(before: WebhookBooking, after: WebhookBooking) -> tuple[ChangedFields, ChangedFields]:
     """(changes, previous): of the compared fields, those that differ, new and old. A booking
     told before members were added (issue 42) is compared on the members it had: the new
     ones appearing is no change of the booking's, and its next event tells them with it
     only if something it had changed."""
     comparable = _members_of(after, before)
-    differing = [name for name in COMPARED if name in before and before.get(name) != comparable.get(name)]
-    return {name: after.get(name) for name in differing}, {name: before.get(name) for name in differing}
+    changes: ChangedFields = {}
+    previous: ChangedFields = {}
+    for name in COMPARED:
+        if name in before and before.get(name) != comparable.get(name):
+            changes[name], previous[name] = after[name], before[name]
+    return changes, previous
 
 
 def _members_of(value: Any, shape: Any) -> Any:

@@ -112,7 +112,7 @@ class BookingDetails:
     cut: tuple[str, ...] = ()
 
 
-def object_of(value: Any) -> dict[str, Any]:
+def object_of(value: object) -> dict[str, object]:
     """A member that should be an object, or an empty one when it is anything else."""
     return value if isinstance(value, dict) else {}
 
@@ -197,7 +197,7 @@ def _charges(values: Any, where: str, tax: bool, cut: list[str]) -> tuple[Charge
     return tuple(found)
 
 
-def room_details(room: dict[str, Any], booking_ages: list[Any] | None, where: str, cut: list[str],
+def room_details(room: dict[str, object], booking_ages: object, where: str, cut: list[str],
                  stay: tuple[date, date] | None = None) -> RoomDetails:
     """A Booking Room's nights (those of the stay, once each), taxes, services, children's
     ages and infants."""
@@ -235,7 +235,7 @@ def room_details(room: dict[str, Any], booking_ages: list[Any] | None, where: st
                        _charges(room.get("services"), f"{where}.services", False, cut), tuple(ages), infants)
 
 
-def booking_details(raw: dict[str, Any]) -> BookingDetails:
+def booking_details(raw: dict[str, object]) -> BookingDetails:
     """The booking-level members: charges, commission, payment terms, guarantee, arrival
     hour, notes, and the guest's language, address and company."""
     cut: list[str] = []
@@ -307,7 +307,7 @@ def _language(value: Any, cut: list[str]) -> str | None:
     return None
 
 
-def _address(customer: dict[str, Any], cut: list[str]) -> Address | None:
+def _address(customer: dict[str, object], cut: list[str]) -> Address | None:
     line, city, zip_code = (_text(customer.get(k), limit) for k, limit in
                             (("address", ADDRESS_MAX), ("city", CITY_MAX), ("zip", ZIP_MAX)))
     for name, limit in (("address", ADDRESS_MAX), ("city", CITY_MAX), ("zip", ZIP_MAX)):

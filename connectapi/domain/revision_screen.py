@@ -24,6 +24,8 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from .ari_write import HORIZON_DAYS
 from .bookings import MAX_NIGHTS
 
@@ -47,6 +49,14 @@ MAX_GUESTS_A_ROOM = 100  # adults, or children, in one room: more is no booking
 AMOUNT_BOUND = Decimal(10) ** 10
 
 
+class StoredCut(TypedDict):
+    """A Cut as the record keeps it with its revision (ota_revisions.cut, a list of these)."""
+
+    path: str
+    size: int
+    unit: str
+
+
 @dataclass(frozen=True, slots=True)
 class Cut:
     """A part of a revision cut before it was kept: where, how large it was, and in what."""
@@ -63,11 +73,11 @@ class Cut:
     def said(self) -> str:
         return f"{self.path or 'the revision'} ({self.size:,} {self.unit})"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> StoredCut:
         return {"path": self.path, "size": self.size, "unit": self.unit}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Cut:
+    def from_json(cls, value: StoredCut) -> Cut:
         return cls(str(value["path"]), int(value["size"]), str(value["unit"]))
 
 
@@ -92,7 +102,7 @@ def bounded(revision: dict[str, Any]) -> tuple[dict[str, Any], tuple[Cut, ...]]:
     return kept, tuple(cuts)
 
 
-def stored_size(revision: dict[str, Any]) -> int:
+def stored_size(revision: dict[str, object]) -> int:
     """Bytes of the revision as the record keeps it (JSON text, non-ASCII escaped)."""
     return len(json.dumps(revision))
 

@@ -11,7 +11,10 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from . import webhook_retry
+from .webhook_body import ChangedFields, EventData, WebhookBooking, WebhookEvent
 from .webhook_events import API_VERSION, EVENT_TYPES, MODE, PING, PropertyFacts, event_body
 from .webhook_signing import signed_headers
 
@@ -164,7 +167,7 @@ _DESCRIPTIONS = {
 }
 
 
-def _example_booking(status: str = "UPCOMING", prices: tuple[str, ...] = ("120.00", "120.00")) -> dict[str, Any]:
+def _example_booking(status: str = "UPCOMING", prices: tuple[str, ...] = ("120.00", "120.00")) -> WebhookBooking:
     """A Booking.com booking as the front desk needs it: each night's price, VAT included, a
     city tax not, breakfast bought as an extra, a child aged 5, arrival at 22:30, paid at
     the OTA with its virtual card."""
@@ -197,21 +200,30 @@ def _example_booking(status: str = "UPCOMING", prices: tuple[str, ...] = ("120.0
     }
 
 
-def _examples() -> list[dict[str, Any]]:
+class ContractExample(TypedDict):
+    """One signed example: the event's text as sent, its headers, and the event it reads as."""
+
+    type: str
+    secret: str
+    headers: dict[str, str]
+    body: str
+    event: WebhookEvent
+
+
+def _examples() -> list[ContractExample]:
     prop = PropertyFacts(42, "Casa Azul", "EUR", "Europe/Lisbon")
     # The modification: the second night's price, and so the room's amount, the total and
     # the commission, and the VAT included in it.
     before, after = _example_booking(), _example_booking(prices=("120.00", "135.00"))
-    changed = ("rooms", "amounts")
-    made: list[tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]] = [
+    made: list[tuple[str, EventData, ChangedFields | None, ChangedFields | None]] = [
         ("channel.booking.created", {"booking": before}, None, None),
-        ("channel.booking.modified", {"booking": after}, {k: after[k] for k in changed},
-         {k: before[k] for k in changed}),
+        ("channel.booking.modified", {"booking": after}, {"rooms": after["rooms"], "amounts": after["amounts"]},
+         {"rooms": before["rooms"], "amounts": before["amounts"]}),
         ("channel.booking.cancelled", {"booking": _example_booking(status="CANCELLED", prices=("120.00", "135.00"))},
          None, None),
         (PING, {"reason": "test"}, None, None),
     ]
-    examples = []
+    examples: list[ContractExample] = []
     for n, (kind, data, changes, previous) in enumerate(made, start=1):
         event_id = f"evt_00000000-0000-4000-8000-{n:012d}"
         body = event_body(event_id, kind, prop, data, SAMPLE_AT, changes, previous)

@@ -6,7 +6,8 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+
+from .webhook_body import ChangedFields, EventData, WebhookEvent
 
 API_VERSION = "2026-09-01"
 MODE = "live"
@@ -31,19 +32,19 @@ class Event:
     body: str  # the JSON text that is signed and sent, byte for byte on every attempt
 
 
-def new_event(event_type: str, prop: PropertyFacts, data: dict[str, Any], occurred_at: datetime,
-              changes: dict[str, Any] | None = None, previous: dict[str, Any] | None = None) -> Event:
+def new_event(event_type: str, prop: PropertyFacts, data: EventData, occurred_at: datetime,
+              changes: ChangedFields | None = None, previous: ChangedFields | None = None) -> Event:
     event_id = f"evt_{uuid.uuid4()}"
     return Event(event_id, event_type, occurred_at,
                  event_body(event_id, event_type, prop, data, occurred_at, changes, previous))
 
 
-def event_body(event_id: str, event_type: str, prop: PropertyFacts, data: dict[str, Any], occurred_at: datetime,
-               changes: dict[str, Any] | None = None, previous: dict[str, Any] | None = None) -> str:
+def event_body(event_id: str, event_type: str, prop: PropertyFacts, data: EventData, occurred_at: datetime,
+               changes: ChangedFields | None = None, previous: ChangedFields | None = None) -> str:
     """The envelope as the JSON text that is signed and sent."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
-    envelope: dict[str, Any] = {
+    envelope: WebhookEvent = {
         "id": event_id,
         "type": event_type,
         "apiVersion": API_VERSION,

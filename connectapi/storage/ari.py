@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg
 
@@ -153,12 +153,38 @@ async def write_cells(db: Database, property_id: int, catalog_version: int, reso
 _CELL_TABLES = {"availability": "availability_cells", "rates": "rate_cells", "restrictions": "restriction_cells"}
 
 
-async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class ChannelTask:
+    """A call to the channel manager that carried a batch's cells: its task id, its kind."""
+
+    task_id: str
+    kind: Literal["availability", "restrictions"]
+    sent_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BatchView:
+    """A batch as GET /batches/{id} shows it."""
+
+    id: uuid.UUID
+    resource: str
+    created_at: datetime
+    requested_cells: int
+    accepted_cells: int
+    noop_cells: int
+    rejected: list[RejectedCells]  # the entries of the write refused whole
+    cm_last_error: str | None  # the property's
+    pending_cells: int  # its own cells (last written by it) still dirty
+    refused_cells: int  # of those, the ones the channel manager refused
+    channel_tasks: list[ChannelTask]  # the first 100, oldest first
+
+
+async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> BatchView | None:
     """The batch with its pending cells (its own cells, last written by it, still dirty), of
     them those the channel manager refused, and the task ids of the calls that carried its
     cells."""
 
-    async def work(conn: asyncpg.Connection) -> dict[str, Any] | None:
+    async def work(conn: asyncpg.Connection) -> BatchView | None:
         row = await conn.fetchrow(
             """SELECT b.id, b.resource, b.created_at, b.requested_cells, b.accepted_cells, b.noop_cells, b.rejected,
                       p.cm_last_error
@@ -179,8 +205,9 @@ async def get_batch(db: Database, property_id: int, batch: uuid.UUID) -> dict[st
         tasks = await conn.fetch(
             """SELECT task_id, kind, sent_at FROM batch_channel_tasks WHERE batch_id = $1
                ORDER BY sent_at, task_id LIMIT 100""", batch)
-        return {**dict(row), "pending_cells": pending, "refused_cells": refused,
-                "channel_tasks": [{"taskId": t["task_id"], "kind": t["kind"], "sentAt": t["sent_at"]} for t in tasks]}
+        return BatchView(row["id"], row["resource"], row["created_at"], row["requested_cells"], row["accepted_cells"],
+                         row["noop_cells"], row["rejected"], row["cm_last_error"], pending, refused,
+                         [ChannelTask(t["task_id"], t["kind"], t["sent_at"]) for t in tasks])
 
     return await db.run(work)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import asyncpg
 
+from ..domain.booking_events import BookingCreated, BookingEvent
 from ..domain.bookings import FolioLine, PlannedBooking, PlannedRoom
 from .database import Database
 from .records import Booking, BookingLock, BookingRoom, Catalog, RatePlan, RoomType
@@ -243,7 +244,7 @@ class Mail:
 
 async def insert_booking(conn: asyncpg.Connection, property_id: int, key_id: int | None, booking_id: int,
                          reference: str, booking: PlannedBooking, guest_phone_as_sent: str, lines: list[FolioLine],
-                         activity: str, event: dict[str, Any], mails: list[Mail], move: InventoryMove,
+                         activity: str, event: BookingCreated, mails: list[Mail], move: InventoryMove,
                          at: datetime) -> dict[int, int]:
     """The guest (the property's one with this normalised phone, made if new; a missing
     e-mail is filled in), the booking, a room row per entry, its folio, the activity line,
@@ -482,7 +483,7 @@ async def log_activity(conn: asyncpg.Connection, property_id: int, booking_id: i
 
 
 async def record_domain_event(conn: asyncpg.Connection, property_id: int, booking_id: int, kind: str,
-                              payload: dict[str, Any], at: datetime) -> None:
+                              payload: BookingEvent, at: datetime) -> None:
     await conn.execute(
         """INSERT INTO domain_events (property_id, booking_id, type, payload, occurred_at)
            VALUES ($1, $2, $3, $4, $5)""",

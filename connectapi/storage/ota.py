@@ -16,9 +16,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import asyncpg
+from typing_extensions import TypedDict
 
 from ..domain.ota_bookings import CellMove, Mapping, OtaBooking, without_card
 from ..domain.revision_screen import Cut, StayFacts
+from ..domain.webhook_body import WebhookBooking
 from . import bookings
 from .bookings import availability_of as availability_of  # the OTA intake's, as the PMS's
 from .database import Database
@@ -100,7 +102,7 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
 _NAMING = ("id", "revision_id", "inserted_at")
 
 
-def _content(payload: Any) -> dict[str, Any]:
+def _content(payload: Any) -> dict[str, object]:
     """A stored revision's content, its naming members left out."""
     found = json.loads(payload) if isinstance(payload, str) else payload
     return {k: v for k, v in found.items() if k not in _NAMING} if isinstance(found, dict) else {}
@@ -224,7 +226,7 @@ class Known:
     status: str
     last_revision_at: datetime
     last_revision_seq: int
-    told: dict[str, Any]
+    told: WebhookBooking  # as an earlier event told it: without the members added since (issue 42)
 
 
 async def known_booking(conn: asyncpg.Connection, property_id: int, cm_booking_id: str) -> Known | None:
@@ -250,7 +252,7 @@ async def next_booking(conn: asyncpg.Connection, property_id: int, live_id: int,
 
 async def insert_booking(conn: asyncpg.Connection, property_id: int, booking_id: int, reference: str,
                          cm_booking_id: str, booking: OtaBooking, status: str, revised_at: datetime,
-                         revision_seq: int, told: dict[str, Any], at: datetime) -> None:
+                         revision_seq: int, told: WebhookBooking, at: datetime) -> None:
     guest_id = await conn.fetchval(
         """INSERT INTO guests (property_id, phone, name, email, created_at) VALUES ($1, $2, $3, $4, $5)
            ON CONFLICT (property_id, phone) DO UPDATE SET email = COALESCE(guests.email, EXCLUDED.email)
@@ -272,7 +274,7 @@ async def insert_booking(conn: asyncpg.Connection, property_id: int, booking_id:
 
 
 async def update_booking(conn: asyncpg.Connection, booking_id: int, booking: OtaBooking, status: str,
-                         revised_at: datetime, revision_seq: int, told: dict[str, Any], at: datetime) -> None:
+                         revised_at: datetime, revision_seq: int, told: WebhookBooking, at: datetime) -> None:
     await conn.execute(
         """UPDATE bookings SET status = $2, check_in = $3, check_out = $4, currency = $5, guest_name = $6,
                                guest_phone = $7, guest_email = $8, total_minor = $9,
@@ -312,24 +314,42 @@ async def move_cells(conn: asyncpg.Connection, property_id: int, booking_id: int
                               reason, at)
 
 
-async def told_of(db: Database, property_id: int, booking_id: int) -> dict[str, Any] | None:
+async def told_of(db: Database, property_id: int, booking_id: int) -> WebhookBooking | None:
     """An OTA booking as its last event told it (`data.booking`): what the front desk reads."""
     found = await db.fetchval("SELECT told FROM ota_bookings WHERE booking_id = $1 AND property_id = $2",
                               booking_id, property_id)
     if found is None:
         return None
-    told: dict[str, Any] = json.loads(found) if isinstance(found, str) else found
+    told: WebhookBooking = json.loads(found) if isinstance(found, str) else found
     return told
 
 
-async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[dict[str, Any]]:
+class RevisionView(TypedDict):
+    """A revision as the admin API and the console list it."""
+
+    revisionId: str
+    state: str
+    note: str | None
+    cut: list[str]
+    attempts: int
+    clash: bool
+    # As the feed sent them (its stored payload, read no further): any JSON value.
+    status: object
+    reservationCode: object
+    reference: str | None  # the booking it made or changed
+    receivedAt: str
+    settledAt: str | None
+    acknowledged: bool
+
+
+async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[RevisionView]:
     """The property's revisions, newest first, as the admin interface shows them."""
     rows = await db.fetch(
         """SELECT r.id, r.state, r.note, r.received_at, r.settled_at, r.acked_at, r.payload, r.cut, r.attempts,
                   r.clash_of, b.reference
            FROM ota_revisions r LEFT JOIN bookings b ON b.id = r.booking_id
            WHERE r.property_id = $1 ORDER BY r.seq DESC LIMIT $2""", property_id, limit)
-    views = []
+    views: list[RevisionView] = []
     for r in rows:
         payload = json.loads(r["payload"])
         views.append({"revisionId": r["id"], "state": r["state"], "note": r["note"],

@@ -203,23 +203,35 @@ async def dirty_totals(db: Database) -> dict[str, int]:
     return {"availability": row["a"], "rates": row["r"], "restrictions": row["s"]}
 
 
-async def sync_view(db: Database, property_id: int) -> dict[str, Any]:
-    """The record's side of GET /sync: dirty counts (and of them, those the channel manager
-    refused), the last outcome, the newest pending batch."""
+@dataclass(frozen=True, slots=True)
+class SyncView:
+    """The record's side of GET /sync (and of the console's push state)."""
 
-    async def work(conn: asyncpg.Connection) -> dict[str, Any]:
+    last_push_at: datetime | None
+    last_outcome: str | None
+    last_error: str | None
+    next_attempt_at: datetime | None
+    failures: int  # failed calls in a row
+    newest_pending: tuple[uuid.UUID, int] | None  # the newest batch with cells to push, and how many
+    dirty: dict[str, int]  # per resource
+    refused: dict[str, int]  # of the dirty cells, those the channel manager refused
+
+
+async def sync_view(db: Database, property_id: int) -> SyncView:
+    """Dirty counts (and of them, those the channel manager refused), the last outcome, the
+    newest pending batch."""
+
+    async def work(conn: asyncpg.Connection) -> tuple[asyncpg.Record, list[PendingBatch]]:
         prop = await conn.fetchrow(
             """SELECT cm_last_push_at, cm_last_outcome, cm_last_error, cm_next_attempt_at, cm_failures
                FROM properties WHERE id = $1""", property_id)
-        newest = await _pending_batches(conn, property_id, 1)
-        return {"last_push_at": prop["cm_last_push_at"], "last_outcome": prop["cm_last_outcome"],
-                "last_error": prop["cm_last_error"], "next_attempt_at": prop["cm_next_attempt_at"],
-                "failures": prop["cm_failures"],
-                "newest_pending": (newest[0].id, newest[0].pending_cells) if newest else None}
+        return prop, await _pending_batches(conn, property_id, 1)
 
-    view = await db.run(work)
-    view["dirty"], view["refused"] = await _counts(db, property_id)
-    return view
+    prop, newest = await db.run(work)
+    dirty, refused = await _counts(db, property_id)
+    return SyncView(prop["cm_last_push_at"], prop["cm_last_outcome"], prop["cm_last_error"],
+                    prop["cm_next_attempt_at"], prop["cm_failures"],
+                    (newest[0].id, newest[0].pending_cells) if newest else None, dirty, refused)
 
 
 @dataclass(frozen=True, slots=True)

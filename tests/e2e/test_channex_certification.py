@@ -112,8 +112,8 @@ class Certification:
             for night in plan["nights"]:
                 theirs = theirs_by_night.get(night["date"], {})
                 for ours_name, cm_name in OURS_TO_CM.items():
-                    ours = NEUTRAL[cm_name] if night[ours_name] is None else night[ours_name]
-                    assert theirs.get(cm_name, NEUTRAL[cm_name]) == ours, (night["date"], cm_name)
+                    our_value = NEUTRAL[cm_name] if night[ours_name] is None else night[ours_name]
+                    assert theirs.get(cm_name, NEUTRAL[cm_name]) == our_value, (night["date"], cm_name)
 
 
 def make_hotel(http: httpx.Client, cm: httpx.Client, name: str) -> Hotel:

@@ -92,15 +92,13 @@ def test_invisible_characters_are_taken_out_of_the_guests_requests_and_lines_kep
 def test_a_booking_told_before_the_new_members_is_compared_on_what_it_had() -> None:
     now = told(booking(), "PMS-1-000001", "UPCOMING")
     before = copy.deepcopy(now)
-    for name in ("taxes", "services", "arrivalHour", "notes"):
-        del before[name]
+    # Each a member the booking's type has as NotRequired: mypy refuses to delete any other.
+    del before["taxes"], before["services"], before["arrivalHour"], before["notes"]
     for room in before["rooms"]:
-        for name in ("nights", "taxes", "services", "childrenAges", "infants"):
-            del room[name]
-    for name in ("language", "address", "company"):
-        del before["guest"][name]
-    for name in ("commission", "paymentCollect", "paymentType", "guarantee"):
-        del before["amounts"][name]
+        del room["nights"], room["taxes"], room["services"], room["childrenAges"], room["infants"]
+    del before["guest"]["language"], before["guest"]["address"], before["guest"]["company"]
+    amounts = before["amounts"]
+    del amounts["commission"], amounts["paymentCollect"], amounts["paymentType"], amounts["guarantee"]
     assert changes_between(before, now) == ({}, {})
     moved = told(booking(amount="320.00", room={"amount": "320.00"}), "PMS-1-000001", "UPCOMING")
     changes, previous = changes_between(before, moved)

@@ -167,8 +167,10 @@ def test_a_booking_whose_booking_id_is_its_id_is_keyed_by_its_revision_id() -> N
         "rv", "rv", "p", "bk")
     assert revision_key({"id": "rv", "booking_id": "bk", "revision_id": "rv", "property_id": "p",
                          "system_id": 12331233123}) == ("rv", "12331233123", "p", "bk")
-    for missing in ({"id": None, "booking_id": "bk", "property_id": "p"}, {"id": "rv", "property_id": "p"},
-                    {"id": "rv", "booking_id": "bk", "property_id": ""}):
+    lacking: tuple[dict[str, object], ...] = (
+        {"id": None, "booking_id": "bk", "property_id": "p"}, {"id": "rv", "property_id": "p"},
+        {"id": "rv", "booking_id": "bk", "property_id": ""})
+    for missing in lacking:
         with pytest.raises(MalformedRevision):
             revision_key(missing)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-from ...channel.client import PushAnswer
+from ...channel.client import AvailabilityGrid, PushAnswer, RestrictionsGrid
 from ...domain.channel_values import ChannelValues
 from ...engine import Ask
 
@@ -68,7 +68,7 @@ class GridRead:
     """What the channel manager holds of a property; or why it could not be read; or, with
     `retry_at`, that the account's read budget is spent until then (ask again)."""
 
-    grid: dict[str, dict[str, Any]] | None
+    grid: AvailabilityGrid | RestrictionsGrid | None  # as the ReadGrid's `kind`
     error: str | None = None
     retry_at: float | None = None
 

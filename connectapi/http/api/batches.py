@@ -28,30 +28,30 @@ async def read_batch(batch_id: str) -> Response:
     found = await ari.get_batch(context().db, caller().property.id, wanted)
     if found is None:
         raise not_found
-    pending = int(found["pending_cells"])
+    pending = found.pending_cells
     db = context().db
     # What the channel manager refused of the batch's cells (they are still pending): one
     # entry per room type or rate plan, field and message, beside the write's own refusals.
-    entity = "roomTypeId" if found["resource"] == "availability" else "ratePlanId"
+    entity = "roomTypeId" if found.resource == "availability" else "ratePlanId"
     refused = [{"cells": r.cells, "error": f"refused by the channel manager: {field}: {', '.join(messages)}",
                 "by": "channelManager", entity: r.entity_id, "field": field, "messages": messages,
                 "from": r.first.isoformat(), "to": r.last.isoformat()}
-               for r in await channel_refusals.of_batch(db, found["resource"], found["id"])
-               for field, messages in fields_of(r.refusal).items()] if found["refused_cells"] else []
+               for r in await channel_refusals.of_batch(db, found.resource, found.id)
+               for field, messages in fields_of(r.refusal).items()] if found.refused_cells else []
     answer: BatchAnswer = {
-        "batchId": str(found["id"]),
-        "resource": found["resource"],
-        "createdAt": found["created_at"],
-        "requestedCells": found["requested_cells"],
-        "acceptedCells": found["accepted_cells"],
-        "noopCells": found["noop_cells"],
-        "rejected": [*found["rejected"], *refused],
+        "batchId": str(found.id),
+        "resource": found.resource,
+        "createdAt": found.created_at,
+        "requestedCells": found.requested_cells,
+        "acceptedCells": found.accepted_cells,
+        "noopCells": found.noop_cells,
+        "rejected": [*(dict(whole) for whole in found.rejected), *refused],
         "status": "pending" if pending else "completed",
         "pendingCells": pending,
         # The channel manager's last error for the property; cleared by a successful push.
         # While its cells wait refused, it says so even after a later call went through.
-        "lastError": found["cm_last_error"] or (str(refused[0]["error"]) if refused else None),
+        "lastError": found.cm_last_error or (str(refused[0]["error"]) if refused else None),
         # The task ids of the channel manager's calls that carried the batch's cells.
-        "channelTasks": found["channel_tasks"],
+        "channelTasks": [{"taskId": t.task_id, "kind": t.kind, "sentAt": t.sent_at} for t in found.channel_tasks],
     }
     return ok(answer)

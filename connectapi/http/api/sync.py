@@ -21,12 +21,12 @@ async def read_sync() -> Response:
     # All of it from the record, written by whichever process pushes the property: every
     # process answers alike.
     view = await pushes.sync_view(ctx.db, prop.id)
-    dirty, refused = view["dirty"], view["refused"]
+    dirty, refused = view.dirty, view.refused
     now = ctx.clock.now()
-    state = push_state(view["failures"], view["next_attempt_at"], view["last_outcome"], dirty["availability"], now,
+    state = push_state(view.failures, view.next_attempt_at, view.last_outcome, dirty["availability"], now,
                        sum(refused.values()))
-    next_attempt = pending_next_attempt(view["next_attempt_at"], now)
-    newest = view["newest_pending"]
+    next_attempt = pending_next_attempt(view.next_attempt_at, now)
+    newest = view.newest_pending
     answer: SyncAnswer = {
         # refusedCells: of the dirty cells, those the channel manager refused (offered again
         # with backoff); the state is REFUSED while any wait.
@@ -35,9 +35,9 @@ async def read_sync() -> Response:
         "restrictions": {"dirtyCells": dirty["restrictions"], "refusedCells": refused["restrictions"]},
         "refusedCells": sum(refused.values()),
         "projector": {
-            "lastPushAt": view["last_push_at"],
-            "lastOutcome": view["last_outcome"],
-            "lastError": view["last_error"],
+            "lastPushAt": view.last_push_at,
+            "lastOutcome": view.last_outcome,
+            "lastError": view.last_error,
             "nextAttemptAt": next_attempt,
         },
         "newestPendingBatch": None if newest is None else {"batchId": str(newest[0]), "pendingCells": newest[1]},

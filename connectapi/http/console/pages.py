@@ -42,15 +42,15 @@ async def sync_of(prop: Property) -> SyncFacts:
     ctx = context()
     now = ctx.clock.now()
     view = await pushes.sync_view(ctx.db, prop.id)
-    dirty, refused = view["dirty"], view["refused"]
+    dirty, refused = view.dirty, view.refused
     return {
-        "state": push_state(view["failures"], view["next_attempt_at"], view["last_outcome"], dirty["availability"],
+        "state": push_state(view.failures, view.next_attempt_at, view.last_outcome, dirty["availability"],
                             now, sum(refused.values())),
         "dirty": dirty,
         "refused": refused,
-        "last_push_at": view["last_push_at"],
-        "last_error": view["last_error"],
-        "next_attempt_at": pending_next_attempt(view["next_attempt_at"], now),
+        "last_push_at": view.last_push_at,
+        "last_error": view.last_error,
+        "next_attempt_at": pending_next_attempt(view.next_attempt_at, now),
     }
 
 
