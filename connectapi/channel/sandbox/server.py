@@ -115,6 +115,8 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
         return response
 
     async def entity(kind: str) -> dict[str, Any]:
+        """The body's `kind` object as sent, any JSON object: each route checks the fields
+        it takes, and its answer echoes them all."""
         await gate("catalog")
         wanted = await body()
         attrs = wanted.get(kind) if isinstance(wanted, dict) else None

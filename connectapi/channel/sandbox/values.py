@@ -2,8 +2,8 @@
 
 A value is either a Change to apply or the problems that refuse it: an object of field ->
 list of messages, which the answer echoes as the value's `warning` in `meta.warnings`.
-A value is checked as sent: any JSON object (hence its `dict[str, Any]`), its fields
-typed only once they pass (ari_fields.py).
+A value is checked as sent, any JSON object (so its values are Any); its fields are
+typed once they pass (ari_fields.py).
 
 Messages quoted from the docs: NULL_FIELD, IS_INVALID, RATE_POSITIVE, AT_LEAST_0,
 AT_LEAST_1, BLANK (the 422 example of the API reference). The others are ours, marked so.
