@@ -27,7 +27,7 @@ def cm_ids(api: Harness, prop: dict[str, Any]) -> tuple[str, dict[str, str]]:
     """The sandbox's property id and its rate plans' ids by title."""
     assert api.ctx.channel.sandbox is not None
     held = next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])
-    return held.id, {p["title"]: cm for cm, p in held.rate_plans.items()}
+    return held.id, {p.title: cm for cm, p in held.rate_plans.items()}
 
 
 def held_rates(api: Harness, cm_property: str, cm_plan: str, first: date, last: date) -> dict[str, Any]:
@@ -180,5 +180,5 @@ async def test_tonight_in_a_zone_behind_utc_is_not_sent_as_past(api: Harness) ->
     assert api.ctx.channel.sandbox.stats.refused == 0
     held = api.ctx.channel.sandbox.read_availability(cm_property, date(2026, 11, 22), date(2026, 11, 22))
     cm_room = next(cm for cm, r in api.ctx.channel.sandbox.properties[cm_property].room_types.items()
-                   if r["title"] == prop["roomTypes"][0]["name"])
+                   if r.title == prop["roomTypes"][0]["name"])
     assert held[cm_room] == {tonight: 0}

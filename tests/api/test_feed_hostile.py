@@ -5,7 +5,7 @@ feed is the project's sandbox channel manager, served on a real port, fed raw re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import copy
 import json
@@ -19,6 +19,7 @@ from connectapi.actors.booking_intake import APPLY_TRIES
 from connectapi.actors.messages.property_writer import OTA_APPLY_WITHIN
 from connectapi.actors.ota_writer import LOCK_WAIT
 from connectapi.channel.sandbox.bookings import Stay
+from connectapi.channel.sandbox.revision import Guest, Revision
 from connectapi.storage.database import Database, RecordRefused
 from connectapi.storage.migrations import bundled_migrations
 from .harness import API, Harness, eventually, held_elsewhere
@@ -141,11 +142,11 @@ async def test_the_migration_unmaps_every_property_sharing_an_id_and_tells_their
 
 # --- 1 and 4. A revision screened before anything is locked or written -------------------------
 
-GUEST = {"name": "Ana", "surname": "Lima", "mail": "ana@example.com", "phone": "+351 912 345 678", "country": "PT"}
+GUEST: Guest = {"name": "Ana", "surname": "Lima", "mail": "ana@example.com", "phone": "+351 912 345 678", "country": "PT"}
 
 
 def offered(api: Harness, prop: dict[str, Any], change: Callable[[dict[str, Any]], None] = lambda r: None,
-            check_in: date = date(2026, 12, 10), check_out: date = date(2026, 12, 12)) -> dict[str, Any]:
+            check_in: date = date(2026, 12, 10), check_out: date = date(2026, 12, 12)) -> Revision:
     """A new revision for `prop`'s first room type and plan in the sandbox's feed, as Channex
     documents one, then changed by `change` (made hostile) before the intake can read it:
     nothing here awaits between the two."""
@@ -153,8 +154,8 @@ def offered(api: Harness, prop: dict[str, Any], change: Callable[[dict[str, Any]
     assert sandbox is not None
     cm = cm_ids(api, prop)
     made = sandbox.bookings.new(Stay(cm[0], cm[1], cm[1 + len(prop["roomTypes"])], check_in, check_out, 2, 0,
-                                     dict(GUEST), Decimal("240.00"), "EUR", "BookingCom"), api.ctx.clock.now())
-    change(made)
+                                     GUEST.copy(), Decimal("240.00"), "EUR", "BookingCom"), api.ctx.clock.now())
+    change(cast("dict[str, Any]", made))  # made hostile: any JSON, whatever its type says
     return made
 
 
@@ -315,7 +316,7 @@ async def test_a_new_revision_repeating_another_bookings_system_id_is_kept_and_t
     assert [r["clash"] for r in reversed(await revisions(api, prop, 2))] == [False, True]
     assert await api.ctx.db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", prop["id"]) == 1
     # The same booking's revision offered again under a new id is a repeat, as before: no clash.
-    again = dict(earlier)
+    again = earlier.copy()
     sandbox = api.ctx.channel.sandbox
     assert sandbox is not None
     again["id"] = again["revision_id"] = "a-new-id-for-the-same-revision"

@@ -13,6 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from connectapi.channel.sandbox.bookings import Stay
+from connectapi.channel.sandbox.revision import Guest, Revision
 from connectapi.domain.webhook_contract import ENVELOPE_SCHEMA
 from .harness import API, Harness, eventually
 from .test_pipeline import settled
@@ -148,7 +149,7 @@ async def test_created_modified_cancelled_on_a_channel_manager_only_property(api
     assert api.ctx.channel.sandbox is not None and api.ctx.channel.sandbox.bookings.feed(None) == []  # all acknowledged
     sent = list(api.ctx.channel.sandbox.bookings.revisions.values())
     cm_booking_ids = {r["booking_id"] for r in sent} | {r["id"] for r in sent} | {r["system_id"] for r in sent}
-    assert all(r["guarantee"]["card_number"] for r in sent)  # each came with a (masked) card
+    assert all((card := r["guarantee"]) is not None and card["card_number"] for r in sent)  # each came with a (masked) card
     for _, body in receiver.received:
         assert not any(cm_id in body for cm_id in [*cm_ids(api, prop), *cm_booking_ids])  # no channel-manager id
         assert not any(card in body for card in CARD)
@@ -248,7 +249,7 @@ async def test_out_of_order_and_repeated_revisions(api: Harness, receiver: Recei
     assert len(receiver.received) == 2
 
 
-async def sold_on_a_room_type_we_do_not_map(api: Harness, prop: dict[str, Any], cm_room: str) -> dict[str, Any]:
+async def sold_on_a_room_type_we_do_not_map(api: Harness, prop: dict[str, Any], cm_room: str) -> Revision:
     """An OTA booking of one night whose room type is `cm_room` at the channel manager; its revision."""
     assert api.ctx.channel.sandbox is not None
     stay = Stay(cm_ids(api, prop)[0], cm_room, cm_ids(api, prop)[3], date(2026, 12, 10), date(2026, 12, 11), 1, 0,
@@ -330,7 +331,7 @@ async def test_revisions_behind_a_page_of_another_integrations_are_taken(api: Ha
     sandbox = api.ctx.channel.sandbox
     assert sandbox is not None
     cm_property, cm_room, cm_plan = cm_ids(api, prop)[0], cm_ids(api, prop)[1], cm_ids(api, prop)[3]
-    guest = {"name": "Ana", "surname": None, "mail": None, "phone": None, "country": None}
+    guest: Guest = {"name": "Ana", "surname": None, "mail": None, "phone": None, "country": None}
     # The account's feed begins with more than a page of revisions for a property we do not
     # map: they are not ours to acknowledge, and stay in the feed ahead of ours.
     theirs = [sandbox.bookings.new(Stay("a-property-we-do-not-map", "r", "p", date(2026, 12, 10),

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from connectapi.actors.messages.reconciler import CheckProperty
+from connectapi.channel.sandbox.state import Property
 from connectapi.storage import pushes
 
 from .harness import API, Harness, eventually
@@ -32,7 +33,7 @@ async def settled(api: Harness, property_id: int, seconds: float = 15.0) -> None
     await eventually(clean, lambda: f"no dirty cell (still dirty: {last})", seconds)
 
 
-def grid(api: Harness, prop: dict[str, Any]) -> Any:
+def grid(api: Harness, prop: dict[str, Any]) -> Property:
     assert api.ctx.channel.sandbox is not None
     cm_id = next(iter(p for p in api.ctx.channel.sandbox.properties.values() if p.title == prop["name"])).id
     return api.ctx.channel.sandbox.properties[cm_id]
@@ -68,7 +69,7 @@ async def test_every_resource_reaches_the_grid_coalesced(api: Harness) -> None:
     await settled(api, prop["id"])
     held = grid(api, prop)
     cm_room = next(iter(held.room_types))
-    cm_plan = next(cm for cm, p in held.rate_plans.items() if p["title"] == "Flexible")
+    cm_plan = next(cm for cm, p in held.rate_plans.items() if p.title == "Flexible")
     assert held.availability[cm_room][date(2026, 11, 23)] == 5 and held.availability[cm_room][date(2027, 11, 22)] == 5
     assert held.restrictions[cm_plan][date(2026, 11, 27)]["rate"] == "150.00"  # a Friday
     assert held.restrictions[cm_plan][date(2026, 11, 30)]["rate"] == "120.00"
@@ -202,7 +203,7 @@ async def test_reconciler_repairs_a_cell_changed_behind_our_back(api: Harness) -
     await settled(api, prop["id"])
     held = grid(api, prop)
     cm_room = next(iter(held.room_types))
-    cm_plan = next(cm for cm, p in held.rate_plans.items() if p["title"] == "Flexible")
+    cm_plan = next(cm for cm, p in held.rate_plans.items() if p.title == "Flexible")
     # someone edits the channel manager directly
     held.availability[cm_room][date(2026, 11, 24)] = 9
     held.restrictions[cm_plan][date(2026, 11, 23)]["max_stay"] = 2

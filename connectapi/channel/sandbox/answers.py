@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from quart import Response
+from typing_extensions import NotRequired, TypedDict
 
 # Ours: a response carrying this header is never sent; DropConnections closes the
 # connection instead (the `reset` fault).
@@ -21,13 +22,21 @@ MALFORMED_PAGE = ("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></
                   "<body><h1>Bad Gateway</h1><p>The upstream server sent an invalid response.</p></body></html>\n")
 
 
+class ErrorBody(TypedDict):
+    """What `errors` holds."""
+
+    code: str
+    title: str
+    details: NotRequired[list[str] | dict[str, list[str]]]  # messages (400), or field -> messages (422)
+
+
 def json_answer(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(json.dumps(body), status=status, content_type="application/json", headers=headers or {})
 
 
-def error(status: int, code: str, title: str, details: Any = None,
+def error(status: int, code: str, title: str, details: list[str] | dict[str, list[str]] | None = None,
           headers: dict[str, str] | None = None) -> Response:
-    errors: dict[str, Any] = {"code": code, "title": title}
+    errors: ErrorBody = {"code": code, "title": title}
     if details is not None:
         errors["details"] = details
     return json_answer({"errors": errors}, status, headers)
@@ -70,6 +79,7 @@ def dropped() -> Response:
 
 
 def created(kind: str, ident: str, attributes: dict[str, Any]) -> Response:
+    """`attributes` are the entity's as sent (any JSON object), echoed with its id."""
     return json_answer({"data": {"type": kind, "id": ident, "attributes": {**attributes, "id": ident}}}, 201)
 
 

@@ -15,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from ...domain.money import currency_exponent
+from .revision import CancellationFee, Guarantee, Guest, Occupancy, Revision, RevisionStatus, Room, Service, Tax
 
 # Channex e-mails the property (webhook `non_acked_booking`) for a revision not acknowledged
 # 30 minutes after it was first offered (Bookings Collection, "Booking Revisions Feed").
@@ -49,7 +51,7 @@ class Stay:
     departure: date
     adults: int
     children: int
-    guest: dict[str, Any]
+    guest: Guest
     amount: Decimal
     currency: str
     ota_name: str
@@ -62,21 +64,49 @@ class Stay:
     # Each night's price (the amount spread evenly when None): given apart from `amount`,
     # they may disagree with it, as an OTA's may.
     nightly: list[Decimal] | None = None
-    # The room's taxes, Channex-shaped ({name, type, is_inclusive, total_price, ...}); None:
-    # the OTA's own (Booking.com's example: a 5 % VAT, included).
-    taxes: list[dict[str, Any]] | None = None
+    # The room's taxes; None: the OTA's own (Booking.com's example: a 5 % VAT, included).
+    taxes: list[Tax] | None = None
     # Extras bought on top of the room (Channex's booking-level `services`): the booking's
     # amount is the rooms' and theirs.
-    extras: list[dict[str, Any]] = field(default_factory=list)
+    extras: list[Service] = field(default_factory=list)
     payment_collect: str | None = None
     payment_type: str | None = None
     virtual_card: bool = False
     commission: Decimal | None = None  # None: the OTA's own (15 % for Booking.com and Airbnb)
 
 
+class StayDetails(TypedDict, total=False):
+    """A Stay's optional fields, those given."""
+
+    arrival_hour: str | None
+    notes: str | None
+    children_ages: list[int]
+    nightly: list[Decimal] | None
+    taxes: list[Tax] | None
+    extras: list[Service]
+    payment_collect: str | None
+    payment_type: str | None
+    virtual_card: bool
+    commission: Decimal | None
+
+
+class StayChange(StayDetails, total=False):
+    """What an OTA's modification changes of a Stay: its fields by name, those that change."""
+
+    room_type_id: str
+    rate_plan_id: str
+    arrival: date
+    departure: date
+    adults: int
+    children: int
+    guest: Guest
+    amount: Decimal
+    ota_name: str
+
+
 @dataclass
 class BookingFeed:
-    revisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> revision, in emission order
+    revisions: dict[str, Revision] = field(default_factory=dict)  # id -> revision, in emission order
     acked: set[str] = field(default_factory=set)
     stays: dict[str, Stay] = field(default_factory=dict)  # booking id -> the stay now
     codes: dict[str, str] = field(default_factory=dict)  # OTA reservation code -> booking id
@@ -99,7 +129,7 @@ class BookingFeed:
     _room_ids: dict[str, str] = field(default_factory=dict)  # booking id -> booking_room_id now
     _last_at: datetime | None = None
 
-    def new(self, stay: Stay, at: datetime) -> dict[str, Any]:
+    def new(self, stay: Stay, at: datetime) -> Revision:
         booking_id = str(uuid.uuid4())
         code = str(next(self._numbers))
         self.stays[booking_id] = stay
@@ -107,7 +137,7 @@ class BookingFeed:
         self._room_ids[booking_id] = str(uuid.uuid4())
         return self._emit(booking_id, code, "new", at)
 
-    def modify(self, code: str, changes: dict[str, Any], at: datetime) -> dict[str, Any]:
+    def modify(self, code: str, changes: StayChange, at: datetime) -> Revision:
         booking_id = self.codes[code]
         stay = self.stays[booking_id]
         for name, value in changes.items():
@@ -131,11 +161,11 @@ class BookingFeed:
             del self.stays[bid]
             self._room_ids.pop(bid, None)
 
-    def cancel(self, code: str, at: datetime, fee: Decimal | None = None) -> dict[str, Any]:
+    def cancel(self, code: str, at: datetime, fee: Decimal | None = None) -> Revision:
         self.stays[self.codes[code]].cancellation_fee = fee
         return self._emit(self.codes[code], code, "cancelled", at)
 
-    def feed(self, property_id: str | None) -> list[dict[str, Any]]:
+    def feed(self, property_id: str | None) -> list[Revision]:
         """Revisions not yet acknowledged, oldest first (or newest first, when told to)."""
         found = [r for rid, r in self.revisions.items()
                  if rid not in self.acked and (property_id is None or r["property_id"] == property_id)]
@@ -161,7 +191,7 @@ class BookingFeed:
                 listener(payload)
         return told
 
-    def _emit(self, booking_id: str, code: str, status: str, at: datetime) -> dict[str, Any]:
+    def _emit(self, booking_id: str, code: str, status: RevisionStatus, at: datetime) -> Revision:
         # Its clock gives every revision its own instant, even on a test's standing clock.
         if self._last_at is not None and at <= self._last_at:
             at = self._last_at + timedelta(microseconds=1)
@@ -177,13 +207,13 @@ class BookingFeed:
         return revision
 
 
-def _trigger(revision: dict[str, Any]) -> dict[str, str]:
+def _trigger(revision: Revision) -> dict[str, str]:
     return {"booking_id": revision["booking_id"], "property_id": revision["property_id"],
             "revision_id": revision["id"]}
 
 
 def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str, system_id: str,
-                        room_id: str, status: str, at: datetime) -> dict[str, Any]:
+                        room_id: str, status: RevisionStatus, at: datetime) -> Revision:
     """A booking revision's attributes, field for field as the docs' Booking.com example (plus
     `booking_id` and `system_id`, which the feed's revisions carry)."""
     exponent = currency_exponent(stay.currency)
@@ -221,7 +251,7 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
             "company": guest.get("company"), "meta": {"is_genius": False},
         },
         "guarantee": _guarantee(stay) if card or stay.virtual_card else None,
-        "services": [dict(e) for e in stay.extras] if fee is None else [_cancellation_fee(fee, exponent)],
+        "services": [e.copy() for e in stay.extras] if fee is None else [_cancellation_fee(fee, exponent)],
         "rooms": [_room(stay, room_id, nights, exponent)],
         # "Timestamp, when Booking Revision was received": ISO 8601 in UTC without a zone,
         # microseconds always shown ("2020-11-12T11:39:50.111087").
@@ -229,7 +259,7 @@ def revision_attributes(stay: Stay, revision_id: str, booking_id: str, code: str
     }
 
 
-def _cancellation_fee(fee: Decimal, exponent: int) -> dict[str, Any]:
+def _cancellation_fee(fee: Decimal, exponent: int) -> CancellationFee:
     """The service a cancelled revision carries for what the guest still owes, field for
     field as the docs' Booking.com cancellation."""
     return {"name": "Cancellation Fee", "nights": 0, "persons": 0, "price_mode": "Per stay",
@@ -237,15 +267,15 @@ def _cancellation_fee(fee: Decimal, exponent: int) -> dict[str, Any]:
             "type": "Cancellation Fee"}
 
 
-def _occupancy(stay: Stay) -> dict[str, Any]:
-    occupancy: dict[str, Any] = {"adults": stay.adults, "children": stay.children, "infants": 0}
+def _occupancy(stay: Stay) -> Occupancy:
+    occupancy: Occupancy = {"adults": stay.adults, "children": stay.children, "infants": 0}
     if stay.children:
         ages = list(stay.children_ages[:stay.children])
         occupancy["ages"] = ages + [DEFAULT_CHILD_AGE] * (stay.children - len(ages))
     return occupancy
 
 
-def _guarantee(stay: Stay) -> dict[str, Any]:
+def _guarantee(stay: Stay) -> Guarantee:
     """A masked test card (PCI: Channex never sends a whole number over the non-secure API)."""
     holder = " ".join(str(p) for p in (stay.guest.get("name"), stay.guest.get("surname")) if p) or "CARDHOLDER"
     expires = stay.arrival + timedelta(days=365)
@@ -256,12 +286,12 @@ def _guarantee(stay: Stay) -> dict[str, Any]:
             "expiration_date": f"{expires.month:02d}/{expires.year}", "is_virtual": False}
 
 
-def _room(stay: Stay, room_id: str, nights: list[date], exponent: int) -> dict[str, Any]:
+def _room(stay: Stay, room_id: str, nights: list[date], exponent: int) -> Room:
     booking_com = stay.ota_name == "BookingCom"
     days = (_days(stay.amount, nights, exponent) if stay.nightly is None else
             {night.isoformat(): _money(price, exponent) for night, price in zip(nights, stay.nightly, strict=True)})
     vat = (stay.amount - stay.amount / (1 + VAT_RATE)).quantize(Decimal(1).scaleb(-exponent))
-    room: dict[str, Any] = {
+    room: Room = {
         "amount": _money(stay.amount, exponent),
         "booking_room_id": room_id,
         "checkin_date": stay.arrival.isoformat(),
@@ -275,7 +305,7 @@ def _room(stay: Stay, room_id: str, nights: list[date], exponent: int) -> dict[s
         "rate_plan_id": stay.rate_plan_id,
         "room_type_id": stay.room_type_id,
         "services": [],
-        "taxes": [dict(t) for t in stay.taxes] if stay.taxes is not None else [
+        "taxes": [t.copy() for t in stay.taxes] if stay.taxes is not None else [
             {"is_inclusive": True, "name": "VAT (5%)", "nights": len(nights), "persons": stay.adults + stay.children,
              "price_mode": "Per booking", "price_per_unit": _money(vat, exponent),
              "total_price": _money(vat, exponent), "type": "Value Added Tax (VAT)"}] if booking_com else [],

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import date
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Final
 
 import trio
 from quart import Response, request
@@ -25,10 +25,11 @@ from quart_trio import QuartTrio
 
 from ...engine import Clock
 from . import answers
-from .bookings import Stay
+from .bookings import Stay, StayChange
+from .revision import GUEST_FIELDS, Guest
 from .state import FAULT_CALLS, FAULT_MODES, Refusal, SandboxState
 
-REVISION_FIELDS = ("arrival_hour", "notes")
+REVISION_FIELDS: Final = ("arrival_hour", "notes")
 
 
 def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, authorised: Callable[[], bool],
@@ -143,7 +144,7 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
             stay = Stay(prop.id, str(given["room_type_id"]), str(given["rate_plan_id"]),
                         date.fromisoformat(str(given["arrival_date"])),
                         date.fromisoformat(str(given["departure_date"])), _count(given.get("adults", 2), 1),
-                        _count(given.get("children", 0), 0), dict(given.get("customer") or {"name": "Guest"}),
+                        _count(given.get("children", 0), 0), _guest(given.get("customer") or {"name": "Guest"}),
                         _amount(given["amount"]), prop.currency, str(given.get("ota_name", "BookingCom")),
                         arrival_hour=_text(given.get("arrival_hour")), notes=_text(given.get("notes")),
                         children_ages=[_count(a, 0) for a in given.get("children_ages") or []])
@@ -165,23 +166,25 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
         given = await wanted()
         stay = state.bookings.stays[state.bookings.codes[code]]
         try:
-            changes: dict[str, Any] = {}
-            for name, attr in (("arrival_date", "arrival"), ("departure_date", "departure")):
-                if name in given:
-                    changes[attr] = date.fromisoformat(str(given[name]))
-            for name, least in (("adults", 1), ("children", 0)):
-                if name in given:
-                    changes[name] = _count(given[name], least)
+            changes: StayChange = {}
+            if "arrival_date" in given:
+                changes["arrival"] = date.fromisoformat(str(given["arrival_date"]))
+            if "departure_date" in given:
+                changes["departure"] = date.fromisoformat(str(given["departure_date"]))
+            if "adults" in given:
+                changes["adults"] = _count(given["adults"], 1)
+            if "children" in given:
+                changes["children"] = _count(given["children"], 0)
             if "amount" in given:
                 changes["amount"] = _amount(given["amount"])
             if isinstance(given.get("customer"), dict):
-                changes["guest"] = dict(given["customer"])
+                changes["guest"] = _guest(given["customer"])
             for name in ("room_type_id", "rate_plan_id"):
                 if name in given:
                     changes[name] = str(given[name])
-            for name in REVISION_FIELDS:
-                if name in given:
-                    changes[name] = _text(given[name])
+            for text_name in REVISION_FIELDS:
+                if text_name in given:
+                    changes[text_name] = _text(given[text_name])
             if changes.get("departure", stay.departure) <= changes.get("arrival", stay.arrival):
                 raise ValueError("departure_date")
         except (ValueError, TypeError, ArithmeticError) as exc:
@@ -205,6 +208,17 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
         revision = state.bookings.cancel(code, clock.now(), fee)
         return answers.json_answer({"data": {"type": "booking_revision", "id": revision["id"],
                                              "attributes": revision}}, 201)
+
+
+def _guest(customer: Any) -> Guest:
+    """The guest of a `customer` as sent (an object, or what dict() takes for one). Its
+    values are not checked: whatever JSON they are, the revision's `customer` repeats them."""
+    given = dict(customer)
+    guest: Guest = {}
+    for name in GUEST_FIELDS:
+        if name in given:
+            guest[name] = given[name]
+    return guest
 
 
 def _count(raw: Any, least: int) -> int:

@@ -8,12 +8,12 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
+from typing_extensions import NotRequired, TypedDict
 
 from ...engine import Clock, SystemClock
 from .bookings import BookingFeed
@@ -69,16 +69,24 @@ class Webhook:
     user_id: str | None = None  # who made the change: null for an OTA's booking
 
 
-def event_body(event: str, payload: dict[str, str], hook: Webhook, clock: Clock) -> dict[str, Any]:
-    """`{"event", "payload", "property_id", "user_id", "timestamp"}`; without `payload` when
-    the subscription does not send data. The payload of `non_acked_booking` is not
-    documented: ours repeats the `booking` one."""
-    body: dict[str, Any] = {"event": event}
+class WebhookEvent(TypedDict):
+    """A webhook's body: keys in this order, `payload` left out when the subscription does
+    not send data."""
+
+    event: str  # booking | non_acked_booking
+    payload: NotRequired[dict[str, str]]  # {booking_id, property_id, revision_id}
+    property_id: str
+    user_id: str | None
+    timestamp: str
+
+
+def event_body(event: str, payload: dict[str, str], hook: Webhook, clock: Clock) -> WebhookEvent:
+    """The payload of `non_acked_booking` is not documented: ours repeats the `booking` one."""
+    timestamp = clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if hook.send_data:
-        body["payload"] = payload
-    body |= {"property_id": payload["property_id"], "user_id": hook.user_id,
-             "timestamp": clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
-    return body
+        return {"event": event, "payload": payload, "property_id": payload["property_id"], "user_id": hook.user_id,
+                "timestamp": timestamp}
+    return {"event": event, "property_id": payload["property_id"], "user_id": hook.user_id, "timestamp": timestamp}
 
 
 def webhook_sender(hook: Webhook, client: httpx.AsyncClient,

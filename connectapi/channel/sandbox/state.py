@@ -12,25 +12,23 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal, get_args
 from zoneinfo import ZoneInfo
 
+from typing_extensions import TypedDict
+
 from ...domain.money import currency_exponent
 from ...budgets.window import SlidingWindow
+from .ari_fields import MIN_STAY_FIELDS, AvailabilityFields, NightRead, ReadableField, RestrictionFields
 from .bookings import BookingFeed
-from .values import Change, Problems, Target, check_availability, check_restrictions
+from .values import Change, Fields, Problems, Target, check_availability, check_restrictions
 
 MINUTE = 60.0
 RESTRICTION_FIELDS = ("rate", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
                       "closed_to_departure", "stop_sell")
-# What a restrictions read may ask for (filter[restrictions]); the last two are read-only
-# and held by nobody here, so never answered.
-READABLE_RESTRICTIONS = ("availability", "rate", "min_stay_arrival", "min_stay_through", "min_stay",
-                         "closed_to_arrival", "closed_to_departure", "stop_sell", "max_stay",
-                         "availability_offset", "max_availability")
 MIN_STAY_TYPES = ("arrival", "through", "both")
 CALLS_KEPT = 10_000
 # "malformed": a 200 whose body is an HTML page; "reset": the connection closed without an answer.
@@ -117,6 +115,17 @@ class Refusal:
     message: str
 
 
+class CallView(TypedDict):
+    """A Call as GET /_sandbox/calls lists it."""
+
+    kind: str
+    property_ids: list[str]
+    task_id: str | None
+    values: int
+    warnings: int
+    at: str  # ISO 8601
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One ARI write received: what GET /_sandbox/calls lists."""
@@ -128,7 +137,7 @@ class Call:
     warnings: int
     at: datetime
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> CallView:
         return {"kind": self.kind, "property_ids": list(self.property_ids), "task_id": self.task_id,
                 "values": self.values, "warnings": self.warnings, "at": self.at.isoformat()}
 
@@ -139,7 +148,19 @@ class Applied:
     each echoed with its `warning`."""
 
     task_id: str | None
-    warnings: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]  # each the value as sent, any JSON object, plus `warning`
+
+
+@dataclass
+class RoomType:
+    title: str
+    count_of_rooms: int
+
+
+@dataclass
+class RatePlan:
+    title: str
+    room_type_id: str | None  # None: adopted, its room type unknown (see adopt)
 
 
 @dataclass
@@ -149,10 +170,10 @@ class Property:
     currency: str
     timezone: str = "UTC"
     min_stay_type: str = "arrival"
-    room_types: dict[str, dict[str, Any]] = field(default_factory=dict)
-    rate_plans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    room_types: dict[str, RoomType] = field(default_factory=dict)
+    rate_plans: dict[str, RatePlan] = field(default_factory=dict)
     availability: dict[str, dict[date, int]] = field(default_factory=dict)
-    restrictions: dict[str, dict[date, dict[str, Any]]] = field(default_factory=dict)
+    restrictions: dict[str, dict[date, RestrictionFields]] = field(default_factory=dict)
 
 
 class SandboxState:
@@ -194,7 +215,7 @@ class SandboxState:
 
     def create_room_type(self, property_id: str, title: str, rooms: int) -> str:
         rid = str(uuid.uuid4())
-        self._property(property_id).room_types[rid] = {"title": title, "count_of_rooms": rooms}
+        self._property(property_id).room_types[rid] = RoomType(title, rooms)
         return rid
 
     def create_rate_plan(self, property_id: str, room_type_id: str, title: str) -> str:
@@ -202,7 +223,7 @@ class SandboxState:
         if room_type_id not in prop.room_types:
             raise KeyError(room_type_id)
         rid = str(uuid.uuid4())
-        prop.rate_plans[rid] = {"title": title, "room_type_id": room_type_id}
+        prop.rate_plans[rid] = RatePlan(title, room_type_id)
         return rid
 
     def adopt(self, property_id: str, currency: str, timezone: str, room_types: Iterable[str],
@@ -214,9 +235,9 @@ class SandboxState:
         if prop is None:
             prop = self.properties[property_id] = Property(property_id, "test twin", currency, timezone)
         for room in room_types:
-            prop.room_types.setdefault(room, {"title": "room type", "count_of_rooms": 0})
+            prop.room_types.setdefault(room, RoomType("room type", 0))
         for plan in rate_plans:
-            prop.rate_plans.setdefault(plan, {"title": "rate plan", "room_type_id": None})
+            prop.rate_plans.setdefault(plan, RatePlan("rate plan", None))
 
     def take_property_fault(self, property_ids: Iterable[str]) -> PropertyFaultMode:
         """The fault armed for the next ARI call of any of these properties, if any."""
@@ -268,12 +289,14 @@ class SandboxState:
     # -- writes -----------------------------------------------------------------------
 
     def apply_availability(self, values: list[Any], now: datetime, refuse_all: bool = False) -> Applied:
-        return self._apply("availability", values, now, refuse_all)
+        return self._apply("availability", values, now, refuse_all, check_availability, self._hold_availability)
 
     def apply_restrictions(self, values: list[Any], now: datetime, refuse_all: bool = False) -> Applied:
-        return self._apply("restrictions", values, now, refuse_all)
+        return self._apply("restrictions", values, now, refuse_all, check_restrictions, self._hold_restrictions)
 
-    def _apply(self, kind: str, values: list[Any], now: datetime, refuse_all: bool = False) -> Applied:
+    def _apply(self, kind: str, values: list[Any], now: datetime, refuse_all: bool,
+               check: Callable[[Any, Callable[[str], Target | None]], Change[Fields] | Problems],
+               hold: Callable[[Change[Fields]], None]) -> Applied:
         """Check each value, apply those that pass in order (last wins), echo the others."""
         def target_of(pid: str) -> Target | None:
             prop = self.properties.get(pid)
@@ -283,7 +306,6 @@ class SandboxState:
             return Target(frozenset(entities), now.astimezone(ZoneInfo(prop.timezone)).date(),
                           currency_exponent(prop.currency), prop.min_stay_type)
 
-        check = check_availability if kind == "availability" else check_restrictions
         warnings: list[dict[str, Any]] = []
         applied = 0
         for value in values:
@@ -296,7 +318,9 @@ class SandboxState:
             if not isinstance(outcome, Change):
                 warnings.append(_echo(value, outcome))
                 continue
-            self._write(kind, outcome)
+            hold(outcome)
+            self.stats.values += 1
+            self.stats.cells += len(outcome.nights)
             applied += 1
         self.stats.refused += len(warnings)
         task_id = str(uuid.uuid4()) if applied else None
@@ -304,18 +328,15 @@ class SandboxState:
         self.calls.append(Call(kind, tuple(pids), task_id, applied, len(warnings), now))
         return Applied(task_id, warnings)
 
-    def _write(self, kind: str, change: Change) -> None:
-        prop = self._property(change.property_id)
-        if kind == "availability":
-            grid = prop.availability.setdefault(change.entity_id, {})
-            for night in change.nights:
-                grid[night] = change.fields["availability"]
-        else:
-            plan = prop.restrictions.setdefault(change.entity_id, {})
-            for night in change.nights:
-                plan.setdefault(night, {}).update(change.fields)
-        self.stats.values += 1
-        self.stats.cells += len(change.nights)
+    def _hold_availability(self, change: Change[AvailabilityFields]) -> None:
+        grid = self._property(change.property_id).availability.setdefault(change.entity_id, {})
+        for night in change.nights:
+            grid[night] = change.fields["availability"]
+
+    def _hold_restrictions(self, change: Change[RestrictionFields]) -> None:
+        plan = self._property(change.property_id).restrictions.setdefault(change.entity_id, {})
+        for night in change.nights:
+            plan.setdefault(night, {}).update(change.fields)
 
     # -- reads ------------------------------------------------------------------------
 
@@ -325,31 +346,39 @@ class SandboxState:
         return {room: {d.isoformat(): n for d, n in sorted(grid.items()) if first <= d <= last}
                 for room, grid in prop.availability.items()}
 
-    def read_restrictions(self, property_id: str, first: date, last: date) -> dict[str, dict[str, dict[str, Any]]]:
+    def read_restrictions(self, property_id: str, first: date, last: date) -> dict[str, dict[str, RestrictionFields]]:
         """All fields it holds in [first, last]: {rate plan: {YYYY-MM-DD: {field: value}}}."""
         prop = self._property(property_id)
-        return {plan: {d.isoformat(): dict(f) for d, f in sorted(grid.items()) if first <= d <= last}
+        return {plan: {d.isoformat(): f.copy() for d, f in sorted(grid.items()) if first <= d <= last}
                 for plan, grid in prop.restrictions.items()}
 
     def read_fields(self, property_id: str, first: date, last: date,
-                    asked: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+                    asked: list[ReadableField]) -> dict[str, dict[str, NightRead]]:
         """The restrictions read as Channex answers it: only the fields asked for, per rate
         plan and date. `availability` is the plan's room type's; `min_stay` the min stay the
         property's setting names. A field it holds nothing for is left out (the docs do not
         show one; the service reads an absent field as its neutral value)."""
         prop = self._property(property_id)
-        found: dict[str, dict[str, dict[str, Any]]] = {}
+        min_stay = MIN_STAY_FIELDS.get(prop.min_stay_type)  # None: `both`, no min_stay to answer
+        found: dict[str, dict[str, NightRead]] = {}
         for plan, about in prop.rate_plans.items():
-            rooms = prop.availability.get(about["room_type_id"], {})
+            rooms = prop.availability.get(about.room_type_id, {}) if about.room_type_id is not None else {}
             held = prop.restrictions.get(plan, {})
-            days: dict[str, dict[str, Any]] = {}
+            days: dict[str, NightRead] = {}
             for night in sorted(d for d in set(rooms) | set(held) if first <= d <= last):
-                here = dict(held.get(night, {}))
-                if night in rooms:
-                    here["availability"] = rooms[night]
-                if prop.min_stay_type != "both" and f"min_stay_{prop.min_stay_type}" in here:
-                    here["min_stay"] = here[f"min_stay_{prop.min_stay_type}"]
-                shown = {name: here[name] for name in asked if name in here}
+                fields = held.get(night, {})
+                shown: NightRead = {}
+                for name in asked:
+                    if name == "availability":
+                        if night in rooms:
+                            shown["availability"] = rooms[night]
+                    elif name == "min_stay":
+                        if min_stay is not None and min_stay in fields:
+                            shown["min_stay"] = fields[min_stay]
+                    elif name == "availability_offset" or name == "max_availability":
+                        continue  # held by nobody here
+                    elif name in fields:
+                        shown[name] = fields[name]
                 if shown:
                     days[night.isoformat()] = shown
             if days:

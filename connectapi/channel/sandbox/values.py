@@ -2,6 +2,8 @@
 
 A value is either a Change to apply or the problems that refuse it: an object of field ->
 list of messages, which the answer echoes as the value's `warning` in `meta.warnings`.
+A value is checked as sent, any JSON object (so its values are Any); its fields are
+typed once they pass (ari_fields.py).
 
 Messages quoted from the docs: NULL_FIELD, IS_INVALID, RATE_POSITIVE, AT_LEAST_0,
 AT_LEAST_1, BLANK (the 422 example of the API reference). The others are ours, marked so.
@@ -13,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Final, Generic, TypeVar
 
 from ...domain.dates import WEEKDAY_CODES
+from .ari_fields import MIN_STAY_FIELDS, AvailabilityFields, RestrictionFields
 
 NULL_FIELD = "Should be a non null value or not existed field"
 IS_INVALID = "is invalid"
@@ -37,11 +40,13 @@ ONE_OCCUPANCY = "multi-occupancy rates are not enabled for this rate plan"
 DATE_KEYS = ("date", "date_from", "date_to")
 AVAILABILITY_KEYS = frozenset({"property_id", "room_type_id", *DATE_KEYS, "availability"})
 STAYS = ("min_stay_arrival", "min_stay_through", "min_stay")
-FLAGS = ("closed_to_arrival", "closed_to_departure", "stop_sell")
+HELD_STAYS: Final = ("min_stay_arrival", "min_stay_through")  # STAYS less the virtual min_stay
+FLAGS: Final = ("closed_to_arrival", "closed_to_departure", "stop_sell")
 RESTRICTIONS = ("rate", *STAYS, "max_stay", *FLAGS)
 RESTRICTION_KEYS = frozenset({"property_id", "rate_plan_id", *DATE_KEYS, "days", "rates", *RESTRICTIONS})
 
 Problems = dict[str, list[str]]
+Fields = TypeVar("Fields", AvailabilityFields, RestrictionFields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,26 +60,25 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class Change(Generic[Fields]):
     property_id: str
     entity_id: str
     nights: tuple[date, ...]
-    fields: dict[str, Any]  # normalised: rate a decimal string, stays ints, flags booleans
+    fields: Fields  # normalised: rate a decimal string, stays ints, flags booleans
 
 
-def check_availability(value: Any, target_of: Callable[[str], Target | None]) -> Change | Problems:
+def check_availability(value: Any,
+                       target_of: Callable[[str], Target | None]) -> Change[AvailabilityFields] | Problems:
     return _check(value, "room_type_id", AVAILABILITY_KEYS, target_of, _availability_fields)
 
 
-def check_restrictions(value: Any, target_of: Callable[[str], Target | None]) -> Change | Problems:
+def check_restrictions(value: Any,
+                       target_of: Callable[[str], Target | None]) -> Change[RestrictionFields] | Problems:
     return _check(value, "rate_plan_id", RESTRICTION_KEYS, target_of, _restriction_fields)
 
 
-FieldCheck = Callable[[dict[str, Any], Target, Problems], dict[str, Any]]
-
-
 def _check(value: Any, entity_key: str, known: frozenset[str], target_of: Callable[[str], Target | None],
-           fields_of: FieldCheck) -> Change | Problems:
+           fields_of: Callable[[dict[str, Any], Target, Problems], Fields | None]) -> Change[Fields] | Problems:
     if not isinstance(value, dict):
         return {"value": [IS_INVALID]}
     problems: Problems = {}
@@ -100,8 +104,8 @@ def _check(value: Any, entity_key: str, known: frozenset[str], target_of: Callab
     elif entity is not None and (not isinstance(entity, str) or (target is not None and entity not in target.entities)):
         _add(problems, entity_key, NOT_FOUND)
     nights = _nights(value, target, problems)
-    fields = fields_of(value, target, problems) if target is not None else {}
-    if problems or target is None or not isinstance(pid, str) or not isinstance(entity, str):
+    fields = fields_of(value, target, problems) if target is not None else None
+    if problems or fields is None or not isinstance(pid, str) or not isinstance(entity, str):
         return problems or {"value": [IS_INVALID]}
     return Change(pid, entity, tuple(nights), fields)
 
@@ -172,15 +176,16 @@ def _whole(value: dict[str, Any], key: str, least: int, problems: Problems) -> i
     return raw
 
 
-def _availability_fields(value: dict[str, Any], target: Target, problems: Problems) -> dict[str, Any]:
+def _availability_fields(value: dict[str, Any], target: Target, problems: Problems) -> AvailabilityFields | None:
+    """None when refused (then with a problem said)."""
     if "availability" not in value:
         _add(problems, "availability", BLANK)
     count = _whole(value, "availability", 0, problems)
-    return {} if count is None else {"availability": count}
+    return None if count is None else {"availability": count}
 
 
-def _restriction_fields(value: dict[str, Any], target: Target, problems: Problems) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
+def _restriction_fields(value: dict[str, Any], target: Target, problems: Problems) -> RestrictionFields:
+    fields: RestrictionFields = {}
     if not any(name in value for name in (*RESTRICTIONS, "rates")):
         _add(problems, "restrictions", NO_RESTRICTION)
     if "rates" in value and value["rates"] is not None:
@@ -191,27 +196,29 @@ def _restriction_fields(value: dict[str, Any], target: Target, problems: Problem
             _add(problems, "rate", IS_INVALID if rate is None else RATE_POSITIVE)
         else:
             fields["rate"] = rate
-    for name in STAYS:
+    for name in HELD_STAYS:
         stay = _whole(value, name, 1, problems)
         if stay is not None:
             fields[name] = stay
+    min_stay = _whole(value, "min_stay", 1, problems)
     max_stay = _whole(value, "max_stay", 0, problems)
     if max_stay is not None:
         fields["max_stay"] = max_stay
-    for name in FLAGS:
-        flag = value.get(name)
+    for flag_name in FLAGS:
+        flag = value.get(flag_name)
         if flag is None:
             continue
         if flag in (True, False, 0, 1) and not isinstance(flag, float):
-            fields[name] = bool(flag)
+            fields[flag_name] = bool(flag)
         else:
-            _add(problems, name, IS_INVALID)
-    if "min_stay" in fields:
-        # "It is virtual option": the value lands on the min stay the property's setting names.
+            _add(problems, flag_name, IS_INVALID)
+    if min_stay is not None:
+        # "It is virtual option": the value lands on the min stay the property's setting names
+        # (last, over one given with it).
         if target.min_stay_type == "both":
             _add(problems, "min_stay", BOTH_MIN_STAY)
         else:
-            fields[f"min_stay_{target.min_stay_type}"] = fields.pop("min_stay")
+            fields[MIN_STAY_FIELDS[target.min_stay_type]] = min_stay
     return fields
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any
 
-from ...channel.sandbox.bookings import Stay
+from ...channel.sandbox.bookings import Stay, StayChange, StayDetails
+from ...channel.sandbox.revision import Charge, Company, Guest, Revision, Service, Tax
 from ...channel.sandbox.state import SandboxState
 from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaChargeIn, OtaDetailsIn, OtaGuestIn
 from ...domain.ari_write import HORIZON_DAYS
@@ -21,29 +21,33 @@ from ..api.answers import TestOtaRevision
 from ..context import context
 
 
-def _guest(g: OtaGuestIn) -> dict[str, Any]:
-    company = None if g.company is None and g.vatNumber is None else {
+def _guest(g: OtaGuestIn) -> Guest:
+    company: Company | None = None if g.company is None and g.vatNumber is None else {
         "title": g.company, "number": g.vatNumber, "number_type": "VAT" if g.vatNumber else None}
     return {"name": g.name, "surname": g.surname, "mail": g.email, "phone": g.phone, "country": g.country,
             "language": g.language, "address": g.address, "city": g.city, "zip": g.zip, "company": company}
 
 
-def _charge(charge: OtaChargeIn, tax: bool) -> dict[str, Any]:
+def _charge(charge: OtaChargeIn, tax: bool) -> Charge:
     """A tax or an extra as Channex gives one (Bookings Collection: Booking Service, Taxes)."""
-    found: dict[str, Any] = {"name": charge.name, "type": charge.type or ("tax" if tax else charge.name),
-                             "total_price": charge.amount, "price_per_unit": charge.amount,
-                             "price_mode": charge.priceMode or "Per stay", "persons": charge.persons,
-                             "nights": charge.nights}
-    if tax:
-        found["is_inclusive"] = charge.inclusive
-    return found
+    return {"name": charge.name, "type": charge.type or ("tax" if tax else charge.name),
+            "total_price": charge.amount, "price_per_unit": charge.amount,
+            "price_mode": charge.priceMode or "Per stay", "persons": charge.persons, "nights": charge.nights}
 
 
-def _details(body: OtaDetailsIn, nights: int, children: int) -> dict[str, Any]:
+def _tax(charge: OtaChargeIn) -> Tax:
+    return {**_charge(charge, True), "is_inclusive": charge.inclusive}
+
+
+def _extra(charge: OtaChargeIn) -> Service:
+    return {**_charge(charge, False)}
+
+
+def _details(body: OtaDetailsIn, nights: int, children: int) -> StayDetails:
     """The Stay's fields for what `body` gives of a booking's details (those it names only;
     a null clears one)."""
-    given = body.details()
-    found: dict[str, Any] = {}
+    given = body.details()  # which fields are given; their values are read, typed, from `body`
+    found: StayDetails = {}
     if "nightlyAmounts" in given:
         if body.nightlyAmounts is not None and len(body.nightlyAmounts) != nights:
             raise ApiError("VALIDATION", "request does not match the schema",
@@ -53,13 +57,19 @@ def _details(body: OtaDetailsIn, nights: int, children: int) -> dict[str, Any]:
         raise ApiError("VALIDATION", "request does not match the schema",
                        [{"path": "childrenAges", "message": f"one age a child: {children}"}])
     if "taxes" in given:
-        found["taxes"] = None if body.taxes is None else [_charge(t, True) for t in body.taxes]
+        found["taxes"] = None if body.taxes is None else [_tax(t) for t in body.taxes]
     if "extras" in given:
-        found["extras"] = [_charge(e, False) for e in body.extras or ()]
-    for name, attr in (("childrenAges", "children_ages"), ("arrivalHour", "arrival_hour"), ("notes", "notes"),
-                       ("paymentCollect", "payment_collect"), ("paymentType", "payment_type")):
-        if name in given:
-            found[attr] = given[name] if name != "childrenAges" else list(given[name] or [])
+        found["extras"] = [_extra(e) for e in body.extras or ()]
+    if "childrenAges" in given:
+        found["children_ages"] = list(body.childrenAges or [])
+    if "arrivalHour" in given:
+        found["arrival_hour"] = body.arrivalHour
+    if "notes" in given:
+        found["notes"] = body.notes
+    if "paymentCollect" in given:
+        found["payment_collect"] = body.paymentCollect
+    if "paymentType" in given:
+        found["payment_type"] = body.paymentType
     if "virtualCard" in given:
         found["virtual_card"] = bool(body.virtualCard)
     if "commission" in given:
@@ -103,7 +113,7 @@ def _check_stay(arrival: date, departure: date) -> None:
         raise ApiError("VALIDATION", "request does not match the schema", issues)
 
 
-def _view(revision: dict[str, Any]) -> TestOtaRevision:
+def _view(revision: Revision) -> TestOtaRevision:
     return {"reference": revision["ota_reservation_code"], "revisionId": revision["id"], "status": revision["status"]}
 
 
@@ -133,7 +143,7 @@ async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> t
 async def modify_booking(sandbox: SandboxState, property_id: int, reference: str,
                          body: OtaBookingChangeIn) -> TestOtaRevision:
     stay, ids = await _booking(sandbox, property_id, reference)
-    changes: dict[str, Any] = {}
+    changes: StayChange = {}
     if body.roomTypeId is not None or body.ratePlanId is not None:
         rooms = {cm: ours for ours, cm in ids.room_types.items()}
         plans = {cm: ours for ours, cm in ids.rate_plans.items()}
@@ -145,11 +155,16 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
                              "message": "name it: the booking's is no longer mapped"}])
         cm_room, cm_plan = _cm_ids(ids, room, plan)
         changes |= {"room_type_id": cm_room, "rate_plan_id": cm_plan}
-    for field, attr in (("checkIn", "arrival"), ("checkOut", "departure"), ("adults", "adults"),
-                        ("children", "children"), ("channel", "ota_name")):
-        value = getattr(body, field)
-        if value is not None:
-            changes[attr] = value
+    if body.checkIn is not None:
+        changes["arrival"] = body.checkIn
+    if body.checkOut is not None:
+        changes["departure"] = body.checkOut
+    if body.adults is not None:
+        changes["adults"] = body.adults
+    if body.children is not None:
+        changes["children"] = body.children
+    if body.channel is not None:
+        changes["ota_name"] = body.channel
     if body.guest is not None:
         changes["guest"] = _guest(body.guest)
     if body.amount is not None:
@@ -159,7 +174,7 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
         raise ApiError("VALIDATION", "request does not match the schema",
                        [{"path": "checkOut", "message": "checkOut must be after checkIn"}])
     _check_stay(arrival, departure)
-    changes |= _details(body, (departure - arrival).days, changes.get("children", stay.children))
+    changes = {**changes, **_details(body, (departure - arrival).days, changes.get("children", stay.children))}
     if "nightly" not in changes and ((arrival, departure) != (stay.arrival, stay.departure) or "amount" in changes):
         # Nights given for another stay or another amount: the new amount spread again.
         changes["nightly"] = None
