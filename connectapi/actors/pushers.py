@@ -25,11 +25,11 @@ import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any, cast
+from typing import cast
 from zoneinfo import ZoneInfo
 
 from ..domain import emails
-from ..domain.channel_values import (AvailabilityValue, ChannelValues, RestrictionValue, rate_text,
+from ..domain.channel_values import (AvailabilityValue, ChannelValues, RestrictionSetting, RestrictionValue, rate_text,
                                      restriction_fields)
 from ..domain.coalesce import RangeValue, coalesce
 from ..domain.refusals import refused_cells, said
@@ -384,7 +384,7 @@ class AriProjector(_CellPusher):
     def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[RestrictionValue]:
         assert ids.property_id is not None
         # One value per plan and night: the rate and the restrictions that changed.
-        merged: dict[tuple[int, date], dict[str, Any]] = {}
+        merged: dict[tuple[int, date], dict[str, str | RestrictionSetting]] = {}
         for cell in send["rates"]:
             merged.setdefault((cell.entity_id, cell.night), {})["rate"] = rate_text(cell.value, ids.currency)
         for cell in send["restrictions"]:
@@ -401,7 +401,7 @@ def _restriction_value(cm_property: str, cm_rate_plan: str, run: RangeValue) -> 
     if run.days:
         value["days"] = list(run.days)
     # The run's value: the channel manager's own fields and values (rate_text, restriction_fields).
-    fields = cast(tuple[tuple[str, Any], ...], run.value)
+    fields = cast(tuple[tuple[str, str | RestrictionSetting], ...], run.value)
     return cast(RestrictionValue, {**value, **dict(fields)})
 
 

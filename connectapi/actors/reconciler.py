@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar, cast
 from zoneinfo import ZoneInfo
 
+from ..channel.client import AvailabilityGrid, RestrictionsGrid
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.channel_values import NEUTRAL, rate_text, restriction_fields
 from ..engine import ActorError, Clock, Mailbox, NextRound, RoundsActor
@@ -95,22 +96,21 @@ class Reconciler(RoundsActor[ReconcilerMessage]):
         if read_availability.grid is None or read_restrictions.grid is None:
             return Checked({}, f"could not read the grid of property {property_id}: "
                                f"{read_availability.error or read_restrictions.error}")
-        held_availability, held_restrictions = read_availability.grid, read_restrictions.grid
+        # Each read answers the kind it was asked for (ReadGrid's `kind`).
+        held_availability = cast(AvailabilityGrid, read_availability.grid)
+        held_restrictions = cast(RestrictionsGrid, read_restrictions.grid)
         ours = await pushes.in_sync_cells(self._db, property_id, first, last)
 
-        def held(grid: dict[str, Any], cm_id: str | None, night: date) -> Any:
-            return grid.get(cm_id or "", {}).get(night.isoformat())
-
         wrong_availability = [c for c in ours["availability"]
-                              if held(held_availability, ids.room_types.get(c.entity_id), c.night) != c.value]
+                              if _held(held_availability, ids.room_types.get(c.entity_id), c.night) != c.value]
         wrong_rates = []
         for cell in ours["rates"]:
-            fields = held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
+            fields = _held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
             if not _same_rate(fields.get("rate"), rate_text(cell.value, ids.currency)):
                 wrong_rates.append(cell)
         wrong_restrictions = []
         for cell in ours["restrictions"]:
-            fields = held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
+            fields = _held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
             # A field the channel manager does not show holds its neutral value.
             if any(fields.get(name, NEUTRAL[name]) != value for name, value in restriction_fields(cell.value).items()):
                 wrong_restrictions.append(cell)
@@ -125,6 +125,14 @@ class Reconciler(RoundsActor[ReconcilerMessage]):
             await self._wakeups.cells_dirty(property_id, bool(marked["availability"]),
                                     bool(marked["rates"] or marked["restrictions"]))
         return Checked(marked)
+
+
+Held = TypeVar("Held")
+
+
+def _held(grid: dict[str, dict[str, Held]], cm_id: str | None, night: date) -> Held | None:
+    """What the channel manager's grid holds for an entity (by its id there) on a night."""
+    return grid.get(cm_id or "", {}).get(night.isoformat())
 
 
 def _same_rate(held: Any, ours: str) -> bool:
