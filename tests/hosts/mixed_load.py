@@ -235,9 +235,9 @@ def where_stopped(topo: Topology, property_ids: list[int]) -> str:
         "revisions (property, seq, state, acked, attempts, note)":
             f"SELECT property_id, seq, state, acked_at IS NOT NULL, attempts, note FROM ota_revisions "
             f"WHERE property_id IN ({ids}) ORDER BY seq DESC LIMIT 12",
-        "deliveries (property, id, type, status, attempts, due in, error)":
+        "deliveries (property, id, type, status, attempts, due in, made ago, first tried ago, error)":
             f"SELECT e.property_id, d.id, ev.type, d.status, d.attempts, d.next_attempt_at - clock_timestamp(), "
-            f"d.last_error FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id "
+            f"clock_timestamp() - d.created_at, clock_timestamp() - d.first_attempt_at, d.last_error FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id "
             f"JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE e.property_id IN ({ids}) ORDER BY d.id DESC LIMIT 12",
         "endpoints (property, id, status, sending holder, left)":
             f"SELECT e.property_id, e.id, e.status, l.holder, l.until - clock_timestamp() FROM webhook_endpoints e "
