@@ -177,6 +177,14 @@ class ChannelTask(TypedDict, total=False):
     sentAt: datetime
 
 
+# A batch's refusal by the channel manager: of which cells (the room type's or rate plan's,
+# and the nights), the field and what it said.
+ChannelRefusal = TypedDict("ChannelRefusal", {
+    "cells": int, "error": str, "by": Literal["channelManager"],
+    "roomTypeId": NotRequired[int], "ratePlanId": NotRequired[int],  # one of them
+    "field": str, "messages": list[str], "from": IsoDate, "to": IsoDate})
+
+
 # GET /batches/{id}: what became of one write. Its refusals are the write's own and the
 # channel manager's (REJECTED_SCHEMA).
 class BatchAnswer(TypedDict):
@@ -186,7 +194,8 @@ class BatchAnswer(TypedDict):
     requestedCells: NotRequired[int]
     acceptedCells: NotRequired[int]
     noopCells: NotRequired[int]
-    rejected: NotRequired[Annotated[list[dict[str, Any]], WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]]
+    rejected: NotRequired[Annotated[list[RejectedCells | ChannelRefusal],
+                                    WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]]
     status: Annotated[Literal["pending", "completed"], WithJsonSchema({"enum": ["pending", "completed"]})]
     pendingCells: int
     lastError: NotRequired[str | None]
