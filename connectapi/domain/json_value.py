@@ -2,10 +2,10 @@
 the OpenAPI document, the JSON Schemas in it and in the webhook contract, the Postman
 collection.
 
-They are arbitrary nested JSON, so a TypedDict per node is not sensible; `dict[str, Any]`
-let anything in, `JsonValue` does not: mypy refuses to put a value that is not JSON (a
-date, a Decimal, a model object, a tuple) anywhere in such a document, where `Any` let it
-through to fail, or be written otherwise, only when the document is dumped.
+They are arbitrary nested JSON, so a TypedDict per node is not sensible; typed as dicts of
+`Any` they let anything in, `JsonValue` does not: mypy refuses to put a value that is not
+JSON (a date, a Decimal, a model object, a tuple) anywhere in such a document, where `Any`
+let it through to fail, or be written otherwise, only when the document is dumped.
 
 Reading a nested value back takes narrowing: `json_object` and `json_list` say, and check,
 that the value is the object or array it should be; `json_at` walks a path of members and
