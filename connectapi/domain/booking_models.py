@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints,
 from pydantic.json_schema import SkipJsonSchema
 
 from .ids import MAX_ID
+from .json_value import JsonObject, json_list, json_object
 from .text import LINE_PATTERN, TEXT_PATTERN
 
 # A positive amount in major units, at most two decimals and ten integer digits.
@@ -138,11 +139,11 @@ class BookingIn(Strict):
 UNCHANGEABLE = ("externalReference", "currency", "payment")
 
 
-def _no_null_in_schema(schema: dict[str, Any]) -> None:
+def _no_null_in_schema(schema: JsonObject) -> None:
     """The document shows a field that refuses null without the null its type admits."""
-    options = [option for option in schema.pop("anyOf", []) if option != {"type": "null"}]
+    options = [option for option in json_list(schema.pop("anyOf", [])) if option != {"type": "null"}]
     if len(options) == 1:
-        schema.update(options[0])
+        schema.update(json_object(options[0]))
     schema.pop("default", None)
 
 

@@ -9,11 +9,10 @@ import json
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
-from typing import Any
-
 from typing_extensions import TypedDict
 
 from . import webhook_retry
+from .json_value import JsonObject, JsonValue, json_object
 from .webhook_body import ChangedFields, EventData, WebhookBooking, WebhookEvent
 from .webhook_events import API_VERSION, EVENT_TYPES, MODE, PING, PropertyFacts, event_body
 from .webhook_signing import signed_headers
@@ -23,24 +22,24 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SAMPLE_SECRET = "whsec_" + base64.b64encode(b"connectapi contract sample key!!").decode()
 SAMPLE_AT = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 
-_MONEY = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2}$", "description": "major units, two decimals"}
-_NULLABLE_STRING = {"type": ["string", "null"]}
-_NULLABLE_COUNT = {"type": ["integer", "null"], "minimum": 0}
+_MONEY: JsonObject = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{2}$", "description": "major units, two decimals"}
+_NULLABLE_STRING: JsonObject = {"type": ["string", "null"]}
+_NULLABLE_COUNT: JsonObject = {"type": ["integer", "null"], "minimum": 0}
 # Members added since the first release of the booking (issue 42): in every event, but not
 # in a `previous` that tells a booking as an event before them told it.
-_TAX = {"type": "object", "required": ["name", "type", "inclusive", "amount"], "additionalProperties": False,
+_TAX: JsonObject = {"type": "object", "required": ["name", "type", "inclusive", "amount"], "additionalProperties": False,
         "description": "a tax as the OTA charged it: `inclusive` when the room's price includes it",
         "properties": {"name": {"type": "string"}, "type": _NULLABLE_STRING,
                        "inclusive": {"type": ["boolean", "null"]}, "amount": _MONEY}}
-_SERVICE = {"type": "object", "required": ["name", "type", "amount", "priceMode", "persons", "nights"],
+_SERVICE: JsonObject = {"type": "object", "required": ["name", "type", "amount", "priceMode", "persons", "nights"],
             "additionalProperties": False, "description": "an extra the guest bought (breakfast, parking ...)",
             "properties": {"name": {"type": "string"}, "type": _NULLABLE_STRING, "amount": _MONEY,
                            "priceMode": {**_NULLABLE_STRING, "description": "per stay, per night, per person per night"},
                            "persons": _NULLABLE_COUNT, "nights": _NULLABLE_COUNT}}
-_TAXES = {"type": "array", "items": _TAX}
-_SERVICES = {"type": "array", "items": _SERVICE}
+_TAXES: JsonObject = {"type": "array", "items": _TAX}
+_SERVICES: JsonObject = {"type": "array", "items": _SERVICE}
 
-BOOKING_SCHEMA: dict[str, Any] = {
+BOOKING_SCHEMA: JsonObject = {
     "type": "object",
     "description": "An OTA booking in the property's own ids; never a channel-manager id or credential.",
     "required": ["reference", "status", "stay", "rooms", "guest", "amounts", "channel"],
@@ -111,7 +110,7 @@ BOOKING_SCHEMA: dict[str, Any] = {
     },
 }
 
-_CHANGED_FIELDS: dict[str, Any] = {
+_CHANGED_FIELDS: JsonObject = {
     "type": "object", "additionalProperties": False, "minProperties": 1,
     "description": "the booking's fields that changed, each whole: in `changes` the new value, in `previous` "
                    "the old one",
@@ -120,7 +119,7 @@ _CHANGED_FIELDS: dict[str, Any] = {
                                 "arrivalHour", "notes")},
 }
 
-ENVELOPE_SCHEMA: dict[str, Any] = {
+ENVELOPE_SCHEMA: JsonObject = {
     "$schema": SCHEMA_DIALECT,
     "type": "object",
     "required": ["id", "type", "apiVersion", "occurredAt", "mode", "property", "data", "changes", "previous"],
@@ -233,22 +232,28 @@ def _examples() -> list[ContractExample]:
     return examples
 
 
-def openapi_schemas() -> dict[str, Any]:
+def _local(schema: JsonValue) -> JsonValue:
+    """`schema` with its references to the contract's `$defs` made references to the
+    OpenAPI document's components."""
+    if isinstance(schema, dict):
+        return {k: (v.replace("#/$defs/booking/properties/", "#/components/schemas/WebhookBooking/properties/")
+                    .replace("#/$defs/", "#/components/schemas/Webhook")
+                    if k == "$ref" and isinstance(v, str) else _local(v))
+                for k, v in schema.items()}
+    return [_local(s) for s in schema] if isinstance(schema, list) else schema
+
+
+def openapi_schemas() -> dict[str, JsonObject]:
     """The event as OpenAPI components (the OpenAPI document's `webhooks` and the client
     libraries' models): the envelope with `data` as the union of what it holds (a booking,
     or a ping's reason), and the booking and changed fields as components of their own."""
-    def local(schema: Any) -> Any:
-        if isinstance(schema, dict):
-            return {k: (v.replace("#/$defs/booking/properties/", "#/components/schemas/WebhookBooking/properties/")
-                        .replace("#/$defs/", "#/components/schemas/Webhook") if k == "$ref" else local(v))
-                    for k, v in schema.items()}
-        return [local(s) for s in schema] if isinstance(schema, list) else schema
-
-    booking = local(BOOKING_SCHEMA)
-    changed = {"type": "object", "description": _CHANGED_FIELDS["description"],
-               "properties": {name: booking["properties"][name] for name in _CHANGED_FIELDS["properties"]}}
+    booking = json_object(_local(BOOKING_SCHEMA))
+    booking_properties = json_object(booking["properties"])
+    changed: JsonObject = {"type": "object", "description": _CHANGED_FIELDS["description"],
+                           "properties": {name: booking_properties[name]
+                                          for name in json_object(_CHANGED_FIELDS["properties"])}}
     event = {k: v for k, v in ENVELOPE_SCHEMA.items() if k not in ("$defs", "allOf", "$schema")}
-    event["properties"] = {**event["properties"],
+    event["properties"] = {**json_object(event["properties"]),
                            "data": {"type": "object", "description": "`booking` for a channel.booking event, "
                                                                      "`reason` for a ping",
                                     "properties": {"booking": {"$ref": "#/components/schemas/WebhookBooking"},
@@ -260,7 +265,7 @@ def openapi_schemas() -> dict[str, Any]:
     return {"WebhookEvent": event, "WebhookBooking": booking, "WebhookChangedFields": changed}
 
 
-def openapi_webhooks() -> dict[str, Any]:
+def openapi_webhooks() -> JsonObject:
     """OpenAPI 3.1's `webhooks`: one per event type, each a POST of the event, signed."""
     described = {kind: _DESCRIPTIONS[kind] for kind in EVENT_TYPES}
     return {kind: {"post": {
@@ -273,8 +278,24 @@ def openapi_webhooks() -> dict[str, Any]:
         for kind, what in described.items()}
 
 
+class EventTypeEntry(TypedDict):
+    type: str
+    description: str
+
+
+class WebhookContract(TypedDict):
+    """The contract: JSON, but for its examples, whose events are typed (WebhookEvent)."""
+
+    apiVersion: str
+    eventTypes: list[EventTypeEntry]
+    schemas: dict[str, JsonObject]
+    signing: JsonObject
+    delivery: JsonObject
+    examples: list[ContractExample]
+
+
 @cache
-def contract() -> dict[str, Any]:
+def contract() -> WebhookContract:
     return {
         "apiVersion": API_VERSION,
         "eventTypes": [{"type": kind, "description": _DESCRIPTIONS[kind]} for kind in EVENT_TYPES],
@@ -293,7 +314,7 @@ def contract() -> dict[str, Any]:
             "success": "any 2xx; redirects are not followed",
             "order": "each endpoint gets its events in the order they occurred, one at a time",
             "guarantee": "at least once: ignore an id you have already handled",
-            "retryScheduleSeconds": [0] + [int(w.total_seconds()) for w in webhook_retry.SCHEDULE],
+            "retryScheduleSeconds": [0, *(int(w.total_seconds()) for w in webhook_retry.SCHEDULE)],
             "jitter": f"each wait varies by up to {int(webhook_retry.JITTER * 100)}% either way",
             "retryAfter": "a longer Retry-After on a failed attempt is honoured, within the day",
             "afterOneDay": "the endpoint is paused and the owner e-mailed; events wait and are sent once it is "

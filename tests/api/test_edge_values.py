@@ -20,6 +20,7 @@ from urllib.parse import quote
 import pytest
 from werkzeug.datastructures import Headers
 
+from connectapi.domain.json_value import json_list, json_object
 from connectapi.http.public.openapi import openapi_document
 
 from .harness import API, Answer, Harness
@@ -120,8 +121,9 @@ async def test_every_edge_value_in_every_body_leaf(api: Harness, half: str) -> N
                          body=good_bodies(prop, 0)[("POST", "/test-helpers/ota-bookings")])
     assert ota.status == 201, ota.body
     bodies = good_bodies(prop, made.data["bookingId"], ota.data["reference"])
-    documented = {(m.upper(), path.removeprefix(API)) for path, item in openapi_document()["paths"].items()
-                  for m, op in item.items() if "requestBody" in op}
+    documented = {(m.upper(), path.removeprefix(API))
+                  for path, item in json_object(openapi_document()["paths"]).items()
+                  for m, op in json_object(item).items() if "requestBody" in json_object(op)}
     placeholders = {str(made.data["bookingId"]): "{bookingId}", ota.data["reference"]: "{reference}"}
     assert {(m, "/".join(placeholders.get(part, part) for part in p.split("/"))) for m, p in bodies} == documented
     tried = 0
@@ -147,9 +149,10 @@ async def test_every_edge_value_in_every_body_leaf(api: Harness, half: str) -> N
 
 async def test_every_edge_value_in_every_query_and_path(api: Harness) -> None:
     _, key = await api.keyed_property(EVERY_SCOPE)
-    for path, item in openapi_document()["paths"].items():
-        for method, op in item.items():
-            names = {p["name"]: p["in"] for p in op.get("parameters", [])}
+    for path, item in json_object(openapi_document()["paths"]).items():
+        for method, op in json_object(item).items():
+            parameters = map(json_object, json_list(json_object(op).get("parameters", [])))
+            names = {str(p["name"]): p["in"] for p in parameters}
             for name, where in names.items():
                 for text in EDGE_TEXT:
                     escaped = quote(text, safe="%")

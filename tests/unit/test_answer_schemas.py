@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
+from connectapi.domain.json_value import json_at, json_list, json_object
 from connectapi.http.api.answers import Booking, BookingList, IsoDate, WriteResult, answer_schema
 from connectapi.http.public.openapi import DRAWN_ANSWERS, openapi_document
 
@@ -37,11 +38,11 @@ def test_a_schema_is_drawn_inline_without_titles_with_nullables_as_type_lists() 
 
 def test_the_write_result_is_all_required_but_pushed_by() -> None:
     drawn = answer_schema(WriteResult)
-    assert set(drawn["properties"]) - set(drawn["required"]) == {"pushedBy"}
+    assert set(json_object(drawn["properties"])) - set(map(str, json_list(drawn["required"]))) == {"pushedBy"}
 
 
 def test_the_document_holds_each_drawn_answer_as_drawn() -> None:
-    schemas = openapi_document()["components"]["schemas"]
+    schemas = json_object(json_at(openapi_document(), "components", "schemas"))
     assert {"Property", "Catalog", "AvailabilityRead", "RatesRead", "RestrictionsRead", "WriteResult", "Sync", "Batch",
             "Booking", "BookingRoom", "BookingList"} <= set(
         DRAWN_ANSWERS)
@@ -50,6 +51,8 @@ def test_the_document_holds_each_drawn_answer_as_drawn() -> None:
 
 
 def test_a_type_that_is_a_component_of_its_own_is_referred_to_where_used() -> None:
-    assert answer_schema(BookingList)["properties"]["bookings"]["items"] == {"$ref": "#/components/schemas/Booking"}
-    assert answer_schema(Booking)["properties"]["rooms"]["items"] == {"$ref": "#/components/schemas/BookingRoom"}
-    assert "$ref" not in str(answer_schema(Booking)["properties"]["guest"])  # a type of no component: inline
+    assert json_at(answer_schema(BookingList), "properties", "bookings", "items") == {
+        "$ref": "#/components/schemas/Booking"}
+    assert json_at(answer_schema(Booking), "properties", "rooms", "items") == {
+        "$ref": "#/components/schemas/BookingRoom"}
+    assert "$ref" not in str(json_at(answer_schema(Booking), "properties", "guest"))  # no component: inline

@@ -11,6 +11,7 @@ from typing import Any
 from typing_extensions import is_typeddict
 
 from connectapi.domain import webhook_contract
+from connectapi.domain.json_value import json_at, json_object
 from connectapi.domain.webhook_body import ChangedFields, WebhookBooking, WebhookEvent
 
 
@@ -48,8 +49,8 @@ def test_the_envelope_type_is_the_envelope_schema() -> None:
 
 
 def test_the_changed_fields_are_the_compared_members_of_the_booking() -> None:
-    changed = webhook_contract.ENVELOPE_SCHEMA["$defs"]["changedFields"]
-    assert set(typing.get_type_hints(ChangedFields)) == set(changed["properties"])
+    changed = json_at(webhook_contract.ENVELOPE_SCHEMA, "$defs", "changedFields", "properties")
+    assert set(typing.get_type_hints(ChangedFields)) == set(json_object(changed))
     assert ChangedFields.__required_keys__ == frozenset()
     booking = typing.get_type_hints(WebhookBooking)
     assert all(hint == _unwrapped(booking[name]) or hint == booking[name]

@@ -19,6 +19,7 @@ from pydantic import Field, TypeAdapter, WithJsonSchema
 from typing_extensions import NotRequired, TypedDict
 
 from ...domain.ari_write import RejectedCells
+from ...domain.json_value import JsonObject, JsonValue, json_object
 from ...domain.sync_state import PushState
 
 # A date as the contract writes it (YYYY-MM-DD): the routes put `date.isoformat()`.
@@ -28,7 +29,7 @@ Stay = Annotated[int | None, Field(ge=0)]
 
 # A write's refusals, and in a batch also the channel manager's (`by`, the room type or
 # rate plan, `field`, ...): one schema for both.
-REJECTED_SCHEMA: dict[str, Any] = {"type": "object", "required": ["cells", "error"], "properties": {
+REJECTED_SCHEMA: JsonObject = {"type": "object", "required": ["cells", "error"], "properties": {
     "cells": {"type": "integer"}, "error": {"type": "string"}, "by": {"type": "string"},
     "roomTypeId": {"type": "integer"}, "ratePlanId": {"type": "integer"},
     "field": {"type": "string"}, "messages": {"type": "array", "items": {"type": "string"}},
@@ -176,6 +177,14 @@ class ChannelTask(TypedDict, total=False):
     sentAt: datetime
 
 
+# A batch's refusal by the channel manager: of which cells (the room type's or rate plan's,
+# and the nights), the field and what it said.
+ChannelRefusal = TypedDict("ChannelRefusal", {
+    "cells": int, "error": str, "by": Literal["channelManager"],
+    "roomTypeId": NotRequired[int], "ratePlanId": NotRequired[int],  # one of them
+    "field": str, "messages": list[str], "from": IsoDate, "to": IsoDate})
+
+
 # GET /batches/{id}: what became of one write. Its refusals are the write's own and the
 # channel manager's (REJECTED_SCHEMA).
 class BatchAnswer(TypedDict):
@@ -185,7 +194,8 @@ class BatchAnswer(TypedDict):
     requestedCells: NotRequired[int]
     acceptedCells: NotRequired[int]
     noopCells: NotRequired[int]
-    rejected: NotRequired[Annotated[list[dict[str, Any]], WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]]
+    rejected: NotRequired[Annotated[list[RejectedCells | ChannelRefusal],
+                                    WithJsonSchema({"type": "array", "items": REJECTED_SCHEMA})]]
     status: Annotated[Literal["pending", "completed"], WithJsonSchema({"enum": ["pending", "completed"]})]
     pendingCells: int
     lastError: NotRequired[str | None]
@@ -283,33 +293,34 @@ class TestReset(TypedDict):
 COMPONENTS = ("Booking", "BookingRoom")
 
 
-def answer_schema(answer: Any) -> dict[str, Any]:
+def answer_schema(answer: Any) -> JsonObject:
     """`answer`'s schema in the document's style (see the module's doc)."""
-    drawn = TypeAdapter(answer).json_schema(mode="serialization")
-    styled: dict[str, Any] = _styled(drawn, drawn.get("$defs", {}))
-    return styled
+    # Pydantic types a schema it draws with values of Any; it is JSON.
+    drawn: JsonObject = TypeAdapter(answer).json_schema(mode="serialization")
+    return json_object(_styled(drawn, json_object(drawn.get("$defs", {}))))
 
 
-def _styled(schema: Any, defs: dict[str, Any]) -> Any:
+def _styled(schema: JsonValue, defs: JsonObject) -> JsonValue:
     if isinstance(schema, list):
         return [_styled(s, defs) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
         return {"$ref": f"#/components/schemas/{name}"} if name in COMPONENTS else _styled(defs[name], defs)
     options = schema.get("anyOf")
-    if options is not None and len(options) == 2 and {"type": "null"} in options:
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
         (kept,) = [o for o in options if o != {"type": "null"}]
-        nullable = _styled(kept, defs)
-        merged = {**{k: v for k, v in schema.items() if k != "anyOf"}, **nullable}
+        nullable = json_object(_styled(kept, defs))
+        merged: JsonObject = {**{k: v for k, v in schema.items() if k != "anyOf"}, **nullable}
         merged["type"] = [nullable["type"], "null"]
         return _styled(merged, defs)
-    styled: dict[str, Any] = {}
+    styled: JsonObject = {}
     for key, value in schema.items():
         if key in ("title", "default", "$defs"):
             continue
         # A type's members by name: a member may be called what a keyword of the schema is.
-        styled[key] = {name: _styled(s, defs) for name, s in value.items()} if key == "properties" \
+        styled[key] = {name: _styled(s, defs) for name, s in json_object(value).items()} if key == "properties" \
             else _styled(value, defs)
     return styled

@@ -9,9 +9,10 @@ from quart import Blueprint, Response
 from ...domain.errors import ApiError
 from ...domain.refusals import fields_of
 from ...storage import ari, channel_refusals
+from ...storage.channel_refusals import BatchRefusal
 from ..context import context
 from ..envelope import ok
-from .answers import BatchAnswer
+from .answers import BatchAnswer, ChannelRefusal
 from .gates import caller, rule
 
 blueprint = Blueprint("connect_batches", __name__)
@@ -32,10 +33,7 @@ async def read_batch(batch_id: str) -> Response:
     db = context().db
     # What the channel manager refused of the batch's cells (they are still pending): one
     # entry per room type or rate plan, field and message, beside the write's own refusals.
-    entity = "roomTypeId" if found.resource == "availability" else "ratePlanId"
-    refused = [{"cells": r.cells, "error": f"refused by the channel manager: {field}: {', '.join(messages)}",
-                "by": "channelManager", entity: r.entity_id, "field": field, "messages": messages,
-                "from": r.first.isoformat(), "to": r.last.isoformat()}
+    refused = [_channel_refusal(found.resource, r, field, messages)
                for r in await channel_refusals.of_batch(db, found.resource, found.id)
                for field, messages in fields_of(r.refusal).items()] if found.refused_cells else []
     answer: BatchAnswer = {
@@ -45,13 +43,24 @@ async def read_batch(batch_id: str) -> Response:
         "requestedCells": found.requested_cells,
         "acceptedCells": found.accepted_cells,
         "noopCells": found.noop_cells,
-        "rejected": [*(dict(whole) for whole in found.rejected), *refused],
+        "rejected": [*found.rejected, *refused],
         "status": "pending" if pending else "completed",
         "pendingCells": pending,
         # The channel manager's last error for the property; cleared by a successful push.
         # While its cells wait refused, it says so even after a later call went through.
-        "lastError": found.cm_last_error or (str(refused[0]["error"]) if refused else None),
+        "lastError": found.cm_last_error or (refused[0]["error"] if refused else None),
         # The task ids of the channel manager's calls that carried the batch's cells.
         "channelTasks": [{"taskId": t.task_id, "kind": t.kind, "sentAt": t.sent_at} for t in found.channel_tasks],
     }
     return ok(answer)
+
+
+def _channel_refusal(resource: str, r: BatchRefusal, field: str, messages: list[str]) -> ChannelRefusal:
+    """One entry per room type (availability) or rate plan, field and message, its members in
+    the answer's order."""
+    error = f"refused by the channel manager: {field}: {', '.join(messages)}"
+    if resource == "availability":
+        return {"cells": r.cells, "error": error, "by": "channelManager", "roomTypeId": r.entity_id,
+                "field": field, "messages": messages, "from": r.first.isoformat(), "to": r.last.isoformat()}
+    return {"cells": r.cells, "error": error, "by": "channelManager", "ratePlanId": r.entity_id,
+            "field": field, "messages": messages, "from": r.first.isoformat(), "to": r.last.isoformat()}

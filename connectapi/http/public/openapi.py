@@ -19,6 +19,7 @@ from ...domain.admin_models import OtaBookingChangeIn
 from ...domain.booking_models import BookingIn, BookingPatchIn, CancelIn
 from ...domain.errors import STATUS_OF_CODE
 from ...domain.idempotency import HEADER as IDEMPOTENCY_HEADER
+from ...domain.json_value import JsonObject, JsonValue, json_object
 from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
 from ..api.answers import (AvailabilityRead, BatchAnswer, Booking, BookingList, BookingRoom,
@@ -34,7 +35,7 @@ API_VERSION = "1.0.0"
 class Param:
     name: str
     where: str  # query | path
-    schema: dict[str, Any]
+    schema: JsonObject
     description: str
     required: bool = False
 
@@ -199,15 +200,16 @@ _PRODUCT_ERRORS = {"channelManager": ("CHANNEL_MANAGER_DISABLED", "the property 
 
 
 # Every answer of the Connect API is a type in http/api/answers.py, and its schema is
-# drawn from it (decision 0134).
-DRAWN_ANSWERS: dict[str, Any] = {"Property": PropertyAnswer, "Catalog": CatalogAnswer, "AvailabilityRead": AvailabilityRead,
-                                 "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult,
-                                 "Sync": SyncAnswer, "Batch": BatchAnswer, "Booking": Booking, "BookingRoom": BookingRoom,
-                                 "BookingList": BookingList, "TestOtaRevision": TestOtaRevision,
-                                 "TestCheckIn": TestCheckIn, "TestFaults": TestFaults, "TestReset": TestReset}
+# drawn from it (decision 0134). The types are TypedDicts, of no common base but `type`.
+DRAWN_ANSWERS: dict[str, type[Any]] = {
+    "Property": PropertyAnswer, "Catalog": CatalogAnswer, "AvailabilityRead": AvailabilityRead,
+    "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult,
+    "Sync": SyncAnswer, "Batch": BatchAnswer, "Booking": Booking, "BookingRoom": BookingRoom,
+    "BookingList": BookingList, "TestOtaRevision": TestOtaRevision,
+    "TestCheckIn": TestCheckIn, "TestFaults": TestFaults, "TestReset": TestReset}
 
 
-_RATELIMIT_HEADERS = {
+_RATELIMIT_HEADERS: JsonObject = {
     "RateLimit": {"description": "the budget nearest to running out (IETF RateLimit draft): "
                                  "\"<policy>\";r=<remaining>;t=<seconds to reset>",
                   "schema": {"type": "string"}},
@@ -217,11 +219,12 @@ _RATELIMIT_HEADERS = {
 }
 
 
-def _error_response(codes: dict[str, str]) -> dict[str, Any]:
+def _error_response(codes: dict[str, str]) -> JsonObject:
     status = STATUS_OF_CODE[next(iter(codes))]
-    response: dict[str, Any] = {
+    headers = dict(_RATELIMIT_HEADERS)
+    response: JsonObject = {
         "description": "; ".join(f"{code}: {when}" for code, when in codes.items()),
-        "headers": dict(_RATELIMIT_HEADERS),
+        "headers": headers,
         "content": {"application/json": {"schema": {"allOf": [
             {"$ref": "#/components/schemas/ErrorEnvelope"},
             {"properties": {"statuscode": {"const": status},
@@ -229,11 +232,11 @@ def _error_response(codes: dict[str, str]) -> dict[str, Any]:
         ]}}},
     }
     if status in (429, 503):
-        response["headers"]["Retry-After"] = {"description": "seconds to wait", "schema": {"type": "integer"}}
+        headers["Retry-After"] = {"description": "seconds to wait", "schema": {"type": "integer"}}
     return response
 
 
-def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
+def _operation(op: Operation, body_refs: dict[str, JsonObject]) -> JsonObject:
     codes = dict(op.errors)
     codes.update(_EVERY_ROUTE)
     if op.scope is not None:
@@ -244,7 +247,7 @@ def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
     by_status: dict[int, dict[str, str]] = {}
     for code, when in codes.items():
         by_status.setdefault(STATUS_OF_CODE[code], {})[code] = when
-    responses: dict[str, Any] = {}
+    responses: JsonObject = {}
     for status, schema in sorted(op.success.items()):
         headers = dict(_RATELIMIT_HEADERS)
         if op.etag:
@@ -260,8 +263,8 @@ def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
                                  {"properties": {"data": {"$ref": f"#/components/schemas/{schema}"}}}]}}}}
     for status, status_codes in sorted(by_status.items()):
         responses[str(status)] = _error_response(status_codes)
-    parameters = [{"name": p.name, "in": p.where, "required": p.required, "description": p.description,
-                   "schema": p.schema} for p in op.params]
+    parameters: list[JsonValue] = [{"name": p.name, "in": p.where, "required": p.required,
+                                    "description": p.description, "schema": p.schema} for p in op.params]
     if op.conditional:
         parameters.append({"name": "If-Match", "in": "header", "required": False,
                            "description": "the ETag of the revision the change is meant for (or a list of them, "
@@ -271,14 +274,14 @@ def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
         parameters.append({"name": IDEMPOTENCY_HEADER, "in": "header", "required": False,
                            "description": "the same key and body within 7 days replays the stored answer",
                            "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{10,64}$"}})
-    made: dict[str, Any] = {
+    made: JsonObject = {
         "operationId": op.operation_id, "summary": op.summary,
         "description": f"Scope: {op.scope or 'any valid key'}." + (f" Product: {op.product}." if op.product else ""),
         "security": [{"bearerAuth": []}], "parameters": parameters, "responses": responses,
     }
     if op.body is not None:
-        body = {"schema": body_refs[op.body.__name__]}
-        content = {"application/json": body}
+        body: JsonObject = {"schema": body_refs[op.body.__name__]}
+        content: JsonObject = {"application/json": body}
         if op.method == "PATCH":  # a JSON merge patch (RFC 7396), under either name
             content = {"application/merge-patch+json": body, "application/json": body}
         made["requestBody"] = {"required": True, "content": content}
@@ -286,17 +289,19 @@ def _operation(op: Operation, body_refs: dict[str, Any]) -> dict[str, Any]:
 
 
 @cache
-def openapi_document() -> dict[str, Any]:
+def openapi_document() -> JsonObject:
     models = sorted({op.body for op in OPERATIONS if op.body is not None}, key=lambda m: m.__name__)
     refs, definitions = models_json_schema([(m, "validation") for m in models],
                                            ref_template="#/components/schemas/{model}")
-    body_refs = {model.__name__: ref for (model, _), ref in refs.items()}
-    paths: dict[str, dict[str, Any]] = {}
+    # Pydantic types the schemas it draws with values of Any; they are JSON.
+    body_refs: dict[str, JsonObject] = {model.__name__: ref for (model, _), ref in refs.items()}
+    paths: JsonObject = {}
     for op in OPERATIONS:
-        paths.setdefault(CONNECT_PREFIX + op.path, {})[op.method.lower()] = _operation(op, body_refs)
+        json_object(paths.setdefault(CONNECT_PREFIX + op.path, {}))[op.method.lower()] = _operation(op, body_refs)
     # Drawn here, once, when the document is first asked for: not at every process's start.
     answers = {name: answer_schema(drawn) for name, drawn in DRAWN_ANSWERS.items()}
-    schemas: dict[str, Any] = {**definitions.get("$defs", {}), **answers, **openapi_schemas()}
+    drawn_definitions: JsonObject = definitions.get("$defs", {})
+    schemas: JsonObject = {**drawn_definitions, **answers, **openapi_schemas()}
     schemas["SuccessEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {
         "statuscode": {"type": "integer"}, "message": {"type": "string"}, "data": {}}}
     schemas["ErrorEnvelope"] = {"type": "object", "required": ["statuscode", "message", "data"], "properties": {

@@ -10,15 +10,15 @@ every request checks its status.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from ...domain.json_value import JsonObject, JsonValue
 from ..api.gates import CONNECT_PREFIX
 from .openapi import OPERATIONS, Operation
 
 SCHEMA = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"
 
 # Example bodies, with Postman variables where the values come from the service.
-_BODIES: dict[str, dict[str, Any]] = {
+_BODIES: dict[str, JsonObject] = {
     "putAvailability": {"updates": [{"roomTypeId": "{{roomTypeId}}", "dateFrom": "{{night}}",
                                      "dateTo": "{{nightAfter}}", "available": 5}]},
     "putRates": {"updates": [{"ratePlanId": "{{ratePlanId}}", "dateFrom": "{{night}}", "dateTo": "{{nightAfter}}",
@@ -59,7 +59,7 @@ _KEEPS: dict[str, list[str]] = {
                       '});'],
 }
 # Headers beyond the body's type: a change names the revision it was meant for.
-_HEADERS: dict[str, list[dict[str, str]]] = {"modifyBooking": [{"key": "If-Match", "value": "{{bookingETag}}"}]}
+_HEADERS: dict[str, list[JsonObject]] = {"modifyBooking": [{"key": "If-Match", "value": "{{bookingETag}}"}]}
 _PATH_VALUES = {"batchId": "{{batchId}}", "bookingId": "{{bookingId}}", "reference": "{{otaReference}}"}
 # An answer other than the route's success, where the run makes it so: the front desk's
 # check-in comes after the booking above was cancelled.
@@ -85,32 +85,34 @@ _ORDER = ("getProperty", "getCatalog", "getAvailability", "putAvailability", "ge
           "testOtaBooking", "testOtaModify", "testOtaCancel", "testCheckIn", "testFaults", "testReset")
 
 
-def _item(op: Operation) -> dict[str, Any]:
+def _item(op: Operation) -> JsonObject:
     segments = [part for part in (CONNECT_PREFIX + op.path).split("/") if part]
     path = [_PATH_VALUES.get(s.strip("{}"), s) if s.startswith("{") else s for s in segments]
-    request: dict[str, Any] = {
+    header: list[JsonValue] = []
+    request: JsonObject = {
         "method": op.method,
-        "header": [],
-        "url": {"raw": "{{baseUrl}}/" + "/".join(path), "host": ["{{baseUrl}}"], "path": path},
+        "header": header,
+        "url": {"raw": "{{baseUrl}}/" + "/".join(path), "host": ["{{baseUrl}}"], "path": [*path]},
         "description": f"{op.summary}. Scope: {op.scope or 'any valid key'}.",
     }
     if op.operation_id in _BODIES:
         raw = json.dumps(_BODIES[op.operation_id], indent=2)
         for quoted in _UNQUOTED:
             raw = raw.replace(quoted, quoted.strip('"'))
-        request["header"].append({"key": "Content-Type", "value": "application/json"})
+        header.append({"key": "Content-Type", "value": "application/json"})
         request["body"] = {"mode": "raw", "raw": raw, "options": {"raw": {"language": "json"}}}
-    request["header"] += _HEADERS.get(op.operation_id, [])
+    header += _HEADERS.get(op.operation_id, [])
     # The first listed: a new booking is 201, its replay 200.
     expected = _EXPECTED.get(op.operation_id, next(iter(op.success)))
-    tests = [f'pm.test("answers {expected}", function () {{ pm.response.to.have.status({expected}); }});',
-             'pm.test("answers in the envelope", function () { pm.expect(pm.response.json()).to.have.property('
-             f'"statuscode", {expected}); }});', *_KEEPS.get(op.operation_id, [])]
+    tests: list[JsonValue] = [
+        f'pm.test("answers {expected}", function () {{ pm.response.to.have.status({expected}); }});',
+        'pm.test("answers in the envelope", function () { pm.expect(pm.response.json()).to.have.property('
+        f'"statuscode", {expected}); }});', *_KEEPS.get(op.operation_id, [])]
     return {"name": f"{op.method} {op.path}", "request": request,
             "event": [{"listen": "test", "script": {"type": "text/javascript", "exec": tests}}]}
 
 
-def collection() -> dict[str, Any]:
+def collection() -> JsonObject:
     by_id = {op.operation_id: op for op in OPERATIONS}
     assert set(by_id) == set(_ORDER), "every route, once"
     return {
@@ -119,7 +121,7 @@ def collection() -> dict[str, Any]:
                                 "scope (the test helpers at the end answer test keys only). Set baseUrl and "
                                 "apiKey in the environment."},
         "auth": {"type": "bearer", "bearer": [{"key": "token", "value": "{{apiKey}}", "type": "string"}]},
-        "event": [{"listen": "prerequest", "script": {"type": "text/javascript", "exec": _PRE_REQUEST}}],
+        "event": [{"listen": "prerequest", "script": {"type": "text/javascript", "exec": [*_PRE_REQUEST]}}],
         "variable": [{"key": name, "value": ""} for name in
                      ("currency", "roomTypeId", "ratePlanId", "batchId", "bookingId", "bookingETag", "night",
                       "nightAfter", "checkOut", "checkOutLater", "externalReference", "otaReference")],
@@ -127,7 +129,7 @@ def collection() -> dict[str, Any]:
     }
 
 
-def environment(base_url: str) -> dict[str, Any]:
+def environment(base_url: str) -> JsonObject:
     return {
         "name": "connectapi",
         "values": [{"key": "baseUrl", "value": base_url, "type": "default", "enabled": True},
