@@ -25,7 +25,13 @@ def _policy_text(policies: tuple[tuple[str, int, int], ...]) -> str:
 
 def ratelimit_header(policies: Sequence[tuple[str, WindowState]]) -> str:
     """`"requests";r=117;t=42`: remaining and seconds until quota starts to return."""
-    members: list[Any] = [
-        (name, {"r": state.remaining, "t": whole_seconds(state.reset_after)}) for name, state in policies
-    ]
+    return _ratelimit_text(tuple((name, state.remaining, whole_seconds(state.reset_after))
+                                 for name, state in policies))
+
+
+@lru_cache(maxsize=4096)
+def _ratelimit_text(states: tuple[tuple[str, int, int], ...]) -> str:
+    # Every answer carries one, and a key's remaining units and whole seconds repeat from
+    # window to window: serialised once each (http-sf's checks cost more than the lookup).
+    members: list[Any] = [(name, {"r": remaining, "t": seconds}) for name, remaining, seconds in states]
     return str(http_sf.ser(members))
