@@ -489,7 +489,8 @@ async def test_fifty_requests_for_the_last_room_sell_it_once(api: Harness) -> No
     statuses = sorted((a.status, a.code if a.status >= 400 else "") for a in answers)
     assert statuses == [(201, "")] + [(409, "NO_AVAILABILITY")] * 49
     assert await api.ctx.db.fetchval("SELECT min(available) FROM availability_cells WHERE room_type_id = $1 "
-                                     "AND night BETWEEN '2026-12-01' AND '2026-12-03'", suite) == 0
+                                     "AND property_id = $2 AND night BETWEEN '2026-12-01' AND '2026-12-03'", suite,
+                                     await api.record_of(prop)) == 0
 
 
 async def test_twenty_requests_with_one_reference_make_one_booking(api: Harness) -> None:
