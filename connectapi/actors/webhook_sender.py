@@ -162,7 +162,7 @@ class WebhookSender(RoundsActor[Wake]):
         await self.start_due()
         if len(self._busy) >= ATTEMPTS_AT_ONCE:
             return NextRound()  # the end of an attempt brings the next round
-        return NextRound(due_in=await webhooks.next_due_in(self._db, sorted(self._busy), self._clock.shared_time()))
+        return NextRound(due_in=await webhooks.next_due_in(self._db, sorted(self._busy), shared=self._clock.shared_time()))
 
     async def start_due(self) -> int:
         """Start an attempt at the next due delivery of each endpoint that has none under
@@ -284,7 +284,7 @@ class WebhookSender(RoundsActor[Wake]):
         since_start = self._clock.monotonic() - started
         await webhooks.failed(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), error,
                               (wait or timedelta(0)).total_seconds() - since_start, now, self._leases.holder,
-                              self._clock.shared_time())
+                              shared=self._clock.shared_time())
         return wait is None
 
     async def _pause(self, endpoint: webhooks.Endpoint, now: datetime) -> None:

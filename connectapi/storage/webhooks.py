@@ -152,7 +152,7 @@ async def record_event_now(db: Database, property_id: int, event: Event, endpoin
 
 
 async def due(db: Database, holder: str, lease_seconds: float, busy: Sequence[int] = (),
-              limit: int = 1000, shared: float | None = None) -> list[Due]:
+              limit: int = 1000, *, shared: float | None) -> list[Due]:
     """For each active endpoint, its oldest pending delivery, when that one is due, taking
     the endpoint's `sending` lease for `holder` for `lease_seconds`, both judged by the
     database's clock (or at `shared` when a test gives one: storage.leases): an endpoint gets its
@@ -190,7 +190,7 @@ async def due(db: Database, holder: str, lease_seconds: float, busy: Sequence[in
             for r in rows]
 
 
-async def next_due_in(db: Database, busy: Sequence[int] = (), shared: float | None = None) -> float | None:
+async def next_due_in(db: Database, busy: Sequence[int] = (), *, shared: float | None) -> float | None:
     """In how many seconds (on the database's clock, or from `shared`) the next delivery
     `due` would take falls due; negative when it already is. Of each active endpoint only its
     oldest pending one counts (a newer one, due but held behind a retry, is not sendable;
@@ -223,8 +223,8 @@ async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: in
 
 
 async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int | None, duration_ms: int,
-                 error: str, wait_seconds: float, at: datetime, holder: str | None = None,
-                 shared: float | None = None) -> None:
+                 error: str, wait_seconds: float, at: datetime, holder: str | None, *,
+                 shared: float | None) -> None:
     """The attempt failed: the delivery is tried again `wait_seconds` from now on the
     database's clock (or from `shared`), which every sender judges by."""
     async def work(conn: asyncpg.Connection) -> None:
