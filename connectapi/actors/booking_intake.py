@@ -177,7 +177,8 @@ class BookingIntake(RoundsActor[Wake]):
             why = f"it could not be applied in {item.attempts} tries"
             return await self._refuse(item, why)
         try:
-            return await self._writers.ask(item.property_id, ApplyOtaRevision(item, self._clock.now()), ASK_TIMEOUT)
+            applying = ApplyOtaRevision(item, self._clock.now(), self._clock.shared_time())
+            return await self._writers.ask(item.property_id, applying, ASK_TIMEOUT)
         except RecordRefused as exc:
             if exc.sqlstate == LOCK_NOT_AVAILABLE:
                 # It waited for the property's lock: no fault of the revision's, not a try.

@@ -38,7 +38,8 @@ log = logging.getLogger("connectapi.intake")
 LOCK_WAIT = 10.0
 
 
-async def apply_revision(db: Database, item: ota.Received, now: datetime, within: float) -> RevisionSettled:
+async def apply_revision(db: Database, item: ota.Received, now: datetime, within: float,
+                         shared: float | None) -> RevisionSettled:
     """Apply the revision, checked first (domain.revision_screen) before the property is
     locked: one it refuses never takes the lock. Once it holds the lock, the apply is
     rolled back if it runs past `within` seconds (RecordBusy, QUERY_CANCELED: the intake
@@ -68,7 +69,7 @@ async def apply_revision(db: Database, item: ota.Received, now: datetime, within
             # Another process applied it while this one waited for the lock.
             return RevisionSettled("already settled")
         # The mapping as it is now, under the lock (the screen read it before).
-        applied = await _apply_revision(tx, prop, item, revision, await ota.mapping_in(tx, prop.id), now)
+        applied = await _apply_revision(tx, prop, item, revision, await ota.mapping_in(tx, prop.id), now, shared)
         await ota.settle(tx, item.seq, applied.state, applied.note, applied.booking_id, now)
         return applied
 
@@ -119,7 +120,7 @@ async def _under_the_lock(db: Database, work: Callable[[Tx, Callable[[], None]],
 
 
 async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received, revision: Revision, mapping: Mapping,
-                          now: datetime) -> RevisionSettled:
+                          now: datetime, shared: float | None) -> RevisionSettled:
     normal = ota_rules.normalise(revision, mapping)
     if isinstance(normal, list):
         what = ", ".join(normal)
@@ -130,14 +131,14 @@ async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received, revisi
         return RevisionSettled("unmapped", f"not mapped: {what}", mails=mails)
     known = await ota.known_booking(tx, prop.id, item.cm_booking_id)
     if known is None:
-        return await _create(tx, prop, item, normal, now)
+        return await _create(tx, prop, item, normal, now, shared)
     if not ota_rules.is_newer(item.revised_at, item.seq, known.last_revision_at, known.last_revision_seq):
         return RevisionSettled("stale", "older than the revision applied last", known.booking_id)
-    return await _revise(tx, prop, item, normal, known, now)
+    return await _revise(tx, prop, item, normal, known, now, shared)
 
 
 async def _create(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBooking,
-                  now: datetime) -> RevisionSettled:
+                  now: datetime, shared: float | None) -> RevisionSettled:
     booking_id, reference = await ota.next_booking(tx, prop.id, prop.live_id, prop.mode)
     status = "CANCELLED" if normal.cancelled else "UPCOMING"
     told = ota_rules.told(normal, reference, status)
@@ -150,13 +151,13 @@ async def _create(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBoo
     # A booking first heard of as cancelled (its earlier revisions never reached us) is told
     # as cancelled: receivers reconcile on the reference either way.
     kind = "channel.booking.cancelled" if normal.cancelled else "channel.booking.created"
-    events = await _emit(tx, prop, kind, told, None, None, now)
+    events = await _emit(tx, prop, kind, told, None, None, now, shared)
     mails += await _amounts_flagged(tx, prop, booking_id, reference, normal, now)
     return RevisionSettled("applied", _noted(normal), booking_id, moved, events, mails)
 
 
 async def _revise(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBooking,
-                  known: ota.Known, now: datetime) -> RevisionSettled:
+                  known: ota.Known, now: datetime, shared: float | None) -> RevisionSettled:
     if normal.cancelled and known.status == "CHECKED_IN":
         mails = await _tell_owner(tx, prop, known.booking_id, emails.owner_ota_unapplied(
             prop.name, normal.reservation_code, normal.channel,
@@ -176,12 +177,12 @@ async def _revise(tx: Tx, prop: PropertyLock, item: ota.Received, normal: OtaBoo
     if normal.cancelled and known.status != "CANCELLED":
         await log_activity(tx, prop.id, known.booking_id, None, "ota.booking.cancelled",
                            f"{normal.channel} cancelled {normal.reservation_code} ({known.reference})", now)
-        events = await _emit(tx, prop, "channel.booking.cancelled", told, None, None, now)
+        events = await _emit(tx, prop, "channel.booking.cancelled", told, None, None, now, shared)
     elif changes:
         await log_activity(tx, prop.id, known.booking_id, None, "ota.booking.modified",
                            f"{normal.channel} changed {', '.join(changes)} of {normal.reservation_code} "
                            f"({known.reference})", now)
-        events = await _emit(tx, prop, "channel.booking.modified", told, changes, previous, now)
+        events = await _emit(tx, prop, "channel.booking.modified", told, changes, previous, now, shared)
     if "amounts" in changes or "rooms" in changes or known.status != status:
         mails += await _amounts_flagged(tx, prop, known.booking_id, known.reference, normal, now)
     return RevisionSettled("applied", _noted(normal, None if events else "nothing told changed"), known.booking_id,
@@ -229,10 +230,11 @@ async def _move(tx: Tx, prop: PropertyLock, booking_id: int, reference: str,
 
 
 async def _emit(tx: Tx, prop: PropertyLock, kind: str, booking: WebhookBooking,
-                changes: ChangedFields | None, previous: ChangedFields | None, now: datetime) -> int:
+                changes: ChangedFields | None, previous: ChangedFields | None, now: datetime,
+                shared: float | None) -> int:
     facts = PropertyFacts(prop.live_id, prop.name, prop.currency, prop.timezone, prop.mode)
     event = new_event(kind, facts, {"booking": booking}, now, changes, previous)
-    await webhooks.record_event(tx, prop.id, event, None, now)
+    await webhooks.record_event(tx, prop.id, event, None, now, shared)
     return 1
 
 

@@ -70,8 +70,8 @@ class PropertyWriter(Actor[WriterMessage]):
             case CancelBooking():
                 return await cancel_booking(self._db, self.property_id, message.key_id, message.booking_id,
                                             message.reason, message.now)
-            case ApplyOtaRevision(revision, now, within):
-                return await apply_revision(self._db, revision, now, within)
+            case ApplyOtaRevision(revision, now, shared, within):
+                return await apply_revision(self._db, revision, now, within, shared)
             case RefuseOtaRevision(revision, why, now):
                 return await refuse_revision(self._db, revision, why, now)
         raise TypeError(f"not a writer message: {message!r}")

@@ -162,8 +162,7 @@ class WebhookSender(RoundsActor[Wake]):
         await self.start_due()
         if len(self._busy) >= ATTEMPTS_AT_ONCE:
             return NextRound()  # the end of an attempt brings the next round
-        upcoming = await webhooks.next_due_at(self._db, sorted(self._busy))
-        return NextRound(due_in=None if upcoming is None else (upcoming - self._clock.now()).total_seconds())
+        return NextRound(due_in=await webhooks.next_due_in(self._db, sorted(self._busy), shared=self._clock.shared_time()))
 
     async def start_due(self) -> int:
         """Start an attempt at the next due delivery of each endpoint that has none under
@@ -172,12 +171,11 @@ class WebhookSender(RoundsActor[Wake]):
         room = ATTEMPTS_AT_ONCE - len(self._busy)
         if room <= 0:
             return 0
-        now = self._clock.now()
         # Each endpoint returned is leased to this process: every one is attempted. (A read
         # from before another attempt of ours was recorded cannot return its endpoint: the
         # lease was ours until that record.)
-        due = await webhooks.due(self._db, now, self._leases.holder, SENDING_LEASE.total_seconds(), sorted(self._busy), room,
-                                 lease_now=self._clock.shared_time())
+        due = await webhooks.due(self._db, self._leases.holder, SENDING_LEASE.total_seconds(), sorted(self._busy), room,
+                                 shared=self._clock.shared_time())
         for item in due:
             self._busy.add(item.endpoint.id)
             self._attempts.start_soon(self._deliver, item)
@@ -281,8 +279,12 @@ class WebhookSender(RoundsActor[Wake]):
         log.info("webhook %s to endpoint %d failed (attempt %d): %s", item.event_id, endpoint.id, item.attempts + 1,
                  error)
         WEBHOOK_FAILURES.inc()
+        # Timed from the attempt's start, as the schedule and a Retry-After count, on the
+        # database's clock: the record's now less the time the attempt took.
+        since_start = self._clock.monotonic() - started
         await webhooks.failed(self._db, item.delivery_id, endpoint.id, status, self._elapsed(started), error,
-                              now + (wait or timedelta(0)), now, self._leases.holder)
+                              (wait or timedelta(0)).total_seconds() - since_start, now, self._leases.holder,
+                              shared=self._clock.shared_time())
         return wait is None
 
     async def _pause(self, endpoint: webhooks.Endpoint, now: datetime) -> None:

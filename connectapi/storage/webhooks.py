@@ -104,13 +104,15 @@ async def pause(db: Database, endpoint_id: int, at: datetime) -> None:
                      "AND status = 'active'", endpoint_id, at)
 
 
-async def resume(db: Database, endpoint_id: int, at: datetime) -> None:
-    """Active again; what waited is due now, with a fresh day of attempts."""
+async def resume(db: Database, endpoint_id: int, shared: float | None) -> None:
+    """Active again; what waited is due now (on the database's clock, or at `shared`: a
+    test's), with a fresh day of attempts."""
     async def work(conn: asyncpg.Connection) -> None:
         await conn.execute("UPDATE webhook_endpoints SET status = 'active', paused_at = NULL, failing_since = NULL "
                            "WHERE id = $1", endpoint_id)
-        await conn.execute("""UPDATE webhook_deliveries SET attempts = 0, first_attempt_at = NULL, next_attempt_at = $2
-                              WHERE endpoint_id = $1 AND status = 'pending'""", endpoint_id, at)
+        await conn.execute(f"""UPDATE webhook_deliveries SET attempts = 0, first_attempt_at = NULL,
+                                      next_attempt_at = {leases.database_now("$2")}
+                               WHERE endpoint_id = $1 AND status = 'pending'""", endpoint_id, shared)
 
     await db.transaction(work)
 
@@ -121,41 +123,43 @@ async def rotate_secret(db: Database, endpoint_id: int, secret: str, at: datetim
 
 
 async def record_event(conn: asyncpg.Connection, property_id: int, event: Event, endpoint_ids: list[int] | None,
-                       at: datetime) -> int:
+                       at: datetime, shared: float | None) -> int:
     """Store the event and queue a delivery to each given endpoint (None: every endpoint of the
-    property, paused ones included: they wait); answers how many were queued."""
+    property, paused ones included: they wait); answers how many were queued. Each is due at
+    once on the database's clock (or at `shared`, a test's: Clock.shared_time), which every
+    sender judges by: a host whose own clock runs ahead must not date one into the future."""
     seq = await conn.fetchval(
         """INSERT INTO webhook_events (id, property_id, type, body, occurred_at) VALUES ($1, $2, $3, $4, $5)
            RETURNING seq""", event.id, property_id, event.type, event.body, event.occurred_at)
     queued: int = await conn.fetchval(
-        """WITH made AS (
+        f"""WITH made AS (
                INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)
-               SELECT e.id, $2, $3, 'pending', $4, $4 FROM webhook_endpoints e
+               SELECT e.id, $2, $3, 'pending', {leases.database_now("$6")}, $4 FROM webhook_endpoints e
                WHERE e.property_id = $1 AND ($5::bigint[] IS NULL OR e.id = ANY($5::bigint[]))
                RETURNING 1)
            SELECT count(*) FROM made""",
-        property_id, event.id, seq, at, endpoint_ids)
+        property_id, event.id, seq, at, endpoint_ids, shared)
     return queued
 
 
 async def record_event_now(db: Database, property_id: int, event: Event, endpoint_ids: list[int] | None,
-                           at: datetime) -> int:
+                           at: datetime, shared: float | None) -> int:
     """`record_event` in a transaction of its own (a ping, a test)."""
     async def work(conn: asyncpg.Connection) -> int:
-        return await record_event(conn, property_id, event, endpoint_ids, at)
+        return await record_event(conn, property_id, event, endpoint_ids, at, shared)
 
     return await db.transaction(work)
 
 
-async def due(db: Database, now: datetime, holder: str, lease_seconds: float, busy: Sequence[int] = (),
-              limit: int = 1000, lease_now: float | None = None) -> list[Due]:
-    """For each active endpoint, its oldest pending delivery, when that one is due at `now`,
-    taking the endpoint's `sending` lease for `holder` for `lease_seconds` (storage.leases: on
-    the database's clock, or at `lease_now` when a test gives one): an endpoint gets its
+async def due(db: Database, holder: str, lease_seconds: float, busy: Sequence[int] = (),
+              limit: int = 1000, *, shared: float | None) -> list[Due]:
+    """For each active endpoint, its oldest pending delivery, when that one is due, taking
+    the endpoint's `sending` lease for `holder` for `lease_seconds`, both judged by the
+    database's clock (or at `shared` when a test gives one: storage.leases): an endpoint gets its
     events in order (a delivery waiting on a retry holds the rest) and from one process at
     a time. Endpoints another process holds, or this one has `busy`, are left alone; at
     most `limit` are taken."""
-    lease_at = leases.database_now("$6")
+    lease_at = leases.database_now("$1")
     rows = await db.fetch(
         f"""WITH sendable AS (
                 SELECT e.id FROM webhook_endpoints e
@@ -164,7 +168,7 @@ async def due(db: Database, now: datetime, holder: str, lease_seconds: float, bu
                       AND NOT e.id = ANY($4::bigint[])
                       AND (SELECT d.next_attempt_at FROM webhook_deliveries d
                            WHERE d.endpoint_id = e.id AND d.status = 'pending'
-                           ORDER BY d.event_seq, d.id LIMIT 1) <= $1
+                           ORDER BY d.event_seq, d.id LIMIT 1) <= {lease_at}
                 ORDER BY e.id LIMIT $5
                 FOR UPDATE OF e SKIP LOCKED),
             taken AS (
@@ -181,24 +185,26 @@ async def due(db: Database, now: datetime, holder: str, lease_seconds: float, bu
             CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                 ORDER BY d.event_seq, d.id LIMIT 1) d
             JOIN webhook_events ev ON ev.id = d.event_id""",
-        now, holder, lease_seconds, list(busy), limit, lease_now)
+        shared, holder, lease_seconds, list(busy), limit)
     return [Due(r["delivery_id"], r["attempts"], r["first_attempt_at"], r["event_id"], r["body"], _endpoint(r, "e_"))
             for r in rows]
 
 
-async def next_due_at(db: Database, busy: Sequence[int] = ()) -> datetime | None:
-    """When the next delivery `due` would take falls due: of each active endpoint only its
+async def next_due_in(db: Database, busy: Sequence[int] = (), *, shared: float | None) -> float | None:
+    """In how many seconds (on the database's clock, or from `shared`) the next delivery
+    `due` would take falls due; negative when it already is. Of each active endpoint only its
     oldest pending one counts (a newer one, due but held behind a retry, is not sendable;
     counting it made the sender look again at once, in a loop, until the retry came), not
     before another process's lease on the endpoint runs out, and none of the `busy`
     endpoints (an attempt under way: its end is the sender's cue)."""
-    value: datetime | None = await db.fetchval(
-        """SELECT min(greatest(d.next_attempt_at, l.until)) FROM webhook_endpoints e
+    value: float | None = await db.fetchval(
+        f"""SELECT extract(epoch FROM min(greatest(d.next_attempt_at, l.until)) - {leases.database_now("$2")})::float8
+           FROM webhook_endpoints e
            LEFT JOIN leases l ON l.kind = 'sending' AND l.key = e.id::text
            CROSS JOIN LATERAL (SELECT next_attempt_at FROM webhook_deliveries d
                                WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                ORDER BY d.event_seq, d.id LIMIT 1) d
-           WHERE e.status = 'active' AND NOT e.id = ANY($1::bigint[])""", list(busy))
+           WHERE e.status = 'active' AND NOT e.id = ANY($1::bigint[])""", list(busy), shared)
     return value
 
 
@@ -217,12 +223,16 @@ async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: in
 
 
 async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int | None, duration_ms: int,
-                 error: str, next_attempt_at: datetime, at: datetime, holder: str | None = None) -> None:
+                 error: str, wait_seconds: float, at: datetime, holder: str | None, *,
+                 shared: float | None) -> None:
+    """The attempt failed: the delivery is tried again `wait_seconds` from now on the
+    database's clock (or from `shared`), which every sender judges by."""
     async def work(conn: asyncpg.Connection) -> None:
         await conn.execute(
-            """UPDATE webhook_deliveries SET attempts = attempts + 1, response_status = $2, duration_ms = $3,
-                      last_error = $4, next_attempt_at = $5, first_attempt_at = COALESCE(first_attempt_at, $6)
-               WHERE id = $1""", delivery_id, status, duration_ms, error[:500], next_attempt_at, at)
+            f"""UPDATE webhook_deliveries SET attempts = attempts + 1, response_status = $2, duration_ms = $3,
+                       last_error = $4, next_attempt_at = {leases.database_now("$7")} + make_interval(secs => $5),
+                       first_attempt_at = COALESCE(first_attempt_at, $6)
+                WHERE id = $1""", delivery_id, status, duration_ms, error[:500], wait_seconds, at, shared)
         await conn.execute("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1",
                            endpoint_id, at)
         await _give_back_sending(conn, endpoint_id, holder)
@@ -247,23 +257,23 @@ async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> lis
 
 
 async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, since: datetime | None,
-                      at: datetime) -> int:
+                      at: datetime, shared: float | None) -> int:
     """Queue one event of the endpoint's property (by id), or all of them since an instant,
     for the endpoint again; answers how many were queued. The caller bounds `since` by the
     retention (an event older than it may be pruned at any moment). The events are locked as
     read: one the janitor is deleting meanwhile is waited for and then left out (not queued,
     so a redeliver answers not found), never a foreign-key error."""
     queued: int = await db.fetchval(
-        """WITH made AS (
+        f"""WITH made AS (
                INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)
-               SELECT $1, ev.id, ev.seq, 'pending', $5, $5 FROM webhook_events ev
+               SELECT $1, ev.id, ev.seq, 'pending', {leases.database_now("$6")}, $5 FROM webhook_events ev
                WHERE ev.property_id = $2 AND ($3::text IS NULL OR ev.id = $3)
                  AND ($4::timestamptz IS NULL OR ev.occurred_at >= $4)
                ORDER BY ev.seq
                FOR KEY SHARE OF ev
                RETURNING 1)
            SELECT count(*) FROM made""",
-        endpoint.id, endpoint.property_id, event_id, since, at)
+        endpoint.id, endpoint.property_id, event_id, since, at, shared)
     return queued
 
 

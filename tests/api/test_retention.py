@@ -68,7 +68,7 @@ async def an_event(api: Harness, prop: dict[str, Any], endpoint_id: int, deliver
     still pending (the endpoint is paused)."""
     now = api.ctx.clock.now()
     event = ping(PropertyFacts(prop["id"], prop["name"], prop["currency"], prop["timezone"]), now, "test")
-    await webhooks.record_event_now(api.ctx.db, prop["id"], event, [endpoint_id], now)
+    await webhooks.record_event_now(api.ctx.db, prop["id"], event, [endpoint_id], now, api.ctx.clock.shared_time())
     if delivered:
         delivery = await api.ctx.db.fetchval("SELECT id FROM webhook_deliveries WHERE event_id = $1", event.id)
         await webhooks.delivered(api.ctx.db, delivery, endpoint_id, 200, 12, now)

@@ -239,6 +239,9 @@ class ApplyOtaRevision(Ask[RevisionSettled]):
 
     revision: Received
     now: datetime
+    # The asker's Clock.shared_time(): the events' deliveries fall due on the database's
+    # clock (None), or at a test's.
+    shared: float | None
     within: float = OTA_APPLY_WITHIN
 
 

@@ -50,7 +50,7 @@ async def send_ping(endpoint: Endpoint, reason: str) -> str:
     assert prop is not None
     event = ping(PropertyFacts(prop.live_id, prop.name, prop.currency, prop.timezone, prop.mode), ctx.clock.now(),
                  reason)
-    await webhooks.record_event_now(ctx.db, prop.id, event, [endpoint.id], ctx.clock.now())
+    await webhooks.record_event_now(ctx.db, prop.id, event, [endpoint.id], ctx.clock.now(), ctx.clock.shared_time())
     ctx.properties.wakeups.events_queued()
     return event.id
 
@@ -79,7 +79,7 @@ async def pause(endpoint: Endpoint) -> None:
 
 async def resume(endpoint: Endpoint) -> None:
     """Active again; what waited goes now."""
-    await webhooks.resume(context().db, endpoint.id, context().clock.now())
+    await webhooks.resume(context().db, endpoint.id, context().clock.shared_time())
     context().properties.wakeups.events_queued()
 
 
@@ -96,7 +96,8 @@ async def redeliver(endpoint: Endpoint, event_id: str) -> bool:
     ctx = context()
     # No stored id holds NUL (PostgreSQL text cannot), and the query would be refused: the
     # console's form brings one, where the JSON body refuses it.
-    if "\x00" in event_id or not await webhooks.queue_again(ctx.db, endpoint, event_id, None, ctx.clock.now()):
+    if "\x00" in event_id or not await webhooks.queue_again(ctx.db, endpoint, event_id, None, ctx.clock.now(),
+                                                                ctx.clock.shared_time()):
         return False
     ctx.properties.wakeups.events_queued()
     return True
@@ -110,6 +111,6 @@ async def recover(endpoint: Endpoint, since: datetime) -> Recovered:
     # further (an older event still in the record is not sent: the answer would depend on
     # when the janitor last ran), and says how far it reached.
     kept_since = events_kept_since(ctx.operation.retention, now)
-    queued = await webhooks.queue_again(ctx.db, endpoint, None, max(since, kept_since), now)
+    queued = await webhooks.queue_again(ctx.db, endpoint, None, max(since, kept_since), now, ctx.clock.shared_time())
     ctx.properties.wakeups.events_queued()
     return Recovered(queued, kept_since)
