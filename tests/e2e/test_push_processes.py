@@ -123,6 +123,10 @@ async def mapped_property(http: httpx.AsyncClient, url: str, cm: httpx.Client, n
     return Mapped(prop["id"], room, plan, {"Authorization": f"Bearer {key}"}, cm_prop, cm_room, cm_plan)
 
 
+# A pooled connection is dropped by the client well before the server's keep-alive timeout
+# (hypercorn's 5 s, httpx's own expiry too): at equal times a write sent on a connection the
+# server was closing got no answer ("Server disconnected without sending a response").
+CLIENT_LIMITS = httpx.Limits(keepalive_expiry=2.0)
 RETRIED: list[int] = []  # writes answered 503 (the record's pool busy on a loaded machine), sent again
 
 
@@ -191,7 +195,7 @@ async def test_three_processes_pace_50_properties_within_the_channel_managers_bu
     with sandbox_cm("--call-ms", "150") as cm:
         served = await three_processes(fresh_dsn, tmp_path, cm)
         try:
-            async with httpx.AsyncClient(timeout=60) as http, open_database(fresh_dsn, min_size=1,
+            async with httpx.AsyncClient(timeout=60, limits=CLIENT_LIMITS) as http, open_database(fresh_dsn, min_size=1,
                                                                             max_size=2) as db:
                 props = [await mapped_property(http, served[n % 3].url, cm, f"Casa {n}") for n in range(PROPERTIES)]
                 written = {"availability": 0, "rates": 0}
@@ -246,7 +250,7 @@ async def test_a_property_whose_pushing_process_is_killed_is_taken_over_within_3
     with sandbox_cm("--call-ms", "1000") as cm:
         served = await three_processes(fresh_dsn, tmp_path, cm)
         try:
-            async with httpx.AsyncClient(timeout=60) as http, open_database(fresh_dsn, min_size=1,
+            async with httpx.AsyncClient(timeout=60, limits=CLIENT_LIMITS) as http, open_database(fresh_dsn, min_size=1,
                                                                             max_size=2) as db:
                 prop = await mapped_property(http, served[0].url, cm, "Casa Azul")
                 written: dict[str, set[str]] = {"availability": set(), "rates": set()}
