@@ -162,7 +162,10 @@ class WebhookSender(RoundsActor[Wake]):
         await self.start_due()
         if len(self._busy) >= ATTEMPTS_AT_ONCE:
             return NextRound()  # the end of an attempt brings the next round
-        return NextRound(due_in=await webhooks.next_due_in(self._db, sorted(self._busy), shared=self._clock.shared_time()))
+        asked = self._clock.monotonic()
+        due_in = await webhooks.next_due_in(self._db, sorted(self._busy), shared=self._clock.shared_time())
+        # The record counted from when the statement ran: the time its answer took is gone.
+        return NextRound(due_in=None if due_in is None else due_in - (self._clock.monotonic() - asked))
 
     async def start_due(self) -> int:
         """Start an attempt at the next due delivery of each endpoint that has none under
