@@ -16,7 +16,11 @@ class AvailabilityFields(TypedDict):
 
 class RestrictionFields(TypedDict, total=False):
     """What a restrictions value sets for each of its nights, and what a rate plan holds for
-    a night: only the fields given (or ever given), in the order they first came."""
+    a night: only the fields given (or ever given), in the order they first came.
+
+    The same shape as channel.client.RestrictionFields, written again on purpose: the
+    sandbox plays Channex against our client, and a mistake shared by both would pass
+    every test."""
 
     rate: str  # in major units, as many decimals as the currency has ("200.00")
     min_stay_arrival: int
