@@ -159,6 +159,35 @@ async def test_fault_selectors(mock_clock: trio.testing.MockClock) -> None:
         assert s.state.stats.failed == 3
 
 
+async def test_call_time_lengthens_each_ari_call_begun_after_it(mock_clock: trio.testing.MockClock) -> None:
+    async with served_sandbox() as s:
+        assert (await s.http.post("/_sandbox/call-time", json={"callMs": 2000})).json() == {"callMs": 2000}
+        pid, pushed = s.names["property_id"], trio.Event()
+
+        async def push() -> None:
+            await write(s, "availability", {**ROOM, "date": "2026-12-01", "availability": 1})
+            pushed.set()
+
+        async def pushing() -> dict[str, float]:
+            got: dict[str, float] = (await s.http.get("/_sandbox/stats")).json()["pushing"]
+            return got
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(push)
+            for _ in range(500):  # the call reaching the sandbox: real I/O, no time passes
+                if pid in await pushing():
+                    break
+            mock_clock.jump(1.5)
+            assert await pushing() == {pid: 1.5} and not pushed.is_set()
+            mock_clock.jump(0.5)
+        assert pushed.is_set() and await pushing() == {}
+        for wrong in (-1, 60_001, "300", True, None):
+            refused = await s.http.post("/_sandbox/call-time", json={"callMs": wrong})
+            assert refused.status_code == 422 and refused.json()["errors"]["details"] == {
+                "callMs": ["must be a whole number from 0 to 60000"]}
+        assert s.state.call_seconds == 2.0
+
+
 async def test_revisions_have_the_documented_booking_com_shape(mock_clock: trio.testing.MockClock) -> None:
     async with served_sandbox() as s:
         made = await s.http.post("/_sandbox/ota-bookings", json=fill(

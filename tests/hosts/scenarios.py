@@ -27,7 +27,7 @@ from connectapi.storage.database import Tx, open_database
 
 from . import mixed_load
 from .mixed_load import OtaSales, PressedLedger
-from .topology import CM_KEY, TOKEN, Topology
+from .topology import CALL_MS, CM_KEY, TOKEN, Topology
 
 API = "/api/v1/connect-api/v1"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
@@ -315,9 +315,11 @@ async def _pushed_again(topo: Topology, held: set[int], since_db: float, started
         await trio.sleep(0.5)
 
 
-# A call to the channel manager takes 300 ms (tests/hosts/topology.py); one seen this young
-# is still under way once the cut is made (a few `ip` commands).
-YOUNG_CALL = 0.1
+# While the cut is arranged each call to the channel manager takes this long, so that one seen
+# young (under YOUNG_CALL) is still under way once the cut is made (two `ip` commands and an
+# `ss`), however loaded the machine: at the usual CALL_MS a call often ended first.
+ARRANGING_CALL_MS = 3000
+YOUNG_CALL = 1.0
 
 
 async def _cut_mid_call(topo: Topology, props: list[Mapped], host: str, figures: dict[str, Any]) -> set[int]:
@@ -325,18 +327,23 @@ async def _cut_mid_call(topo: Topology, props: list[Mapped], host: str, figures:
     the channel manager is under way (`call_in_flight_at_cut` says whether it still was
     once the cut was made); answers the properties it held."""
     cm_of = {p.id: p.cm_property for p in props}
-    deadline = trio.current_time() + 30
-    while True:
-        held = await _held_by(topo, host)
-        pushing = await trio.to_thread.run_sync(topo.sandbox_pushing)
-        young = {p for p in held if pushing.get(cm_of.get(p, ""), YOUNG_CALL) < YOUNG_CALL}
-        if young or trio.current_time() > deadline:
-            figures["at"] = time.monotonic()
-            await trio.to_thread.run_sync(topo.cut_from_databases, host)
-            still = await trio.to_thread.run_sync(topo.sandbox_pushing)
-            figures["call_in_flight_at_cut"] = any(cm_of[p] in still for p in young)
-            return held
-        await trio.sleep(0.02)
+    await trio.to_thread.run_sync(topo.sandbox_call_time, ARRANGING_CALL_MS)
+    try:
+        await trio.sleep(2 * CALL_MS / 1000)  # the calls begun at the usual length have ended
+        deadline = trio.current_time() + 30
+        while True:
+            held = await _held_by(topo, host)
+            pushing = await trio.to_thread.run_sync(topo.sandbox_pushing)
+            young = {p for p in held if pushing.get(cm_of.get(p, ""), YOUNG_CALL) < YOUNG_CALL}
+            if young or trio.current_time() > deadline:
+                figures["at"] = time.monotonic()
+                await trio.to_thread.run_sync(topo.cut_from_databases, host)
+                still = await trio.to_thread.run_sync(topo.sandbox_pushing)
+                figures["call_in_flight_at_cut"] = any(cm_of[p] in still for p in young)
+                return held
+            await trio.sleep(0.02)
+    finally:
+        await trio.to_thread.run_sync(topo.sandbox_call_time, CALL_MS)
 
 
 async def _held_by(topo: Topology, host: str) -> set[int]:

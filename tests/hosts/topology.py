@@ -42,6 +42,7 @@ NOTIFY_SECRET = "many-machines-notify-secret-0001"
 SERVICE_PORT = 8080
 PG_PORT = 5432
 CM_PORT = 9000
+CALL_MS = 300  # how long the channel manager takes over each ARI call
 HOOK_PORT = 9100
 CLIENT_ADDRESSES = 32
 _CLONE_NEWNET = 0x40000000
@@ -212,7 +213,7 @@ class Topology:
         service host may take them."""
         env = {**_clean_env(), "CONNECTAPI_CM_KEY": CM_KEY, "CONNECTAPI_CM_NOTIFY_SECRET": NOTIFY_SECRET}
         self.spawn("cm", [sys.executable, "-m", "connectapi", "sandbox-cm", "--host", self.hosts["cm"].address,
-                          "--port", str(CM_PORT), "--call-ms", "300",
+                          "--port", str(CM_PORT), "--call-ms", str(CALL_MS),
                           "--notify-url", f"{self.url}/api/v1/channel-manager/notify"], env, label="sandbox")
         self.wait_http("cm", f"http://{self.hosts['cm'].address}:{CM_PORT}/_sandbox/stats",
                        headers={"user-api-key": CM_KEY})
@@ -410,6 +411,13 @@ backend services
     def sandbox_pushing(self) -> dict[str, float]:
         """The channel manager's properties with an ARI call under way, and for how long."""
         return dict(self._sandbox_state()["pushing"])
+
+    def sandbox_call_time(self, call_ms: int) -> None:
+        """How long the channel manager takes over each ARI call from now on."""
+        with self.inside("cm"):
+            got = httpx.post(f"{self.cm_url}/_sandbox/call-time", json={"callMs": call_ms},
+                             headers={"user-api-key": CM_KEY}, timeout=10)
+        got.raise_for_status()
 
     def _sandbox_state(self) -> dict[str, Any]:
         with self.inside("cm"):

@@ -4,6 +4,7 @@ Same key as the API (`user-api-key`), Channex's error shapes, and no budget spen
 GET  /_sandbox/stats                        {"stats": {...}}
 GET  /_sandbox/grid?filter[...]             what a property holds: {"data": {"availability", "restrictions"}}
 POST /_sandbox/faults                       {"mode", "count"=1, "retryAfter"=null, "calls"="ari"|"reads"|"ack"|"feed"}
+POST /_sandbox/call-time                    {"callMs"}: how long each ARI call takes from now on
 POST /_sandbox/refusals                     {"property_id", "rate_plan_id"|"room_type_id", "field", "message", "active"}
 GET  /_sandbox/refusals                     {"refusals": [...]}
 GET  /_sandbox/calls[?property_id=]         {"calls": [{kind, property_ids, task_id, values, warnings, at}]}
@@ -91,6 +92,18 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
         f.remaining, f.retry_after = count, retry_after
         return answers.json_answer({"faults": {"mode": mode, "count": count, "retryAfter": retry_after,
                                                "calls": calls}})
+
+    @app.post("/_sandbox/call-time")
+    async def call_time() -> Response:
+        """How long each ARI call takes from now on (`--call-ms` at start). A test that
+        needs a call in flight while it does something slower than a usual call (cutting a
+        host off the network) lengthens the calls while it arranges that, instead of racing
+        them."""
+        call_ms = (await wanted()).get("callMs")
+        if isinstance(call_ms, bool) or not isinstance(call_ms, int) or not 0 <= call_ms <= 60_000:
+            return answers.invalid({"callMs": ["must be a whole number from 0 to 60000"]})
+        state.call_seconds = call_ms / 1000
+        return answers.json_answer({"callMs": call_ms})
 
     @app.post("/_sandbox/refusals")
     async def refusals() -> Response:
