@@ -97,8 +97,7 @@ class OutboxSender(RoundsActor[Wake]):
         """Send every due e-mail; answers how many went out."""
         sent = 0
         while True:
-            now = self._clock.now()
-            due = await notifications.due(self._db, now, BATCH, now + CLAIM)
+            due = await notifications.due(self._db, BATCH, CLAIM.total_seconds(), shared=self._clock.shared_time())
             if not due:
                 return sent
             for note in due:
@@ -111,7 +110,7 @@ class OutboxSender(RoundsActor[Wake]):
                     log.warning("outbox: e-mail %d to %s failed (attempt %d): %s; next try in %s", note.id,
                                 note.to_address, note.attempts + 1, type(exc).__name__, delay)
                     await notifications.mark_failed(self._db, note.id, f"{type(exc).__name__}: {exc}"[:500],
-                                                    self._clock.now() + delay)
+                                                    delay.total_seconds(), shared=self._clock.shared_time())
                 else:
                     await notifications.mark_sent(self._db, note.id, self._clock.now())
                     sent += 1
