@@ -340,3 +340,238 @@ async def test_a_body_no_handler_reads_is_read_before_the_answer() -> None:
                 while b"HTTP/1.1 200" not in answers:
                     answers += await stream.receive_some()
             assert b"connection: close" not in answers.lower()
+
+
+# -- per-person rate plans (issue 44) -------------------------------------------------------
+
+PER_PERSON = {"property_id": "{property_id}", "rate_plan_id": "{per_person_rate_plan_id}"}  # make_per_person's
+
+
+async def make_per_person(served: Served, options: list[dict[str, Any]] | None = None) -> str:
+    """A per-person plan on the twin room, options for 1, 2 and 3 adults (3 primary) unless given."""
+    plan = await served.create("rate_plan", property_id=served.names["property_id"],
+                               room_type_id=served.names["room_type_id"], title="Per person", sell_mode="per_person",
+                               options=options or [{"occupancy": n, "is_primary": n == 3} for n in (1, 2, 3)])
+    served.names["per_person_rate_plan_id"] = plan
+    return plan
+
+
+def priced(*prices: tuple[int, str]) -> list[dict[str, Any]]:
+    return [{"occupancy": n, "rate": rate} for n, rate in prices]
+
+
+async def test_a_per_person_plans_prices_are_held_per_occupancy_and_read_with_the_primarys_as_rate(
+        mock_clock: trio.testing.MockClock) -> None:
+    async with served_sandbox() as s:
+        plan = await make_per_person(s)
+        answer = await write(s, "restrictions",
+                             {**PER_PERSON, "date_from": "2026-12-01", "date_to": "2026-12-03", "stop_sell": True,
+                              "rates": [{"occupancy": 3, "rate": 15000}, {"occupancy": 1, "rate": 12100},
+                                        {"occupancy": 2, "rate": "132.5"}]},
+                             # occupancy 1 again on the 2nd: 2 and 3 keep their prices
+                             {**PER_PERSON, "date": "2026-12-02", "rates": [{"occupancy": 1, "rate": "99.00"}]},
+                             # a night priced for 1 adult only: no primary price, so no `rate`
+                             {**PER_PERSON, "date": "2026-12-04", "rates": [{"occupancy": 1, "rate": 8000}]},
+                             {**PLAN, "date": "2026-12-01", "rate": 20000})
+        assert answer["meta"]["warnings"] == [] and len(answer["data"]) == 1
+        every = priced((1, "121.00"), (2, "132.50"), (3, "150.00"))
+        expected = {
+            "2026-12-01": {"rate": "150.00", "rates": every, "stop_sell": True},
+            "2026-12-02": {"rate": "150.00", "rates": priced((1, "99.00"), (2, "132.50"), (3, "150.00")),
+                           "stop_sell": True},
+            "2026-12-03": {"rate": "150.00", "rates": every, "stop_sell": True},
+            "2026-12-04": {"rates": priced((1, "80.00"))}}
+        held = await read_restrictions(s, "2026-12-01", "2026-12-04", "rate,stop_sell")
+        # a per-room plan reads as before: its one price, no `rates`
+        assert held == {plan: expected, s.names["rate_plan_id"]: {"2026-12-01": {"rate": "200.00"}}}
+        # `rates` rides with `rate`: asked for neither, neither is answered
+        assert await read_restrictions(s, "2026-12-03", "2026-12-04", "stop_sell") == {
+            plan: {"2026-12-03": {"stop_sell": True}}}
+        # The grid of the control route, and the Python read the service's operator grid takes.
+        grid = await s.http.get("/_sandbox/grid", params={"filter[property_id]": s.names["property_id"],
+                                                          "filter[date][gte]": "2026-12-01",
+                                                          "filter[date][lte]": "2026-12-04"})
+        assert grid.json()["data"]["restrictions"][plan] == expected
+        assert s.state.read_restrictions(s.names["property_id"], date(2026, 12, 1), date(2026, 12, 4))[plan] \
+            == expected
+        assert s.state.stats.values == 4 and s.state.stats.cells == 3 + 1 + 1 + 1
+
+
+async def test_the_primary_is_the_option_marked_so(mock_clock: trio.testing.MockClock) -> None:
+    """Our client marks the largest occupancy primary; Channex lets any one be, and so does the sandbox."""
+    async with served_sandbox() as s:
+        plan = await make_per_person(s, [{"occupancy": 1, "is_primary": True}, {"occupancy": 2, "is_primary": False}])
+        await write(s, "restrictions", {**PER_PERSON, "date": "2026-12-01",
+                                        "rates": priced((1, "100.00"), (2, "120.00"))})
+        assert await read_restrictions(s, "2026-12-01", "2026-12-01", "rate") == {plan: {"2026-12-01": {
+            "rate": "100.00", "rates": priced((1, "100.00"), (2, "120.00"))}}}
+
+
+PER_PERSON_REFUSALS: list[tuple[str, dict[str, Any], dict[str, list[str]]]] = [
+    ("an occupancy that is no option", {"rates": priced((4, "10.00"))},
+     {"rates": ["occupancy 4 is not an option of this rate plan"]}),
+    ("occupancy 0", {"rates": priced((0, "10.00"))}, {"rates": ["occupancy 0 is not an option of this rate plan"]}),
+    ("a rate of 0", {"rates": priced((1, "0"))}, {"rates": ["occupancy 1: rate must be greater than 0"]}),
+    ("a negative rate in minor units", {"rates": [{"occupancy": 2, "rate": -100}]},
+     {"rates": ["occupancy 2: rate must be greater than 0"]}),
+    ("a rate that is no number", {"rates": priced((1, "abc"))}, {"rates": ["occupancy 1: rate is invalid"]}),
+    ("a rate with more decimals than the currency", {"rates": priced((1, "10.001"))},
+     {"rates": ["occupancy 1: rate is invalid"]}),
+    ("a rate as a float", {"rates": [{"occupancy": 1, "rate": 10.5}]}, {"rates": ["occupancy 1: rate is invalid"]}),
+    ("a null rate", {"rates": [{"occupancy": 1, "rate": None}]}, {"rates": ["occupancy 1: rate is invalid"]}),
+    ("an occupancy as text", {"rates": [{"occupancy": "1", "rate": 100}]},
+     {"rates": ["entry 0: occupancy is invalid"]}),
+    ("an occupancy as a boolean", {"rates": [{"occupancy": True, "rate": 100}]},
+     {"rates": ["entry 0: occupancy is invalid"]}),
+    ("an occupancy given twice", {"rates": priced((1, "10.00"), (2, "12.00"), (1, "11.00"))},
+     {"rates": ["occupancy 1 is given more than once"]}),
+    ("rates not a list", {"rates": {"occupancy": 1, "rate": 100}},
+     {"rates": ["must be a non-empty list of {occupancy, rate}"]}),
+    ("rates empty", {"rates": []}, {"rates": ["must be a non-empty list of {occupancy, rate}"]}),
+    ("an entry that is no object", {"rates": [*priced((1, "10.00")), [2, 1200]]},
+     {"rates": ["entry 1 is not an object of occupancy and rate"]}),
+    ("an entry without its rate", {"rates": [{"occupancy": 1}]},
+     {"rates": ["entry 0 is not an object of occupancy and rate"]}),
+    ("an entry with a field more", {"rates": [{"occupancy": 1, "rate": 100, "currency": "USD"}]},
+     {"rates": ["entry 0 is not an object of occupancy and rate"]}),
+    ("rates null", {"rates": None}, {"rates": ["Should be a non null value or not existed field"]}),
+    ("one price for the plan", {"rate": 12000},
+     {"rate": ["is not taken by a per-person rate plan: send rates, a rate per occupancy"]}),
+    ("one price beside the occupancies'", {"rate": 12000, "rates": priced((1, "10.00"))},
+     {"rate": ["is not taken by a per-person rate plan: send rates, a rate per occupancy"]}),
+    ("one good entry, one bad", {"rates": priced((1, "10.00"), (2, "-1"))},
+     {"rates": ["occupancy 2: rate must be greater than 0"]}),
+]
+
+
+@pytest.mark.parametrize(("sent", "warning"), [case[1:] for case in PER_PERSON_REFUSALS],
+                         ids=[case[0] for case in PER_PERSON_REFUSALS])
+async def test_a_per_person_value_refused_is_a_warning_and_the_rest_of_the_call_applies(
+        mock_clock: trio.testing.MockClock, sent: dict[str, Any], warning: dict[str, list[str]]) -> None:
+    async with served_sandbox() as s:
+        plan = await make_per_person(s)
+        bad = {**PER_PERSON, "date": "2026-12-01", **sent}
+        good = {**PER_PERSON, "date": "2026-12-02", "rates": priced((3, "150.00"))}
+        answer = await write(s, "restrictions", bad, good)
+        assert answer["meta"]["warnings"] == [{**fill(bad, s.names), "warning": warning}]
+        assert len(answer["data"]) == 1
+        assert await read_restrictions(s, "2026-12-01", "2026-12-02", "rate") == {plan: {"2026-12-02": {
+            "rate": "150.00", "rates": priced((3, "150.00"))}}}
+
+
+async def test_a_per_room_plan_refuses_rates(mock_clock: trio.testing.MockClock) -> None:
+    async with served_sandbox() as s:
+        refused = {**PLAN, "date": "2026-12-01", "rates": priced((1, "10.00"))}
+        answer = await write(s, "restrictions", refused, {**PLAN, "date": "2026-12-02", "rate": "10.00"})
+        assert answer["meta"]["warnings"] == [{**fill(refused, s.names), "warning": {
+            "rates": ["multi-occupancy rates are not enabled for this rate plan"]}}]
+        assert await read_restrictions(s, "2026-12-01", "2026-12-02", "rate") == {s.names["rate_plan_id"]: {
+            "2026-12-02": {"rate": "10.00"}}}
+
+
+PLAN_REFUSALS: list[tuple[str, dict[str, Any], dict[str, list[str]]]] = [
+    ("no options", {"sell_mode": "per_person"}, {"options": ["can't be blank"]}),
+    ("options not a list", {"sell_mode": "per_person", "options": {"occupancy": 1, "is_primary": True}},
+     {"options": ["must be a non-empty list of occupancy options"]}),
+    ("no option", {"sell_mode": "per_person", "options": []},
+     {"options": ["must be a non-empty list of occupancy options"]}),
+    ("an option that is no object", {"sell_mode": "per_person", "options": [1]},
+     {"options": ["option 0 is not an object"]}),
+    ("occupancy 0", {"sell_mode": "per_person", "options": [{"occupancy": 0, "is_primary": True}]},
+     {"options": ["option 0: occupancy must be a whole number from 1 to 18"]}),
+    ("an occupancy as text", {"sell_mode": "per_person", "options": [{"occupancy": "2", "is_primary": True}]},
+     {"options": ["option 0: occupancy must be a whole number from 1 to 18"]}),
+    ("is_primary missing", {"sell_mode": "per_person", "options": [{"occupancy": 2}]},
+     {"options": ["option 0: is_primary must be true or false"]}),
+    ("a default rate below 0", {"sell_mode": "per_person", "options": [{"occupancy": 2, "is_primary": True,
+                                                                         "rate": -1}]},
+     {"options": ["option 0: rate must be a whole number >= 0"]}),
+    ("an occupancy twice", {"sell_mode": "per_person", "options": [{"occupancy": 2, "is_primary": True},
+                                                                    {"occupancy": 2, "is_primary": False}]},
+     {"options": ["each occupancy may have one option only"]}),
+    ("no primary", {"sell_mode": "per_person", "options": [{"occupancy": 1, "is_primary": False},
+                                                            {"occupancy": 2, "is_primary": False}]},
+     {"options": ["exactly one option must be primary"]}),
+    ("a per-room plan's options checked alike", {"options": [{"occupancy": 19, "is_primary": True}]},
+     {"options": ["option 0: occupancy must be a whole number from 1 to 18"]}),
+    ("a sell mode Channex does not have", {"sell_mode": "PER_PERSON"}, {"sell_mode": ["is invalid"]}),
+]
+
+
+@pytest.mark.parametrize(("sent", "details"), [case[1:] for case in PLAN_REFUSALS],
+                         ids=[case[0] for case in PLAN_REFUSALS])
+async def test_a_rate_plan_with_options_it_cannot_sell_by_is_refused(
+        mock_clock: trio.testing.MockClock, sent: dict[str, Any], details: dict[str, list[str]]) -> None:
+    async with served_sandbox() as s:
+        answer = await s.http.post("/api/v1/rate_plans", json={"rate_plan": {
+            "property_id": s.names["property_id"], "room_type_id": s.names["room_type_id"], "title": "Refused",
+            **sent}})
+        assert answer.status_code == 422 and answer.json() == {"errors": {
+            "code": "validation_error", "title": "Validation Error", "details": details}}
+        assert len(s.state.properties[s.names["property_id"]].rate_plans) == 2  # the fixture's two alone
+
+
+async def test_a_per_room_plan_may_name_its_one_option(mock_clock: trio.testing.MockClock) -> None:
+    """The docs' "Per Room Manual" example sends the option of the room's largest occupancy:
+    the plan still sells one price a night."""
+    async with served_sandbox() as s:
+        plan = await s.create("rate_plan", property_id=s.names["property_id"], room_type_id=s.names["room_type_id"],
+                              title="Per room", sell_mode="per_room",
+                              options=[{"occupancy": 3, "is_primary": True, "rate": 0}])
+        s.names["per_room_plan"] = plan
+        value = {"property_id": "{property_id}", "rate_plan_id": "{per_room_plan}", "date": "2026-12-01"}
+        answer = await write(s, "restrictions", {**value, "rates": priced((3, "10.00"))}, {**value, "rate": 1000})
+        assert [w["warning"] for w in answer["meta"]["warnings"]] == [
+            {"rates": ["multi-occupancy rates are not enabled for this rate plan"]}]
+        assert (await read_restrictions(s, "2026-12-01", "2026-12-01", "rate"))[plan] == {
+            "2026-12-01": {"rate": "10.00"}}
+
+
+async def test_the_state_makes_per_person_plans_and_checks_their_occupancies(
+        mock_clock: trio.testing.MockClock) -> None:
+    async with served_sandbox() as s:
+        pid, room = s.names["property_id"], s.names["room_type_id"]
+        plan = s.state.create_rate_plan(pid, room, "Per person", occupancies=[2, 1])
+        s.names["per_person_rate_plan_id"] = plan
+        await write(s, "restrictions", {**PER_PERSON, "date": "2026-12-01",
+                                        "rates": priced((1, "90.00"), (2, "100.00"))})
+        assert (await read_restrictions(s, "2026-12-01", "2026-12-01", "rate"))[plan] == {"2026-12-01": {
+            "rate": "100.00", "rates": priced((1, "90.00"), (2, "100.00"))}}  # the largest is primary
+        for wrong in ([], [0], [19], [1, 1], [True]):
+            with pytest.raises(ValueError):
+                s.state.create_rate_plan(pid, room, "Wrong", occupancies=wrong)
+        with pytest.raises(KeyError):
+            s.state.create_rate_plan(pid, "no-room", "Wrong", occupancies=[1])
+        # None: a per-room plan, as before
+        per_room = s.state.create_rate_plan(pid, room, "Per room")
+        assert s.state.properties[pid].rate_plans[per_room].per_person is None
+
+
+async def test_adopt_takes_the_sell_mode_it_is_told(mock_clock: trio.testing.MockClock) -> None:
+    """A test twin's plans are adopted by whichever process pushes it: one adopted before as
+    per-room (an older process) takes the options it is given now."""
+    async with served_sandbox() as s:
+        state, twin = s.state, "twin-property"
+        s.names.update(twin=twin)
+        value = {"property_id": "{twin}", "date": "2026-12-01"}
+        state.adopt(twin, "EUR", "UTC", ["room"], ["flat", "per-person"])
+        assert (await write(s, "restrictions", {**value, "rate_plan_id": "per-person", "rate": 9000}))["data"]
+        state.adopt(twin, "EUR", "UTC", ["room"], ["flat", "per-person"], occupancies={"per-person": [1, 2]})
+        answer = await write(s, "restrictions",
+                             {**value, "rate_plan_id": "per-person", "rates": priced((1, "80.00"), (2, "95.00"))},
+                             {**value, "rate_plan_id": "per-person", "rate": 9000},
+                             {**value, "rate_plan_id": "flat", "rate": 7000})
+        assert [w["warning"] for w in answer["meta"]["warnings"]] == [
+            {"rate": ["is not taken by a per-person rate plan: send rates, a rate per occupancy"]}]
+        day = date(2026, 12, 1)
+        # the per-room price it held before is not shown as the per-person plan's
+        assert state.read_restrictions(twin, day, day) == {
+            "per-person": {"2026-12-01": {"rate": "95.00", "rates": priced((1, "80.00"), (2, "95.00"))}},
+            "flat": {"2026-12-01": {"rate": "70.00"}}}
+        state.adopt(twin, "EUR", "UTC", ["room"], ["flat", "per-person"])  # without occupancies: as it was
+        assert state.properties[twin].rate_plans["per-person"].per_person is not None
+        with pytest.raises(ValueError):
+            state.adopt(twin, "EUR", "UTC", ["room"], ["flat", "other"], occupancies={"other": [0]})
+        assert "other" not in state.properties[twin].rate_plans  # nothing taken
+        state.adopt(twin, "EUR", "UTC", ["room"], ["flat", "per-person"], occupancies={})  # told per-room now
+        assert state.read_restrictions(twin, day, day)["per-person"] == {"2026-12-01": {"rate": "90.00"}}

@@ -14,13 +14,9 @@ class AvailabilityFields(TypedDict):
     availability: int  # the room type's rooms left to sell
 
 
-class RestrictionFields(TypedDict, total=False):
-    """What a restrictions value sets for each of its nights, and what a rate plan holds for
-    a night: only the fields given (or ever given), in the order they first came.
-
-    The same shape as channel.client.RestrictionFields, written again on purpose: the
-    sandbox plays Channex against our client, and a mistake shared by both would pass
-    every test."""
+class Restrictions(TypedDict, total=False):
+    """The restrictions of a rate plan's night, held and read alike: only the fields given
+    (or ever given), in the order they first came."""
 
     rate: str  # in major units, as many decimals as the currency has ("200.00")
     min_stay_arrival: int
@@ -31,9 +27,43 @@ class RestrictionFields(TypedDict, total=False):
     stop_sell: bool
 
 
-class NightRead(RestrictionFields, total=False):
+# The names of Restrictions, for a night's fields read one by one.
+HeldField = Literal["rate", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
+                    "closed_to_departure", "stop_sell"]
+HELD_FIELDS: tuple[HeldField, ...] = get_args(HeldField)
+
+
+class RestrictionFields(Restrictions, total=False):
+    """What a restrictions value sets for each of its nights, and what a rate plan holds for
+    a night. A per-person plan's prices are `rates`, never `rate`."""
+
+    # A per-person plan's prices, occupancy -> rate (as `rate`): a value's are laid over
+    # what the night holds, so an occupancy a value does not name keeps its price.
+    rates: dict[int, str]
+
+
+class OccupancyRate(TypedDict):
+    """One occupancy's price on a night, as a read answers it."""
+
+    occupancy: int
+    rate: str  # as `rate`
+
+
+class PlanNight(Restrictions, total=False):
+    """A rate plan's night as the reads answer it. A per-person plan's (ours: Channex
+    documents no read of one) has `rate` its primary occupancy's price, absent when that
+    has none, and `rates` every option's price held, by occupancy.
+
+    The same shape as channel.client.RestrictionFields, written again on purpose: the
+    sandbox plays Channex against our client, and a mistake shared by both would pass
+    every test."""
+
+    rates: list[OccupancyRate]  # sorted by occupancy; absent when the night holds no price
+
+
+class NightRead(PlanNight, total=False):
     """A rate plan's night as the restrictions read answers it: the fields asked for, of
-    those it holds, in the order asked."""
+    those it holds, in the order asked (`rates` beside `rate`, which asks for both)."""
 
     availability: int  # its room type's
     min_stay: int  # virtual: the min stay the property's min_stay_type names
@@ -53,3 +83,7 @@ MIN_STAY_FIELDS: Final[dict[str, Literal["min_stay_arrival", "min_stay_through"]
 
 def readable(name: str) -> TypeGuard[ReadableField]:
     return name in READABLE_RESTRICTIONS
+
+
+def held_field(name: str) -> TypeGuard[HeldField]:
+    return name in HELD_FIELDS

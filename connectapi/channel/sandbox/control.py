@@ -56,7 +56,8 @@ def add_control_routes(app: QuartTrio, state: SandboxState, clock: Clock, author
 
     @app.get("/_sandbox/grid")
     async def grid() -> Response:
-        """A property's availability and restrictions, every field it holds, outside the
+        """A property's availability and restrictions, every field it holds (a per-person
+        plan's prices as the restrictions read answers them, RatePlan.night), outside the
         account's read budget: for tests and benches comparing the grid with the record
         while the service spends that budget."""
         args = request.args

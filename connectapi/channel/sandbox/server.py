@@ -1,8 +1,9 @@
 """The sandbox channel manager over HTTP: Channex's API as documented, plus control routes.
 
-Channex routes (auth: `user-api-key`): POST /api/v1/properties, /room_types, /rate_plans;
-POST and GET /api/v1/availability and /api/v1/restrictions; the booking revision feed
-(paged), one revision, and its acknowledgement. Control routes: control.py.
+Channex routes (auth: `user-api-key`): POST /api/v1/properties, /room_types, /rate_plans
+(per room or per person); POST and GET /api/v1/availability and /api/v1/restrictions; the
+booking revision feed (paged), one revision, and its acknowledgement. Control routes:
+control.py.
 Order for every Channex call: key, armed fault, body, budget, work. Every answer carries a
 fresh `x-request-id`, as Channex's do.
 
@@ -31,6 +32,7 @@ from . import answers
 from .answers import DROP_CONNECTION_HEADER
 from .ari_fields import readable
 from .control import add_control_routes
+from .occupancy import sold_per_person
 from .state import CallKind, SandboxState, Throttle
 
 HANG_SECONDS = 3600.0  # a "timeout" fault holds the call this long (the client gives up first)
@@ -160,10 +162,16 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
 
     @app.post("/api/v1/rate_plans")
     async def create_rate_plan() -> Response:
+        """`{"rate_plan": {"property_id", "room_type_id", "title", "sell_mode"?, "options"?}}`:
+        `sell_mode` per_room (the default) or per_person, which needs `options`, one
+        `{occupancy, is_primary, rate?}` per count of adults it sells (occupancy.py)."""
         attrs = await entity("rate_plan")
         required(attrs, "property_id", "room_type_id", "title")
+        sold = sold_per_person(attrs)
+        if isinstance(sold, dict):
+            raise Refused(answers.invalid(sold))
         try:
-            rid = state.create_rate_plan(str(attrs["property_id"]), str(attrs["room_type_id"]), str(attrs["title"]))
+            rid = state.add_rate_plan(str(attrs["property_id"]), str(attrs["room_type_id"]), str(attrs["title"]), sold)
         except KeyError:
             raise Refused(answers.invalid({"room_type_id": ["not found"]})) from None  # ours
         return answers.created("rate_plan", rid, attrs)

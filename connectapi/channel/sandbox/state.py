@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal, get_args
@@ -22,8 +22,10 @@ from typing_extensions import TypedDict
 
 from ...domain.money import currency_exponent
 from ...budgets.window import SlidingWindow
-from .ari_fields import MIN_STAY_FIELDS, AvailabilityFields, NightRead, ReadableField, RestrictionFields
+from .ari_fields import (MIN_STAY_FIELDS, AvailabilityFields, NightRead, OccupancyRate, PlanNight, ReadableField,
+                         RestrictionFields, held_field)
 from .bookings import BookingFeed
+from .occupancy import PerPerson, per_person
 from .values import Change, Fields, Problems, Target, check_availability, check_restrictions
 
 MINUTE = 60.0
@@ -161,6 +163,26 @@ class RoomType:
 class RatePlan:
     title: str
     room_type_id: str | None  # None: adopted, its room type unknown (see adopt)
+    per_person: PerPerson | None = None  # its occupancy options; None: sold per room
+
+    def night(self, held: RestrictionFields) -> PlanNight:
+        """A night it holds as the reads answer it. A per-room plan's: its fields as held.
+        A per-person plan's (ours: Channex documents no read of one): its restrictions, its
+        primary occupancy's price as `rate` (absent when that has none) and every option's
+        price held as `rates`, by occupancy (absent when none is). What a plan held before
+        its sell mode changed (adopt) is not shown: a per-room price, or a per-person one."""
+        shown: PlanNight = {}
+        for name in held:
+            if held_field(name) and (name != "rate" or self.per_person is None):
+                shown[name] = held[name]
+        if self.per_person is not None:
+            prices = held.get("rates", {})
+            listed = [OccupancyRate(occupancy=n, rate=prices[n]) for n in self.per_person.occupancies if n in prices]
+            if self.per_person.primary in prices:
+                shown["rate"] = prices[self.per_person.primary]
+            if listed:
+                shown["rates"] = listed
+        return shown
 
 
 @dataclass
@@ -218,26 +240,48 @@ class SandboxState:
         self._property(property_id).room_types[rid] = RoomType(title, rooms)
         return rid
 
-    def create_rate_plan(self, property_id: str, room_type_id: str, title: str) -> str:
+    def create_rate_plan(self, property_id: str, room_type_id: str, title: str,
+                         occupancies: Sequence[int] | None = None) -> str:
+        """A per-room plan, or with `occupancies` a per-person plan with an option for each,
+        the largest primary. KeyError for a room type the property does not have,
+        ValueError for occupancies that are not distinct whole numbers from 1 to 18."""
+        return self.add_rate_plan(property_id, room_type_id, title,
+                                  per_person(occupancies) if occupancies is not None else None)
+
+    def add_rate_plan(self, property_id: str, room_type_id: str, title: str, sold: PerPerson | None) -> str:
+        """A rate plan sold per room (`sold` None) or per person with these options (KeyError
+        for a room type the property does not have)."""
         prop = self._property(property_id)
         if room_type_id not in prop.room_types:
             raise KeyError(room_type_id)
         rid = str(uuid.uuid4())
-        prop.rate_plans[rid] = RatePlan(title, room_type_id)
+        prop.rate_plans[rid] = RatePlan(title, room_type_id, sold)
         return rid
 
     def adopt(self, property_id: str, currency: str, timezone: str, room_types: Iterable[str],
-              rate_plans: Iterable[str]) -> None:
+              rate_plans: Iterable[str], occupancies: Mapping[str, Sequence[int]] | None = None) -> None:
         """Take these ids as a property, room types and rate plans of its own, as they are
         (the test sandbox: a test twin is pushed under its live property's channel ids, in
-        whichever process pushes it, and after any restart). What it holds already stays."""
+        whichever process pushes it, and after any restart). What it holds already stays.
+
+        With `occupancies`, each plan takes the sell mode it says, held already or not (a
+        twin's plan adopted by an older process may have been taken as per-room, and a
+        plan's mode may change): a plan it names is per-person with those options, the
+        largest primary; one it does not name is per-room. Without it, plans new here are
+        per-room and held ones keep their mode. ValueError for occupancies that are not
+        distinct whole numbers from 1 to 18 (before anything is taken)."""
+        plans = list(rate_plans)
+        modes = None if occupancies is None else {
+            plan: per_person(occupancies[plan]) if plan in occupancies else None for plan in plans}
         prop = self.properties.get(property_id)
         if prop is None:
             prop = self.properties[property_id] = Property(property_id, "test twin", currency, timezone)
         for room in room_types:
             prop.room_types.setdefault(room, RoomType("room type", 0))
-        for plan in rate_plans:
-            prop.rate_plans.setdefault(plan, RatePlan("rate plan", None))
+        for plan in plans:
+            held = prop.rate_plans.setdefault(plan, RatePlan("rate plan", None))
+            if modes is not None:
+                held.per_person = modes[plan]
 
     def take_property_fault(self, property_ids: Iterable[str]) -> PropertyFaultMode:
         """The fault armed for the next ARI call of any of these properties, if any."""
@@ -303,8 +347,10 @@ class SandboxState:
             if prop is None:
                 return None
             entities = prop.room_types if kind == "availability" else prop.rate_plans
+            occupancies = {} if kind == "availability" else {
+                pid: plan.per_person.occupancies for pid, plan in prop.rate_plans.items() if plan.per_person}
             return Target(frozenset(entities), now.astimezone(ZoneInfo(prop.timezone)).date(),
-                          currency_exponent(prop.currency), prop.min_stay_type)
+                          currency_exponent(prop.currency), prop.min_stay_type, occupancies)
 
         warnings: list[dict[str, Any]] = []
         applied = 0
@@ -336,7 +382,11 @@ class SandboxState:
     def _hold_restrictions(self, change: Change[RestrictionFields]) -> None:
         plan = self._property(change.property_id).restrictions.setdefault(change.entity_id, {})
         for night in change.nights:
-            plan.setdefault(night, {}).update(change.fields)
+            held = plan.setdefault(night, {})
+            prices = {**held.get("rates", {}), **change.fields.get("rates", {})}  # per occupancy
+            held.update(change.fields)
+            if prices:
+                held["rates"] = prices
 
     # -- reads ------------------------------------------------------------------------
 
@@ -346,18 +396,23 @@ class SandboxState:
         return {room: {d.isoformat(): n for d, n in sorted(grid.items()) if first <= d <= last}
                 for room, grid in prop.availability.items()}
 
-    def read_restrictions(self, property_id: str, first: date, last: date) -> dict[str, dict[str, RestrictionFields]]:
-        """All fields it holds in [first, last]: {rate plan: {YYYY-MM-DD: {field: value}}}."""
+    def read_restrictions(self, property_id: str, first: date, last: date) -> dict[str, dict[str, PlanNight]]:
+        """All fields it holds in [first, last]: {rate plan: {YYYY-MM-DD: {field: value}}},
+        a per-person plan's prices as RatePlan.night shows them."""
         prop = self._property(property_id)
-        return {plan: {d.isoformat(): f.copy() for d, f in sorted(grid.items()) if first <= d <= last}
-                for plan, grid in prop.restrictions.items()}
+        found: dict[str, dict[str, PlanNight]] = {}
+        for plan, grid in prop.restrictions.items():
+            nights = ((d, prop.rate_plans[plan].night(held)) for d, held in sorted(grid.items()) if first <= d <= last)
+            found[plan] = {d.isoformat(): shown for d, shown in nights if shown}
+        return found
 
     def read_fields(self, property_id: str, first: date, last: date,
                     asked: list[ReadableField]) -> dict[str, dict[str, NightRead]]:
         """The restrictions read as Channex answers it: only the fields asked for, per rate
         plan and date. `availability` is the plan's room type's; `min_stay` the min stay the
         property's setting names. A field it holds nothing for is left out (the docs do not
-        show one; the service reads an absent field as its neutral value)."""
+        show one; the service reads an absent field as its neutral value). `rate` asks
+        for a per-person plan's `rates` too (RatePlan.night: ours)."""
         prop = self._property(property_id)
         min_stay = MIN_STAY_FIELDS.get(prop.min_stay_type)  # None: `both`, no min_stay to answer
         found: dict[str, dict[str, NightRead]] = {}
@@ -366,7 +421,7 @@ class SandboxState:
             held = prop.restrictions.get(plan, {})
             days: dict[str, NightRead] = {}
             for night in sorted(d for d in set(rooms) | set(held) if first <= d <= last):
-                fields = held.get(night, {})
+                fields = about.night(held.get(night, {}))
                 shown: NightRead = {}
                 for name in asked:
                     if name == "availability":
@@ -377,6 +432,11 @@ class SandboxState:
                             shown["min_stay"] = fields[min_stay]
                     elif name == "availability_offset" or name == "max_availability":
                         continue  # held by nobody here
+                    elif name == "rate":
+                        if "rate" in fields:
+                            shown["rate"] = fields["rate"]
+                        if "rates" in fields:
+                            shown["rates"] = fields["rates"]
                     elif name in fields:
                         shown[name] = fields[name]
                 if shown:

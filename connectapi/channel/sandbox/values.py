@@ -11,7 +11,7 @@ AT_LEAST_1, BLANK (the 422 example of the API reference). The others are ours, m
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
@@ -35,7 +35,9 @@ NO_DAYS = "is not allowed for availability"
 DATE_AND_RANGE = "give either date or date_from and date_to"
 NO_RESTRICTION = "at least one restriction should be present"  # "At least one restriction should be present"
 BOTH_MIN_STAY = "not applicable when the property's min_stay_type is both"
-ONE_OCCUPANCY = "multi-occupancy rates are not enabled for this rate plan"
+ONE_OCCUPANCY = "multi-occupancy rates are not enabled for this rate plan"  # `rates` for a per-room plan
+PER_PERSON_RATE = "is not taken by a per-person rate plan: send rates, a rate per occupancy"
+RATES_LIST = "must be a non-empty list of {occupancy, rate}"
 
 DATE_KEYS = ("date", "date_from", "date_to")
 AVAILABILITY_KEYS = frozenset({"property_id", "room_type_id", *DATE_KEYS, "availability"})
@@ -57,6 +59,9 @@ class Target:
     today: date  # in the property's time zone
     exponent: int  # of its currency, for rates in minor units
     min_stay_type: str  # arrival | through | both
+    # The occupancy options of its per-person rate plans, by plan id (a per-room plan's
+    # absent; empty for availability).
+    occupancies: Mapping[str, tuple[int, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,14 +193,9 @@ def _restriction_fields(value: dict[str, Any], target: Target, problems: Problem
     fields: RestrictionFields = {}
     if not any(name in value for name in (*RESTRICTIONS, "rates")):
         _add(problems, "restrictions", NO_RESTRICTION)
-    if "rates" in value and value["rates"] is not None:
-        _add(problems, "rates", ONE_OCCUPANCY)
-    if value.get("rate") is not None:
-        rate = rate_text(value["rate"], target.exponent)
-        if rate is None or rate == "":
-            _add(problems, "rate", IS_INVALID if rate is None else RATE_POSITIVE)
-        else:
-            fields["rate"] = rate
+    plan = value.get("rate_plan_id")
+    options = target.occupancies.get(plan) if isinstance(plan, str) else None
+    _prices(value, options, target.exponent, fields, problems)
     for name in HELD_STAYS:
         stay = _whole(value, name, 1, problems)
         if stay is not None:
@@ -220,6 +220,58 @@ def _restriction_fields(value: dict[str, Any], target: Target, problems: Problem
         else:
             fields[MIN_STAY_FIELDS[target.min_stay_type]] = min_stay
     return fields
+
+
+def _prices(value: dict[str, Any], options: tuple[int, ...] | None, exponent: int, fields: RestrictionFields,
+            problems: Problems) -> None:
+    """A per-room plan's price is `rate`; a per-person plan's (`options` its occupancies)
+    are `rates`, one per occupancy, and it refuses `rate`: which price would that be?"""
+    if value.get("rates") is not None:
+        if options is None:
+            _add(problems, "rates", ONE_OCCUPANCY)
+        else:
+            fields["rates"] = _occupancy_rates(value["rates"], options, exponent, problems)
+    if value.get("rate") is None:
+        return
+    if options is not None:
+        _add(problems, "rate", PER_PERSON_RATE)
+        return
+    rate = rate_text(value["rate"], exponent)
+    if rate is None or rate == "":
+        _add(problems, "rate", IS_INVALID if rate is None else RATE_POSITIVE)
+    else:
+        fields["rate"] = rate
+
+
+def _occupancy_rates(raw: Any, options: tuple[int, ...], exponent: int, problems: Problems) -> dict[int, str]:
+    """`rates` as occupancy -> rate, each entry `{occupancy, rate}` with an occupancy of the
+    plan's options (once) and a rate as `rate` takes it. Every problem is said under
+    `rates`, naming its entry (ours: the docs show no such warning), and refuses the value
+    whole, as a problem with any field does."""
+    if not isinstance(raw, list) or not raw:
+        _add(problems, "rates", RATES_LIST)
+        return {}
+    prices: dict[int, str] = {}
+    seen: set[int] = set()
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, dict) or set(entry) != {"occupancy", "rate"}:
+            _add(problems, "rates", f"entry {index} is not an object of occupancy and rate")
+            continue
+        occupancy = entry["occupancy"]
+        if isinstance(occupancy, bool) or not isinstance(occupancy, int):
+            _add(problems, "rates", f"entry {index}: occupancy {IS_INVALID}")
+            continue
+        if occupancy not in options:
+            _add(problems, "rates", f"occupancy {occupancy} is not an option of this rate plan")
+        elif occupancy in seen:
+            _add(problems, "rates", f"occupancy {occupancy} is given more than once")
+        seen.add(occupancy)
+        rate = rate_text(entry["rate"], exponent)
+        if rate is None or rate == "":
+            _add(problems, "rates", f"occupancy {occupancy}: rate {IS_INVALID if rate is None else RATE_POSITIVE}")
+        else:
+            prices[occupancy] = rate
+    return prices
 
 
 def rate_text(raw: Any, exponent: int) -> str | None:
