@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, TypedDict, TypeVar, cast
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
@@ -58,6 +58,7 @@ _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _MEDIA_TYPE = re.compile(r"[A-Za-z0-9!#$&^_.+-]{1,40}/[A-Za-z0-9!#$&^_.+-]{1,40}")
 _COUNT_RANGE = (-(2**31), 2**31 - 1)  # availability: a whole number (negative when oversold)
 _STAY_RANGE = (0, 2**31 - 1)
+_OCCUPANCY_RANGE = (1, 18)  # adults a per-person plan's option may count
 
 
 # What the reconciler and the operator's grid compare: `filter[restrictions]` asks for these
@@ -66,17 +67,42 @@ COMPARED_RESTRICTIONS = ("rate", "min_stay_arrival", "min_stay_through", "max_st
                          "closed_to_departure", "stop_sell")
 
 
+class OccupancyRate(TypedDict):
+    """A per-person rate plan's price for one occupancy (count of adults) on a night."""
+
+    occupancy: int  # 1 to 18
+    rate: str  # as RestrictionFields.rate
+
+
 class RestrictionFields(TypedDict, total=False):
     """What the channel manager holds for a rate plan on a night; a field it does not show
-    (or shows as null) is absent, and fields we do not know are left out."""
+    (or shows as null) is absent, and fields we do not know are left out. A per-person
+    plan's night (as our sandbox answers it: Channex documents no read of one) has `rates`,
+    its occupancies' prices, and `rate`, its primary occupancy's."""
 
     rate: str  # a plain decimal numeral in major units: Decimal(rate) is finite and >= 0
+    rates: list[OccupancyRate]  # as answered, each occupancy once
     min_stay_arrival: int
     min_stay_through: int
     max_stay: int
     closed_to_arrival: bool
     closed_to_departure: bool
     stop_sell: bool
+
+
+class _OccupancyOption(TypedDict):
+    occupancy: int
+    is_primary: bool
+
+
+class _RatePlanBody(TypedDict):
+    """A rate plan as we create one: per room unless `sell_mode` says per person."""
+
+    property_id: str
+    room_type_id: str
+    title: str
+    sell_mode: NotRequired[Literal["per_person"]]
+    options: NotRequired[list[_OccupancyOption]]  # a per-person plan's, one per count of adults
 
 
 # What the channel manager holds over a range of nights, by its entity's id and the night
@@ -269,9 +295,19 @@ class ChannelManagerClient:
         return await self._read("POST", "/api/v1/room_types", _created_id, json_body={"room_type": {
             "property_id": property_id, "title": title, "count_of_rooms": rooms}})
 
-    async def create_rate_plan(self, property_id: str, room_type_id: str, title: str) -> str:
-        return await self._read("POST", "/api/v1/rate_plans", _created_id, json_body={"rate_plan": {
-            "property_id": property_id, "room_type_id": room_type_id, "title": title}})
+    async def create_rate_plan(self, property_id: str, room_type_id: str, title: str,
+                               occupancies: Sequence[int] | None = None) -> str:
+        """A rate plan sold per room, or with `occupancies` per person: an occupancy option
+        for each count of adults, the largest primary (Channex derives from the primary).
+        ValueError for no occupancies at all (the channel manager refuses the others)."""
+        plan: _RatePlanBody = {"property_id": property_id, "room_type_id": room_type_id, "title": title}
+        if occupancies is not None:
+            if not occupancies:
+                raise ValueError("a per-person rate plan needs at least one occupancy")
+            primary = max(occupancies)
+            plan["sell_mode"] = "per_person"
+            plan["options"] = [{"occupancy": n, "is_primary": n == primary} for n in sorted(occupancies)]
+        return await self._read("POST", "/api/v1/rate_plans", _created_id, json_body={"rate_plan": plan})
 
     async def push_availability(self, values: Sequence[Mapping[str, object]]) -> PushAnswer:
         """Absolute counts as range values (no `days`: Channex refuses them there)."""
@@ -304,9 +340,10 @@ class ChannelManagerClient:
     async def read_restrictions(self, property_id: str, first: date, last: date,
                                 fields: tuple[str, ...] = COMPARED_RESTRICTIONS,
                                 ) -> RestrictionsGrid:
-        """{rate plan id: {YYYY-MM-DD: fields}}: a rate as a decimal string, stays as whole
-        numbers, closures and stop-sell as booleans (RestrictionFields). Channex answers
-        only the fields named in `filter[restrictions]`, which it requires."""
+        """{rate plan id: {YYYY-MM-DD: fields}}: a rate as a decimal string (and a per-person
+        plan's rates, each occupancy's), stays as whole numbers, closures and stop-sell as
+        booleans (RestrictionFields). Channex answers only the fields named in
+        `filter[restrictions]`, which it requires."""
         return await self._read("GET", "/api/v1/restrictions", _restrictions_grid,
                                 params={**self._range(property_id, first, last),
                                         "filter[restrictions]": ",".join(fields)})
@@ -556,16 +593,37 @@ def _availability_grid(body: Any) -> AvailabilityGrid:
     return _grid(body, lambda value, where: _whole(value, where, _COUNT_RANGE))
 
 
+def _rate(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise _Shape(f"{where} is {_kind(value)}, not a decimal string")
+    if not _RATE.fullmatch(value):
+        raise _Shape(f"{where} is not a decimal string (like 120.00)")
+    return value
+
+
+def _occupancy_rates(value: Any, where: str) -> list[OccupancyRate]:
+    """A per-person plan's `rates`: a list of {occupancy, rate}, each occupancy once."""
+    if not isinstance(value, list):
+        raise _Shape(f"{where} is {_kind(value)}, not a list")
+    found: list[OccupancyRate] = []
+    for index, entry in enumerate(value):
+        here = f"{where}[{index}]"
+        occupancy = _whole(_member(entry, "occupancy", here), f"{here}.occupancy", _OCCUPANCY_RANGE)
+        if any(held["occupancy"] == occupancy for held in found):
+            raise _Shape(f"{here}.occupancy is one given before")
+        found.append({"occupancy": occupancy, "rate": _rate(_member(entry, "rate", here), f"{here}.rate")})
+    return found
+
+
 def _restriction_fields(value: Any, where: str) -> RestrictionFields:
     held = _object(value, where)
-    fields: dict[str, str | int | bool] = {}
+    fields: dict[str, str | int | bool | list[OccupancyRate]] = {}
     rate = held.get("rate")
     if rate is not None:
-        if not isinstance(rate, str):
-            raise _Shape(f"{where}.rate is {_kind(rate)}, not a decimal string")
-        if not _RATE.fullmatch(rate):
-            raise _Shape(f"{where}.rate is not a decimal string (like 120.00)")
-        fields["rate"] = rate
+        fields["rate"] = _rate(rate, f"{where}.rate")
+    rates = held.get("rates")
+    if rates is not None:
+        fields["rates"] = _occupancy_rates(rates, f"{where}.rates")
     for name in _STAY_FIELDS:
         stay = held.get(name)
         if stay is not None:

@@ -18,6 +18,7 @@ from connectapi.channel.client import (
     ChannelManagerClient,
     ChannelManagerError,
     Feed,
+    MalformedAnswer,
     PushAnswer,
     Rejected,
     Throttled,
@@ -140,3 +141,97 @@ async def test_the_documented_availability_success_without_data_is_read() -> Non
     case = {"status": 200, "body": AVAILABILITY_DOCUMENTED_SUCCESS}
     found, _ = await answered(case, lambda client: client.push_availability([]))
     assert found == PushAnswer((), (), REQUEST_ID)
+
+
+# -- per-person rate plans (issue 44) -------------------------------------------------------
+
+async def sent_and_answered(call: Call, status: int, answer_body: Any) -> tuple[list[httpx.Request], Any]:
+    """The requests `call` made, and what it returned or raised, against one fixed answer."""
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(status, json=answer_body, headers={"x-request-id": REQUEST_ID})
+
+    async with httpx.AsyncClient(base_url="http://channex.test", headers={"user-api-key": KEY},
+                                 transport=httpx.MockTransport(answer)) as http:
+        try:
+            return sent, await call(ChannelManagerClient(http))
+        except ChannelManagerError as exc:
+            return sent, exc
+
+
+CREATED_PLAN = {"data": {"type": "rate_plan", "id": NAMES["rate_plan_id"], "attributes": {}}}
+
+
+async def test_a_per_room_plan_is_created_with_the_body_it_always_had() -> None:
+    sent, found = await sent_and_answered(
+        lambda client: client.create_rate_plan(NAMES["property_id"], NAMES["room_type_id"], "Flexible"), 201,
+        CREATED_PLAN)
+    assert found == NAMES["rate_plan_id"]
+    (request,) = sent
+    # byte for byte what the client sent before per-person plans
+    assert request.content == httpx.Request("POST", "http://channex.test", json={"rate_plan": {
+        "property_id": NAMES["property_id"], "room_type_id": NAMES["room_type_id"], "title": "Flexible"}}).content
+
+
+async def test_a_per_person_plan_is_created_with_an_option_per_occupancy_the_largest_primary() -> None:
+    sent, found = await sent_and_answered(
+        lambda client: client.create_rate_plan(NAMES["property_id"], NAMES["room_type_id"], "Per person", [3, 1, 2]),
+        201, CREATED_PLAN)
+    assert found == NAMES["rate_plan_id"]
+    assert json.loads(sent[0].content) == {"rate_plan": {
+        "property_id": NAMES["property_id"], "room_type_id": NAMES["room_type_id"], "title": "Per person",
+        "sell_mode": "per_person", "options": [{"occupancy": 1, "is_primary": False},
+                                               {"occupancy": 2, "is_primary": False},
+                                               {"occupancy": 3, "is_primary": True}]}}
+    with pytest.raises(ValueError):
+        await sent_and_answered(lambda client: client.create_rate_plan("p", "r", "None", []), 201, CREATED_PLAN)
+
+
+async def read_fields(fields: dict[str, Any]) -> Any:
+    """What read_restrictions makes of `fields` answered for plan-1 on 2026-12-01."""
+    day = date(2026, 12, 1)
+    _, found = await sent_and_answered(lambda client: client.read_restrictions(NAMES["property_id"], day, day), 200,
+                                       {"data": {"plan-1": {"2026-12-01": fields}}})
+    return found
+
+
+async def test_a_per_person_nights_rates_are_read_as_answered() -> None:
+    rates = [{"occupancy": 1, "rate": "121.00"}, {"occupancy": 2, "rate": "132.00"}]
+    assert await read_fields({"rate": "132.00", "rates": rates, "stop_sell": False}) == {
+        "plan-1": {"2026-12-01": {"rate": "132.00", "rates": rates, "stop_sell": False}}}
+    # only occupancy and rate are kept of an entry; null is "not shown", as for any field
+    assert await read_fields({"rates": [{"occupancy": 1, "rate": "121.00", "derived": True}]}) == {
+        "plan-1": {"2026-12-01": {"rates": [{"occupancy": 1, "rate": "121.00"}]}}}
+    assert await read_fields({"rate": "1.00", "rates": None}) == {"plan-1": {"2026-12-01": {"rate": "1.00"}}}
+    assert await read_fields({"rates": []}) == {"plan-1": {"2026-12-01": {"rates": []}}}
+
+
+WHERE = "data.plan-1.2026-12-01.rates"
+RATES_WRONG: list[tuple[Any, str]] = [
+    ({"occupancy": 1, "rate": "1.00"}, f"{WHERE} is an object, not a list"),
+    ("121.00", f"{WHERE} is a string, not a list"),
+    ([5], f"{WHERE}[0] is a whole number, not an object"),
+    ([None], f"{WHERE}[0] is null, not an object"),
+    ([{"rate": "1.00"}], f"{WHERE}[0].occupancy is missing"),
+    ([{"occupancy": 1}], f"{WHERE}[0].rate is missing"),
+    ([{"occupancy": "1", "rate": "1.00"}], f"{WHERE}[0].occupancy is a string, not a whole number"),
+    ([{"occupancy": 1.0, "rate": "1.00"}], f"{WHERE}[0].occupancy is a number, not a whole number"),
+    ([{"occupancy": True, "rate": "1.00"}], f"{WHERE}[0].occupancy is a boolean, not a whole number"),
+    ([{"occupancy": 0, "rate": "1.00"}], f"{WHERE}[0].occupancy is a whole number out of range"),
+    ([{"occupancy": 19, "rate": "1.00"}], f"{WHERE}[0].occupancy is a whole number out of range"),
+    ([{"occupancy": 1, "rate": 12100}], f"{WHERE}[0].rate is a whole number, not a decimal string"),
+    ([{"occupancy": 1, "rate": None}], f"{WHERE}[0].rate is null, not a decimal string"),
+    ([{"occupancy": 1, "rate": "-1.00"}], f"{WHERE}[0].rate is not a decimal string (like 120.00)"),
+    ([{"occupancy": 1, "rate": "NaN"}], f"{WHERE}[0].rate is not a decimal string (like 120.00)"),
+    ([{"occupancy": 1, "rate": "1e3"}], f"{WHERE}[0].rate is not a decimal string (like 120.00)"),
+    ([{"occupancy": 1, "rate": "1.00"}, {"occupancy": 1, "rate": "2.00"}], f"{WHERE}[1].occupancy is one given before"),
+]
+
+
+@pytest.mark.parametrize(("rates", "said"), RATES_WRONG,
+                         ids=[f"{index}{said.removeprefix(WHERE)}" for index, (_, said) in enumerate(RATES_WRONG)])
+async def test_rates_are_read_as_strictly_as_a_rate(rates: Any, said: str) -> None:
+    found = await read_fields({"rate": "1.00", "rates": rates})
+    assert isinstance(found, MalformedAnswer) and said in str(found), found
