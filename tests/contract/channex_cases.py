@@ -8,8 +8,9 @@ tests may import them too, so the sandbox and the client cannot drift apart toge
 How to read a case:
 - `request`: method, path, query, body. Strings "{name}" are filled in from the case's
   names: property_id, room_type_id, other_room_type_id, rate_plan_id, other_rate_plan_id
-  (a fresh property in USD with two room types and a plan on each) and whatever a
-  `before` step `capture`d (a dotted path into its answer, e.g. "data.id").
+  (a fresh property in USD with two room types and a per-room plan on each) and whatever
+  a `before` step `capture`d (a dotted path into its answer, e.g. "data.id";
+  per_person_rate_plan_id: MAKE_PER_PERSON_PLAN's).
 - `before`: requests made first, in order, each expected to answer 2xx.
 - `status`, `body`: the answer. The body is compared whole: "<uuid>" stands for any id,
   "<any>" for any value; REVISION_KEYS is the set of keys a revision's attributes hold.
@@ -68,12 +69,49 @@ MAKE_BOOKING = {"method": "POST", "path": "/_sandbox/ota-bookings", "body": OTA_
                 "capture": {"revision_id": "data.id"}}
 
 
+# A per-person rate plan as our client creates one: the docs' "Per Person Manual" example
+# (Rate Plans Collection) without the fields it may leave to their defaults; options for 1
+# and 2 adults, the largest primary.
+PER_PERSON_PLAN = {"property_id": "{property_id}", "room_type_id": "{room_type_id}",
+                   "title": "Best Available Rate per person", "sell_mode": "per_person",
+                   "options": [{"occupancy": 1, "is_primary": False}, {"occupancy": 2, "is_primary": True}]}
+MAKE_PER_PERSON_PLAN = {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": PER_PERSON_PLAN},
+                        "capture": {"per_person_rate_plan_id": "data.id"}}
+# The docs' "Per Person Manual" example, whole.
+DOCS_PER_PERSON_PLAN = {
+    "title": "Best Available Rate", "property_id": "{property_id}", "room_type_id": "{room_type_id}",
+    "parent_rate_plan_id": None, "children_fee": "0.00", "infant_fee": "0.00", "max_stay": [0, 0, 0, 0, 0, 0, 0],
+    "min_stay_arrival": [1, 1, 1, 1, 1, 1, 1], "min_stay_through": [1, 1, 1, 1, 1, 1, 1],
+    "closed_to_arrival": [False] * 7, "closed_to_departure": [False] * 7, "stop_sell": [False] * 7,
+    "options": [{"occupancy": 1, "is_primary": False, "rate": 0}, {"occupancy": 2, "is_primary": False, "rate": 0},
+                {"occupancy": 3, "is_primary": True, "rate": 0}],
+    "currency": "GBP", "sell_mode": "per_person", "rate_mode": "manual", "inherit_rate": False,
+    "inherit_closed_to_arrival": False, "inherit_closed_to_departure": False, "inherit_stop_sell": False,
+    "inherit_min_stay_arrival": False, "inherit_min_stay_through": False, "inherit_max_stay": False,
+    "inherit_max_sell": False, "inherit_max_availability": False, "inherit_availability_offset": False,
+    "auto_rate_settings": None}
+
+
+def _created(kind: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """The 201 of a creation: ours echoes the attributes sent with the new id (the docs'
+    answer holds every attribute, those left to their defaults too)."""
+    return {"data": {"type": kind, "id": UUID, "attributes": {**attributes, "id": UUID}}}
+
+
+def _plan_refused(details: dict[str, list[str]]) -> dict[str, Any]:
+    return {"errors": {"code": "validation_error", "title": "Validation Error", "details": details}}
+
+
 def _write(kind: str, values: list[dict[str, Any]]) -> dict[str, Any]:
     return {"method": "POST", "path": f"/api/v1/{kind}", "body": {"values": values}}
 
 
 def _restriction(**fields: Any) -> dict[str, Any]:
     return {"property_id": "{property_id}", "rate_plan_id": "{rate_plan_id}", **fields}
+
+
+def _per_person(**fields: Any) -> dict[str, Any]:
+    return {"property_id": "{property_id}", "rate_plan_id": "{per_person_rate_plan_id}", **fields}
 
 
 def _availability(**fields: Any) -> dict[str, Any]:
@@ -124,6 +162,16 @@ CASES: dict[str, dict[str, Any]] = {
     "restrictions: rate as a decimal string, flags as 0/1": {
         "request": _write("restrictions", [_restriction(date="2026-12-20", rate="200.00", stop_sell=1,
                                                         closed_to_arrival=0, max_stay=0, min_stay=2)]),
+        "status": 200, "body": TASK},
+    "restrictions: the docs' multi-occupancy rate plan update": {
+        "before": [MAKE_PER_PERSON_PLAN],
+        "request": _write("restrictions", [_per_person(date_from="2026-12-19", date_to="2026-12-29", rates=[
+            {"occupancy": 1, "rate": 12100}, {"occupancy": 2, "rate": 13200}])]),
+        "status": 200, "body": TASK},
+    "restrictions: per-person rates as decimal strings, one occupancy, with restrictions": {
+        "before": [MAKE_PER_PERSON_PLAN],
+        "request": _write("restrictions", [_per_person(date="2026-12-20", rates=[{"occupancy": 1, "rate": "121.00"}],
+                                                       stop_sell=False, min_stay_arrival=2)]),
         "status": 200, "body": TASK},
     "availability: one date": {
         "request": _write("availability", [_availability(date="2026-12-20", availability=2)]),
@@ -193,6 +241,65 @@ CASES: dict[str, dict[str, Any]] = {
                                            _restriction(date="2026-12-01", stop_sell=True)]),
         "status": 200, "body": {"data": [{"id": UUID, "type": "task"}], "meta": {"message": "Success", "warnings": [
             {**_restriction(date="2026-12-01", rate="-2"), "warning": {"rate": ["must be greater than 0"]}}]}}},
+    "warning: rates for a per-room plan": {
+        "ours": "the message",
+        "request": _write("restrictions", [_restriction(date="2026-12-01", rates=[{"occupancy": 1, "rate": 100}])]),
+        "status": 200, "body": _warned(_restriction(date="2026-12-01", rates=[{"occupancy": 1, "rate": 100}]),
+                                       {"rates": ["multi-occupancy rates are not enabled for this rate plan"]})},
+    "warning: an occupancy the per-person plan has no option for": {
+        "ours": "the message (the docs: bad entries come back as warnings)",
+        "before": [MAKE_PER_PERSON_PLAN],
+        "request": _write("restrictions", [_per_person(date="2026-12-01", rates=[{"occupancy": 3, "rate": 100}])]),
+        "status": 200, "body": _warned(_per_person(date="2026-12-01", rates=[{"occupancy": 3, "rate": 100}]),
+                                       {"rates": ["occupancy 3 is not an option of this rate plan"]})},
+    "warning: a per-person rate not above 0": {
+        "ours": "the message (`rate`'s words, naming the occupancy)",
+        "before": [MAKE_PER_PERSON_PLAN],
+        "request": _write("restrictions", [_per_person(date="2026-12-01", rates=[
+            {"occupancy": 1, "rate": "-2"}, {"occupancy": 2, "rate": 13200}])]),
+        "status": 200, "body": _warned(_per_person(date="2026-12-01", rates=[
+            {"occupancy": 1, "rate": "-2"}, {"occupancy": 2, "rate": 13200}]),
+            {"rates": ["occupancy 1: rate must be greater than 0"]})},
+    "warning: one price for a per-person plan": {
+        "ours": "the refusal and its message (which occupancy's price would it be?)",
+        "before": [MAKE_PER_PERSON_PLAN],
+        "request": _write("restrictions", [_per_person(date="2026-12-01", rate=13200)]),
+        "status": 200, "body": _warned(_per_person(date="2026-12-01", rate=13200), {"rate": [
+            "is not taken by a per-person rate plan: send rates, a rate per occupancy"]})},
+    # -- rate plans: per room or per person (Rate Plans Collection) ---------------------
+    "rate plan: per room, as our client creates it": {
+        "ours": "the answer's attributes (_created)",
+        "request": {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": {
+            "property_id": "{property_id}", "room_type_id": "{room_type_id}", "title": "Non Refundable"}}},
+        "status": 201, "body": _created("rate_plan", {"property_id": "{property_id}", "room_type_id": "{room_type_id}",
+                                                      "title": "Non Refundable"})},
+    "rate plan: per person, as our client creates it": {
+        "ours": "the answer's attributes (_created)",
+        "request": {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": PER_PERSON_PLAN}},
+        "status": 201, "body": _created("rate_plan", PER_PERSON_PLAN)},
+    "rate plan: the docs' per-person example": {
+        "ours": "the answer's attributes (_created)",
+        "request": {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": DOCS_PER_PERSON_PLAN}},
+        "status": 201, "body": _created("rate_plan", DOCS_PER_PERSON_PLAN)},
+    "422: a per-person rate plan without options": {
+        "request": {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": {
+            **PER_PERSON_PLAN, "options": None}}},
+        "status": 422, "body": _plan_refused({"options": ["can't be blank"]})},
+    "422: a per-person rate plan with two primary options": {
+        "ours": "the message",
+        "request": {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": {
+            **PER_PERSON_PLAN,
+            "options": [{"occupancy": 1, "is_primary": True}, {"occupancy": 2, "is_primary": True}]}}},
+        "status": 422, "body": _plan_refused({"options": ["exactly one option must be primary"]})},
+    "422: an occupancy option past 18": {
+        "ours": "the message",
+        "request": {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": {
+            **PER_PERSON_PLAN, "options": [{"occupancy": 19, "is_primary": True}]}}},
+        "status": 422, "body": _plan_refused({"options": ["option 0: occupancy must be a whole number from 1 to 18"]})},
+    "422: a sell mode Channex does not have": {
+        "request": {"method": "POST", "path": "/api/v1/rate_plans", "body": {"rate_plan": {
+            **PER_PERSON_PLAN, "sell_mode": "per_guest"}}},
+        "status": 422, "body": _plan_refused({"sell_mode": ["is invalid"]})},
     # -- a body that is not {"values": [...]} --------------------------------------------
     "422: no values": {
         "request": {"method": "POST", "path": "/api/v1/restrictions", "body": {"value": []}},
@@ -221,6 +328,20 @@ CASES: dict[str, dict[str, Any]] = {
                               "filter[restrictions]": "rate,closed_to_arrival,stop_sell"}},
         "status": 200, "body": {"data": {"{rate_plan_id}": {"2026-12-01": {"rate": "120.00",
                                                                            "closed_to_arrival": True}}}}},
+    "read restrictions: a per-person plan": {
+        "ours": "the whole answer: Channex documents no read of a per-person plan. `rate` (asked) is the primary "
+                "occupancy's price, `rates` every occupancy's held, by occupancy",
+        "before": [MAKE_PER_PERSON_PLAN,
+                   _write("restrictions", [_per_person(date_from="2026-12-01", date_to="2026-12-02", rates=[
+                       {"occupancy": 1, "rate": 12100}, {"occupancy": 2, "rate": 13200}], stop_sell=False),
+                       _per_person(date="2026-12-02", rates=[{"occupancy": 1, "rate": "110.00"}])])],
+        "request": {"method": "GET", "path": "/api/v1/restrictions",
+                    "query": {**RANGE, "filter[restrictions]": "rate,stop_sell"}},
+        "status": 200, "body": {"data": {"{per_person_rate_plan_id}": {
+            "2026-12-01": {"rate": "132.00", "rates": [{"occupancy": 1, "rate": "121.00"},
+                                                       {"occupancy": 2, "rate": "132.00"}], "stop_sell": False},
+            "2026-12-02": {"rate": "132.00", "rates": [{"occupancy": 1, "rate": "110.00"},
+                                                       {"occupancy": 2, "rate": "132.00"}], "stop_sell": False}}}}},
     "read restrictions: filter[restrictions] is required": {
         "request": {"method": "GET", "path": "/api/v1/restrictions", "query": RANGE},
         "status": 400, "body": {"errors": {"code": "bad_request", "title": "Bad Request",

@@ -33,6 +33,7 @@ NAMES = {"property_id": "716305c4-561a-4561-a187-7f5b8aeb5920", "room_type_id": 
          "other_room_type_id": "1a8fe3f5-4b53-4a4f-9f43-5e0d0b1c2d3e",
          "rate_plan_id": "bab451e7-9ab1-4cc6-b803-b18bb68f8e24",
          "other_rate_plan_id": "2c9c3a52-7d6e-4b71-8f1a-0c3e5d7f9a1b",
+         "per_person_rate_plan_id": "5b1d7c3e-2f4a-4e8b-9c6d-0a1b2c3d4e5f",
          "revision_id": "5ea0ac5f-ca4c-42d4-a1e5-ba42e7ecb58b"}
 REQUEST_ID = "0b5c1e2a-7f3d-4a6b-9c8e-1d2f3a4b5c6d"
 Call = Callable[[ChannelManagerClient], Awaitable[Any]]
@@ -56,6 +57,12 @@ def calling(case: dict[str, Any]) -> Call | None:
     """The client method that makes this case's request, or None (a route we do not call)."""
     request = fill(case["request"], NAMES)
     method, path, query = request["method"], request["path"], request.get("query") or {}
+    if method == "POST" and path == "/api/v1/rate_plans":
+        plan = request["body"]["rate_plan"]
+        options = plan.get("options") if plan.get("sell_mode") == "per_person" else None
+        occupancies = [option["occupancy"] for option in options] if isinstance(options, list) else None
+        return lambda client: client.create_rate_plan(plan["property_id"], plan["room_type_id"], plan["title"],
+                                                      occupancies)
     # Our client always sends a list of values; the answer is what the case is about.
     if method == "POST" and path == "/api/v1/availability":
         return lambda client: client.push_availability([])
@@ -125,6 +132,8 @@ async def test_the_client_reads_the_documented_answer(name: str) -> None:
         assert found.complete
     elif found is None:
         assert name.startswith("ack")  # an acknowledgement: nothing but success
+    elif isinstance(found, str):
+        assert found == body["data"]["id"]  # a rate plan created
     elif "booking_revisions" in case["request"]["path"]:
         assert found == body["data"]["attributes"]
     else:  # a grid: every entity and night as answered, fields as documented
@@ -159,6 +168,17 @@ async def sent_and_answered(call: Call, status: int, answer_body: Any) -> tuple[
             return sent, await call(ChannelManagerClient(http))
         except ChannelManagerError as exc:
             return sent, exc
+
+
+@pytest.mark.parametrize("name", ["rate plan: per room, as our client creates it",
+                                  "rate plan: per person, as our client creates it"])
+async def test_the_client_creates_rate_plans_as_the_cases_the_sandbox_takes(name: str) -> None:
+    case = CASES[name]
+    call = calling(case)
+    assert call is not None
+    sent, found = await sent_and_answered(call, case["status"], concrete(fill(case["body"], NAMES)))
+    assert isinstance(found, str)
+    assert json.loads(sent[0].content) == fill(case["request"]["body"], NAMES)
 
 
 CREATED_PLAN = {"data": {"type": "rate_plan", "id": NAMES["rate_plan_id"], "attributes": {}}}
