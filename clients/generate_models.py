@@ -32,7 +32,8 @@ TYPESCRIPT_TYPES = HERE / "typescript" / "src" / "types.ts"
 NAMES = {"BatchRejected": "Rejection", "SyncRate": "SyncCells", "PropertyProduct": "PropertyProducts",
          "WebhookBookingAmount": "WebhookBookingAmounts", "WebhookBookingRoomTaxe": "WebhookBookingTax",
          "WebhookBookingRoomService": "WebhookBookingService", "WebhookBookingRoomNight": "WebhookBookingNight",
-         "WebhookBookingAmountsGuarantee": "WebhookBookingGuarantee"}
+         "WebhookBookingAmountsGuarantee": "WebhookBookingGuarantee",
+         "RatesReadRatePlanNightByOccupancy": "OccupancyRate"}
 
 
 @dataclass

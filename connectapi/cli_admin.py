@@ -312,7 +312,8 @@ def run_seed(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     print(json.dumps({"propertyId": prop["id"],
                       "roomTypes": [{"id": r["id"], "name": r["name"]} for r in prop["roomTypes"]],
-                      "ratePlans": [{"id": p["id"], "roomTypeId": p["roomTypeId"], "name": p["name"]}
+                      "ratePlans": [{"id": p["id"], "roomTypeId": p["roomTypeId"], "name": p["name"],
+                                     "sellMode": p["sellMode"], "occupancies": p["occupancies"]}
                                     for p in prop["ratePlans"]],
                       "key": key["key"], "testKey": test_key["key"], "scopes": key["scopes"],
                       "owner": {"email": SEED_OWNER, "setupUrl": setup_url}}, indent=2))

@@ -59,6 +59,7 @@ class RatePlanBody(TypedDict):
     mealPlan: str
     minRate: NotRequired[int]  # major units
     maxRate: NotRequired[int]
+    sellMode: NotRequired[str]  # perRoom (the default) or perPerson: fixed once made
 
 
 # POST /properties (PropertyIn), as `connectapi seed` sends its sample.

@@ -117,9 +117,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
                 return await self._create(lambda: self._client.create_property(title, currency, timezone))
             case CreateRoomType(cm_property_id, title, rooms):
                 return await self._create(lambda: self._client.create_room_type(cm_property_id, title, rooms))
-            case CreateRatePlan(cm_property_id, cm_room_type_id, title):
+            case CreateRatePlan(cm_property_id, cm_room_type_id, title, occupancies):
                 return await self._create(
-                    lambda: self._client.create_rate_plan(cm_property_id, cm_room_type_id, title))
+                    lambda: self._client.create_rate_plan(cm_property_id, cm_room_type_id, title, occupancies))
             case ReadFeed(max_pages):
                 return await self._read_feed(max_pages)
             case AckRevision(revision_id):

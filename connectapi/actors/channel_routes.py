@@ -26,5 +26,6 @@ class ChannelRoutes:
             return self.live, "live"
         if ids.property_id is not None:
             self.test_sandbox.adopt(ids.property_id, ids.currency, ids.timezone, ids.room_types.values(),
-                                    ids.rate_plans.values())
+                                    ids.rate_plans.values(),
+                                    {ids.rate_plans[plan]: each for plan, each in ids.occupancies.items()})
         return self.test, "test"

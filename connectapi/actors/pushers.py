@@ -29,10 +29,11 @@ from typing import cast
 from zoneinfo import ZoneInfo
 
 from ..domain import emails
-from ..domain.channel_values import (AvailabilityValue, ChannelValues, RestrictionSetting, RestrictionValue, rate_text,
-                                     restriction_fields)
+from ..domain.channel_values import (AvailabilityValue, ChannelValues, OccupancyRateValue, RestrictionSetting,
+                                     RestrictionValue, rate_text, restriction_fields)
 from ..domain.coalesce import RangeValue, coalesce
 from ..domain.refusals import refused_cells, said
+from ..domain.sell_modes import ROOM_PRICE
 from ..engine import Actor, ActorError, AskTimeout, Clock, RoundsActor, Wake
 from ..metrics import CM_PAST_DROPPED, CM_REFUSED_CELLS
 from ..storage import channel_refusals, properties, pushes
@@ -382,17 +383,35 @@ class AriProjector(_CellPusher):
         return ids.rate_plans
 
     def values(self, ids: ChannelIds, send: dict[str, list[DirtyCell]]) -> list[RestrictionValue]:
-        assert ids.property_id is not None
-        # One value per plan and night: the rate and the restrictions that changed.
-        merged: dict[tuple[int, date], dict[str, str | RestrictionSetting]] = {}
-        for cell in send["rates"]:
-            merged.setdefault((cell.entity_id, cell.night), {})["rate"] = rate_text(cell.value, ids.currency)
-        for cell in send["restrictions"]:
-            merged.setdefault((cell.entity_id, cell.night), {}).update(restriction_fields(cell.value))
-        frozen = [(plan, night, tuple(sorted(fields.items()))) for (plan, night), fields in merged.items()]
-        return [_restriction_value(ids.property_id, ids.rate_plans[v.entity_id], v)
-                for plan, cells in _by_entity(frozen).items()
-                for v in coalesce(plan, cells, weekday_masks=True)]
+        return restriction_values(ids, send["rates"], send["restrictions"])
+
+
+def restriction_values(ids: ChannelIds, rates: list[DirtyCell], restrictions: list[DirtyCell]) -> list[RestrictionValue]:
+    """The cells to send as the fewest range values: one value per plan and night holds its
+    rate (a per-person plan's: each occupancy that changed, as `rates`) and the
+    restrictions that changed; equal neighbouring nights make one range (coalesce)."""
+    assert ids.property_id is not None
+    merged: dict[tuple[int, date], dict[str, ChannelField]] = {}
+    per_person: dict[tuple[int, date], dict[int, str]] = {}
+    for cell in rates:
+        price = rate_text(cell.value, ids.currency)
+        if cell.occupancy == ROOM_PRICE:
+            merged.setdefault((cell.entity_id, cell.night), {})["rate"] = price
+        else:
+            per_person.setdefault((cell.entity_id, cell.night), {})[cell.occupancy] = price
+    for cell_of, prices in per_person.items():
+        merged.setdefault(cell_of, {})["rates"] = tuple(sorted(prices.items()))
+    for cell in restrictions:
+        merged.setdefault((cell.entity_id, cell.night), {}).update(restriction_fields(cell.value))
+    frozen = [(plan, night, tuple(sorted(fields.items()))) for (plan, night), fields in merged.items()]
+    return [_restriction_value(ids.property_id, ids.rate_plans[v.entity_id], v)
+            for plan, cells in _by_entity(frozen).items()
+            for v in coalesce(plan, cells, weekday_masks=True)]
+
+
+# A field of a night's value as the run holds it (hashable, so equal nights coalesce): a
+# rate, a restriction, or a per-person plan's prices as ((occupancy, rate), ...).
+ChannelField = str | RestrictionSetting | tuple[tuple[int, str], ...]
 
 
 def _restriction_value(cm_property: str, cm_rate_plan: str, run: RangeValue) -> RestrictionValue:
@@ -401,8 +420,11 @@ def _restriction_value(cm_property: str, cm_rate_plan: str, run: RangeValue) -> 
     if run.days:
         value["days"] = list(run.days)
     # The run's value: the channel manager's own fields and values (rate_text, restriction_fields).
-    fields = cast(tuple[tuple[str, str | RestrictionSetting], ...], run.value)
-    return cast(RestrictionValue, {**value, **dict(fields)})
+    fields = dict(cast(tuple[tuple[str, ChannelField], ...], run.value))
+    prices = cast(tuple[tuple[int, str], ...] | None, fields.pop("rates", None))
+    if prices is not None:
+        value["rates"] = [OccupancyRateValue(occupancy=n, rate=rate) for n, rate in prices]
+    return cast(RestrictionValue, {**value, **fields})
 
 
-__all__ = ["AriProjector", "InventoryDrain", "RangeValue", "Round"]
+__all__ = ["AriProjector", "InventoryDrain", "RangeValue", "Round", "restriction_values"]

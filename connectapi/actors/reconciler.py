@@ -14,9 +14,10 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar, cast
 from zoneinfo import ZoneInfo
 
-from ..channel.client import AvailabilityGrid, RestrictionsGrid
+from ..channel.client import AvailabilityGrid, RestrictionFields, RestrictionsGrid
 from ..domain.ari_write import HORIZON_DAYS
 from ..domain.channel_values import NEUTRAL, rate_text, restriction_fields
+from ..domain.sell_modes import ROOM_PRICE
 from ..engine import ActorError, Clock, Mailbox, NextRound, RoundsActor
 from ..storage import properties, pushes
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database
@@ -106,7 +107,7 @@ class Reconciler(RoundsActor[ReconcilerMessage]):
         wrong_rates = []
         for cell in ours["rates"]:
             fields = _held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
-            if not _same_rate(fields.get("rate"), rate_text(cell.value, ids.currency)):
+            if not _same_rate(_held_price(fields, cell.occupancy), rate_text(cell.value, ids.currency)):
                 wrong_rates.append(cell)
         wrong_restrictions = []
         for cell in ours["restrictions"]:
@@ -133,6 +134,14 @@ Held = TypeVar("Held")
 def _held(grid: dict[str, dict[str, Held]], cm_id: str | None, night: date) -> Held | None:
     """What the channel manager's grid holds for an entity (by its id there) on a night."""
     return grid.get(cm_id or "", {}).get(night.isoformat())
+
+
+def _held_price(fields: RestrictionFields, occupancy: int) -> str | None:
+    """The price the channel manager holds for a cell's occupancy: a per-room plan's `rate`,
+    a per-person plan's entry of `rates` (its `rate` is only the primary occupancy's)."""
+    if occupancy == ROOM_PRICE:
+        return fields.get("rate")
+    return next((held["rate"] for held in fields.get("rates", ()) if held["occupancy"] == occupancy), None)
 
 
 def _same_rate(held: Any, ours: str) -> bool:

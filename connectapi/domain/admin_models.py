@@ -20,6 +20,7 @@ from pydantic import (
 from . import addresses, scopes
 from .ids import MAX_ID, bounded_int
 from .money import is_known_currency
+from .sell_modes import MOST_OCCUPANCIES, ApiSellMode
 from .text import EMAIL_PATTERN, LINE_PATTERN, TEXT_PATTERN
 
 MEAL_PLANS = ("RO", "BB", "CP", "HB", "FB", "AI")
@@ -67,12 +68,23 @@ class RatePlanInProperty(RatePolicy):
     roomType: Annotated[StrictInt, Field(ge=0)]
     name: Name
     mealPlan: Literal["RO", "BB", "CP", "HB", "FB", "AI"]
+    sellMode: ApiSellMode = "perRoom"  # fixed once made (domain/sell_modes.py)
 
 
 class RatePlanIn(RatePolicy):
     roomTypeId: Annotated[StrictInt, Field(le=MAX_ID)]  # a bigint, or the insert is refused
     name: Name
     mealPlan: Literal["RO", "BB", "CP", "HB", "FB", "AI"]
+    sellMode: ApiSellMode = "perRoom"  # fixed once made (domain/sell_modes.py)
+
+
+def per_person_too_large(sell_mode: str, max_adults: int) -> str | None:
+    """Why a plan sold so cannot be made on a room type for `max_adults`, if it cannot:
+    Channex prices a per-person plan for at most 18 adults."""
+    if sell_mode == "perPerson" and max_adults > MOST_OCCUPANCIES:
+        return (f"a per-person rate plan prices 1 to {MOST_OCCUPANCIES} adults; its room type takes "
+                f"{max_adults}: sell it per room")
+    return None
 
 
 class PropertyIn(Strict):
@@ -109,6 +121,9 @@ class PropertyIn(Strict):
         for plan in self.ratePlans:
             if plan.roomType >= len(self.roomTypes):
                 raise ValueError(f"ratePlans roomType {plan.roomType} is not an index of roomTypes")
+            too_large = per_person_too_large(plan.sellMode, self.roomTypes[plan.roomType].maxAdults)
+            if too_large is not None:
+                raise ValueError(too_large)
         return self
 
 

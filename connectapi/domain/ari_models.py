@@ -8,10 +8,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
+from .sell_modes import MOST_OCCUPANCIES
+
 MAX_MAJOR_RATE = 10_000_000
 Weekday = Literal["mo", "tu", "we", "th", "fr", "sa", "su"]
 StayNights = Annotated[StrictInt, Field(ge=1, le=365)]
 EntityId = Annotated[StrictInt, Field(ge=1)]
+Occupancy = Annotated[StrictInt, Field(ge=1, le=MOST_OCCUPANCIES)]
 
 
 class Entry(BaseModel):
@@ -39,6 +42,12 @@ class AvailabilityEntry(Entry):
 class RateEntry(Entry):
     ratePlanId: EntityId
     days: list[Weekday] | None = None
+    # Checked against the plan's sell mode by ari_write.check_write.
+    occupancy: Annotated[Occupancy | None, Field(description=(
+        "the adult count this price is for: required for a rate plan sold per person (one of its "
+        "`occupancies` in GET /catalog), refused for one sold per room; VALIDATION at "
+        "`updates[i].occupancy` otherwise. Each occupancy of a night is a cell of its own: for the budgets, "
+        "last write wins and no-ops"))] = None
     rate: Any
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
 

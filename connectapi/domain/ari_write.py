@@ -10,7 +10,7 @@ statement checks (docs/decisions/0132-a-keyed-write-in-one-statement.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import Enum
 from typing import Any
@@ -26,8 +26,9 @@ from .ari_models import (
     RestrictionEntry,
     RestrictionsBody,
 )
-from .errors import ApiError
+from .errors import ApiError, validation_error
 from .money import currency_exponent
+from .sell_modes import ROOM_PRICE
 from .validation import parse_payload
 
 MAX_UPDATES = 1000
@@ -63,6 +64,7 @@ class EntryCells:
     nights: tuple[date, ...]
     value: Any  # availability: int; rates: whole major units; restrictions: {field: value}
     currency: str | None = None
+    occupancy: int | None = None  # rates: the adult count priced (a per-person plan's), or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +125,7 @@ def _expand(resource: Resource, index: int, entry: Any, mask: frozenset[int]) ->
     if resource is Resource.AVAILABILITY:
         return EntryCells(index, entry.roomTypeId, nights, entry.available)
     if isinstance(entry, RateEntry):
-        return EntryCells(index, entry.ratePlanId, nights, entry.rate, entry.currency)
+        return EntryCells(index, entry.ratePlanId, nights, entry.rate, entry.currency, entry.occupancy)
     assert isinstance(entry, RestrictionEntry)
     return EntryCells(index, entry.ratePlanId, nights, entry.sent_fields())
 
@@ -132,6 +134,8 @@ def merge(resource: Resource, entries: Iterable[EntryCells]) -> dict[Cell, Any]:
     """The value each cell ends with, in body order: the last write to a cell wins.
 
     Restrictions merge field by field: a later entry overrides only the fields it sends.
+    Rates merge occupancy by occupancy, {occupancy: price} a plan's night (ROOM_PRICE for a
+    per-room plan's one price): a cell is a plan, a night and an occupancy.
     """
     cells: dict[Cell, Any] = {}
     if resource is Resource.RESTRICTIONS:
@@ -139,6 +143,11 @@ def merge(resource: Resource, entries: Iterable[EntryCells]) -> dict[Cell, Any]:
             for night in entry.nights:
                 fields = cells.setdefault((entry.entity_id, night), {})
                 fields.update(entry.value)
+    elif resource is Resource.RATES:
+        for entry in entries:
+            occupancy = ROOM_PRICE if entry.occupancy is None else entry.occupancy
+            for night in entry.nights:
+                cells.setdefault((entry.entity_id, night), {})[occupancy] = entry.value
     else:
         for entry in entries:
             for night in entry.nights:
@@ -148,6 +157,27 @@ def merge(resource: Resource, entries: Iterable[EntryCells]) -> dict[Cell, Any]:
 
 def unknown_ids(plan: WritePlan, known: set[int]) -> list[int]:
     return sorted(plan.entity_ids() - known)
+
+
+def occupancy_issues(plan: WritePlan, occupancies: Mapping[int, frozenset[int]]) -> list[dict[str, str]]:
+    """Each rates entry whose occupancy does not fit its plan's sell mode, as VALIDATION's
+    {path, message}: a per-person plan is priced per adult count (`occupancy` required,
+    one of the plan's), a per-room plan has one price (no `occupancy`)."""
+    issues = []
+    for entry in plan.entries:
+        taken = occupancies.get(entry.entity_id)
+        path = f"updates[{entry.index}].occupancy"
+        if taken is None:
+            if entry.occupancy is not None:
+                issues.append({"path": path, "message": f"rate plan {entry.entity_id} is sold per room: "
+                                                        "its one price takes no occupancy"})
+        elif entry.occupancy is None:
+            issues.append({"path": path, "message": f"rate plan {entry.entity_id} is sold per person: "
+                                                    f"name the occupancy priced, one of {sorted(taken)}"})
+        elif entry.occupancy not in taken:
+            issues.append({"path": path, "message": f"rate plan {entry.entity_id} prices occupancies "
+                                                    f"{sorted(taken)}, not {entry.occupancy}"})
+    return issues
 
 
 def currency_mismatch(plan: WritePlan, expected: str) -> str | None:
@@ -201,13 +231,16 @@ class WriteCatalog:
     currency: str
     room_types: frozenset[int]
     policies: Mapping[int, tuple[int | None, int | None]]
+    # The per-person plans, with the adult counts each prices (1 to its room type's
+    # maxAdults); a plan not here is sold per room.
+    occupancies: Mapping[int, frozenset[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class CheckedWrite:
     """A write checked against a catalog: refused whole (`refusal`), or the value each
-    cell ends with (availability: rooms; rates: minor units; restrictions: the fields
-    sent) and the rates entries refused for their plan's policy."""
+    cell ends with (availability: rooms; rates: {occupancy: minor units}; restrictions:
+    the fields sent) and the rates entries refused for their plan's policy."""
 
     refusal: ApiError | None
     values: dict[Cell, Any]
@@ -215,7 +248,8 @@ class CheckedWrite:
 
 
 def check_write(plan: WritePlan, catalog: WriteCatalog) -> CheckedWrite:
-    """Ids, currency and rate policy (decision 0019's order), then last write wins."""
+    """Ids, a rates entry's occupancy against its plan's sell mode, currency and rate policy
+    (decision 0019's order, the occupancy after the ids: decision 0136), then last write wins."""
     resource = plan.resource
     entries = list(plan.entries)
     rejected: list[Rejection] = []
@@ -230,6 +264,9 @@ def check_write(plan: WritePlan, catalog: WriteCatalog) -> CheckedWrite:
             return CheckedWrite(ApiError("UNKNOWN_RATE_PLAN", "rate plans not of this property",
                                          {"ratePlanIds": unknown}), {})
     if resource is Resource.RATES:
+        issues = occupancy_issues(plan, catalog.occupancies)
+        if issues:
+            return CheckedWrite(validation_error(issues), {})
         got = currency_mismatch(plan, catalog.currency)
         if got is not None:
             return CheckedWrite(ApiError("CURRENCY_MISMATCH", f"rates must be in {catalog.currency}",
@@ -243,5 +280,6 @@ def check_write(plan: WritePlan, catalog: WriteCatalog) -> CheckedWrite:
     values = merge(resource, entries)
     if resource is Resource.RATES:
         scale = 10 ** currency_exponent(catalog.currency)
-        values = {cell: major * scale for cell, major in values.items()}
+        values = {cell: {occupancy: major * scale for occupancy, major in prices.items()}
+                  for cell, prices in values.items()}
     return CheckedWrite(None, values, tuple(rejected))

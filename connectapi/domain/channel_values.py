@@ -23,9 +23,18 @@ class AvailabilityValue(TypedDict):
     availability: int
 
 
+class OccupancyRateValue(TypedDict):
+    """A per-person plan's price for one adult count, as a multi-occupancy value lists it."""
+
+    occupancy: int
+    rate: str  # a decimal string in major units
+
+
 class RestrictionValue(TypedDict, total=False):
     """A range of one rate plan's rate and restrictions, as `POST /restrictions` takes it:
-    only the fields that changed, and `days` for a weekday pattern."""
+    only the fields that changed, and `days` for a weekday pattern. A per-person plan's
+    prices go as `rates`, one per occupancy that changed (Channex's "Multi Occupancy Rate
+    Plan update"), never as `rate`."""
 
     property_id: Required[str]
     rate_plan_id: Required[str]
@@ -33,6 +42,7 @@ class RestrictionValue(TypedDict, total=False):
     date_to: Required[str]
     days: list[str]
     rate: str  # a decimal string in major units
+    rates: list[OccupancyRateValue]
     stop_sell: bool
     closed_to_arrival: bool
     closed_to_departure: bool

@@ -59,23 +59,28 @@ def _columns(cells: list[Cell]) -> tuple[list[int], list[date]]:
 async def write_catalog(db: Database, property_id: int) -> WriteCatalog:
     """What a write of the property is checked against, and its version: in one statement,
     so the version is the one of the catalog read (a twin's catalog is its live property's,
-    its currency its own)."""
+    its currency its own). A per-person plan prices 1 to its room type's maxAdults."""
     row = await db.fetchrow(
         """SELECT p.currency,
                   (SELECT coalesce(sum(v.version), 0) FROM catalog_versions v
                    WHERE v.property_id IN (p.id, coalesce(p.twin_of, p.id))) AS version,
                   ARRAY(SELECT r.id FROM room_types r WHERE r.property_id = coalesce(p.twin_of, p.id)) AS rooms,
-                  q.plans, q.min_rates, q.max_rates
+                  q.plans, q.min_rates, q.max_rates, q.most_adults
            FROM properties p
            CROSS JOIN LATERAL (SELECT array_agg(q.id) AS plans, array_agg(q.min_rate) AS min_rates,
-                                      array_agg(q.max_rate) AS max_rates
-                               FROM rate_plans q WHERE q.property_id = coalesce(p.twin_of, p.id)) q
+                                      array_agg(q.max_rate) AS max_rates,
+                                      array_agg(CASE WHEN q.sell_mode = 'per_person' THEN r.max_adults END)
+                                          AS most_adults
+                               FROM rate_plans q JOIN room_types r ON r.id = q.room_type_id
+                               WHERE q.property_id = coalesce(p.twin_of, p.id)) q
            WHERE p.id = $1""", property_id)
     if row is None:
         raise LookupError(f"no property {property_id}")
+    plans = list(zip(row["plans"] or (), row["min_rates"] or (), row["max_rates"] or (), row["most_adults"] or (),
+                     strict=True))
     return WriteCatalog(row["version"], row["currency"].strip(), frozenset(row["rooms"]),
-                        {plan: (low, high) for plan, low, high in zip(row["plans"] or (), row["min_rates"] or (),
-                                                                       row["max_rates"] or (), strict=True)})
+                        {plan: (low, high) for plan, low, high, _ in plans},
+                        {plan: frozenset(range(1, most + 1)) for plan, _, _, most in plans if most is not None})
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +122,7 @@ class CellsWritten:
 
 
 _WRITE_CELLS = ("SELECT * FROM connectapi_write_cells("
-                + ", ".join(f"${i}" for i in range(1, 24)) + ")")
+                + ", ".join(f"${i}" for i in range(1, 25)) + ")")
 
 
 async def write_cells(db: Database, property_id: int, catalog_version: int, resource: str, batch: uuid.UUID,
@@ -132,13 +137,18 @@ async def write_cells(db: Database, property_id: int, catalog_version: int, reso
     ids, nights = _columns(cells)
     restrictions = None
     numbers: list[Any] | None = None
+    occupancies: list[int] | None = None
     if resource == "restrictions":
         restrictions = list(values.values())
+    elif resource == "rates":  # {occupancy: minor units} a plan's night: a row each
+        priced = [(cell, occupancy, rate) for cell, prices in values.items() for occupancy, rate in prices.items()]
+        ids, nights = _columns([cell for cell, _, _ in priced])
+        occupancies, numbers = [o for _, o, _ in priced], [r for _, _, r in priced]
     else:
         numbers = list(values.values())
     row = await db.fetchrow(
         _WRITE_CELLS, property_id, catalog_version, resource, batch, key_id, at, requested, ids, nights, numbers,
-        restrictions, rejected, refusal, outcome, budget.now, budget.subject, budget.limit, budget.window,
+        occupancies, restrictions, rejected, refusal, outcome, budget.now, budget.subject, budget.limit, budget.window,
         key.route if key else None, key.key if key else None, key.body_hash if key else None,
         key.replace_before if key else None, key.stale_before if key else None)
     assert row is not None
@@ -223,11 +233,11 @@ async def read_availability(db: Database, property_id: int, first: date, last: d
 
 async def read_rates(db: Database, property_id: int, first: date, last: date) -> list[RateNight]:
     rows = await db.fetch(
-        """SELECT c.rate_plan_id, c.night, c.rate_minor FROM rate_cells c
-           WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.rate_plan_id, c.night""",
+        """SELECT c.rate_plan_id, c.night, c.occupancy, c.rate_minor FROM rate_cells c
+           WHERE c.property_id = $1 AND c.night BETWEEN $2 AND $3 ORDER BY c.rate_plan_id, c.night, c.occupancy""",
         property_id, first, last,
     )
-    return [RateNight(r[0], r[1], r[2]) for r in rows]
+    return [RateNight(r[0], r[1], r[2], r[3]) for r in rows]
 
 
 async def read_restrictions(db: Database, property_id: int, first: date, last: date) -> list[RestrictionNight]:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
 import asyncpg
 
 from ..domain.ari_write import HORIZON_DAYS
-from ..domain.admin_models import PropertyIn, PropertyPatch, RatePlanIn, RoomTypeIn
+from ..domain import sell_modes
+from ..domain.admin_models import (PropertyIn, PropertyPatch, RatePlanIn, RatePlanInProperty, RoomTypeIn,
+                                   per_person_too_large)
 from . import twins
 from .database import UNIQUE_VIOLATION, Database, RecordRefused
 from .pushes import pushable
@@ -34,8 +36,14 @@ def _room_type_of(row: asyncpg.Record) -> RoomType:
     return RoomType(row["id"], row["name"], row["max_adults"], row["max_occupancy"], row["rooms"])
 
 
+# A plan's columns, and its room type's maxAdults (the occupancies it is priced for).
+_RATE_PLAN_COLUMNS = ("q.id, q.room_type_id, q.name, q.meal_plan, q.min_rate, q.max_rate, q.sell_mode, "
+                      "(SELECT r.max_adults FROM room_types r WHERE r.id = q.room_type_id) AS max_adults")
+
+
 def _rate_plan_of(row: asyncpg.Record) -> RatePlan:
-    return RatePlan(row["id"], row["room_type_id"], row["name"], row["meal_plan"], row["min_rate"], row["max_rate"])
+    return RatePlan(row["id"], row["room_type_id"], row["name"], row["meal_plan"], row["min_rate"], row["max_rate"],
+                    row["sell_mode"], row["max_adults"])
 
 
 async def _insert_room_type(conn: asyncpg.Connection, property_id: int, room: RoomTypeIn, today: date) -> RoomType:
@@ -59,15 +67,15 @@ async def _insert_room_type(conn: asyncpg.Connection, property_id: int, room: Ro
     return _room_type_of(row)
 
 
-async def _insert_rate_plan(
-    conn: asyncpg.Connection, property_id: int, room_type_id: int, name: str, meal_plan: str,
-    min_rate: int | None, max_rate: int | None,
-) -> RatePlan:
+async def _insert_rate_plan(conn: asyncpg.Connection, property_id: int, room_type_id: int,
+                            plan: RatePlanIn | RatePlanInProperty) -> RatePlan:
     row = await conn.fetchrow(
-        """INSERT INTO rate_plans (property_id, room_type_id, name, meal_plan, min_rate, max_rate)
-           VALUES ($1, $2, $3, $4, $5, $6)
-           RETURNING id, room_type_id, name, meal_plan, min_rate, max_rate""",
-        property_id, room_type_id, name, meal_plan, min_rate, max_rate,
+        f"""WITH q AS (INSERT INTO rate_plans (property_id, room_type_id, name, meal_plan, min_rate, max_rate,
+                                              sell_mode)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *)
+            SELECT {_RATE_PLAN_COLUMNS} FROM q""",
+        property_id, room_type_id, plan.name, plan.mealPlan, plan.minRate, plan.maxRate,
+        sell_modes.RECORD_NAMES[plan.sellMode],
     )
     return _rate_plan_of(row)
 
@@ -85,10 +93,7 @@ async def create_property(db: Database, body: PropertyIn, today: date) -> tuple[
         )
         prop = property_of(row)
         rooms = [await _insert_room_type(conn, prop.id, room, today) for room in body.roomTypes]
-        plans = [
-            await _insert_rate_plan(conn, prop.id, rooms[p.roomType].id, p.name, p.mealPlan, p.minRate, p.maxRate)
-            for p in body.ratePlans
-        ]
+        plans = [await _insert_rate_plan(conn, prop.id, rooms[p.roomType].id, p) for p in body.ratePlans]
         return prop, Catalog(tuple(rooms), tuple(plans))
 
     return await db.transaction(work)
@@ -128,8 +133,8 @@ async def catalog_in(conn: asyncpg.Connection, property_id: int) -> Catalog:
         property_id,
     )
     plans = await conn.fetch(
-        f"""SELECT id, room_type_id, name, meal_plan, min_rate, max_rate FROM rate_plans
-            WHERE property_id = {twins.catalog_owner("$1")} ORDER BY id""",
+        f"""SELECT {_RATE_PLAN_COLUMNS} FROM rate_plans q
+            WHERE q.property_id = {twins.catalog_owner("$1")} ORDER BY q.id""",
         property_id,
     )
     return Catalog(tuple(map(_room_type_of, rooms)), tuple(map(_rate_plan_of, plans)))
@@ -149,14 +154,14 @@ async def patch_property(db: Database, property_id: int, patch: PropertyPatch) -
     sent = patch.model_dump(exclude_unset=True)
     assignments: list[str] = []
     values: list[Any] = [property_id]
-    for field, value in sent.items():
-        if field == "products":
+    for name, value in sent.items():
+        if name == "products":
             for column, key in (("channel_manager", "channelManager"), ("pms", "pms")):
                 values.append(value[key])
                 assignments.append(f"{column} = ${len(values)}")
         else:
             values.append(value)
-            assignments.append(f"{_PATCH_COLUMNS[field]} = ${len(values)}")
+            assignments.append(f"{_PATCH_COLUMNS[name]} = ${len(values)}")
     assignments.append("updated_at = now()")
 
     async def work(conn: asyncpg.Connection) -> Property | None:
@@ -172,6 +177,10 @@ async def patch_property(db: Database, property_id: int, patch: PropertyPatch) -
 
 async def add_room_type(db: Database, property_id: int, body: RoomTypeIn, today: date) -> RoomType:
     return await db.transaction(lambda conn: _insert_room_type(conn, property_id, body, today))
+
+
+class PlanNotSellable(Exception):
+    """A rate plan that cannot be sold as asked (its message says why)."""
 
 
 class RoomTypeNotInProperty(Exception):
@@ -260,13 +269,16 @@ async def _taken(conn: asyncpg.Connection, property_id: int, cm_property_id: str
 
 
 async def add_rate_plan(db: Database, property_id: int, body: RatePlanIn) -> RatePlan:
+    """RoomTypeNotInProperty, or PlanNotSellable (a per-person plan on a room type for more
+    adults than Channex prices)."""
     async def work(conn: asyncpg.Connection) -> RatePlan:
-        owner = await conn.fetchval("SELECT property_id FROM room_types WHERE id = $1", body.roomTypeId)
-        if owner != property_id:
+        room = await conn.fetchrow("SELECT property_id, max_adults FROM room_types WHERE id = $1", body.roomTypeId)
+        if room is None or room["property_id"] != property_id:
             raise RoomTypeNotInProperty(body.roomTypeId)
-        return await _insert_rate_plan(
-            conn, property_id, body.roomTypeId, body.name, body.mealPlan, body.minRate, body.maxRate
-        )
+        why = per_person_too_large(body.sellMode, room["max_adults"])
+        if why is not None:
+            raise PlanNotSellable(why)
+        return await _insert_rate_plan(conn, property_id, body.roomTypeId, body)
 
     return await db.transaction(work)
 
@@ -287,6 +299,8 @@ class ChannelIds:
     # `test`: a test twin, whose ids are its live property's and whose calls go to the test
     # sandbox only (docs/decisions/0115-test-mode-twins.md).
     mode: str = "live"
+    # The mapped plans sold per person, with the adult counts each is priced for.
+    occupancies: dict[int, list[int]] = field(default_factory=dict)
 
 
 async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
@@ -301,14 +315,20 @@ async def channel_ids(db: Database, property_id: int) -> ChannelIds | None:
                   (SELECT array_agg(r.id ORDER BY r.id) FROM rate_plans r
                    WHERE r.property_id = l.id AND r.cm_id IS NOT NULL) AS plan_ids,
                   (SELECT array_agg(r.cm_id ORDER BY r.id) FROM rate_plans r
-                   WHERE r.property_id = l.id AND r.cm_id IS NOT NULL) AS plan_cm_ids
+                   WHERE r.property_id = l.id AND r.cm_id IS NOT NULL) AS plan_cm_ids,
+                  (SELECT array_agg(CASE WHEN r.sell_mode = 'per_person' THEN t.max_adults END ORDER BY r.id)
+                   FROM rate_plans r JOIN room_types t ON t.id = r.room_type_id
+                   WHERE r.property_id = l.id AND r.cm_id IS NOT NULL) AS plan_most_adults
            FROM properties p JOIN properties l ON l.id = coalesce(p.twin_of, p.id)
            WHERE p.id = $1""", property_id)
     if row is None:
         return None
+    per_person = {plan: sell_modes.occupancies(sell_modes.PER_PERSON, most)
+                  for plan, most in zip(row["plan_ids"] or [], row["plan_most_adults"] or [], strict=True)
+                  if most is not None}
     return ChannelIds(row["cm_property_id"], row["currency"], dict(zip(row["room_ids"] or [], row["room_cm_ids"] or [])),
                       dict(zip(row["plan_ids"] or [], row["plan_cm_ids"] or [])), row["timezone"],
-                      row["cm_next_attempt_at"], row["cm_failures"], row["mode"])
+                      row["cm_next_attempt_at"], row["cm_failures"], row["mode"], per_person)
 
 
 async def properties_with_dirty_cells(db: Database, now: datetime) -> list[int]:

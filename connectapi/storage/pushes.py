@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 
+from ..domain.sell_modes import ROOM_PRICE
 from .ari import RESTRICTION_COLUMNS, hold_property
 from .database import Database
 
@@ -30,6 +31,7 @@ class DirtyCell:
     pushed: Any  # what the channel manager holds, None when unknown
     batch: uuid.UUID | None = None  # the batch that wrote this version
     refused: bool = False  # the channel manager refused this very version
+    occupancy: int = ROOM_PRICE  # rates: the adult count priced (ROOM_PRICE: a per-room plan's one price)
 
 
 def pushable(table: str, alias: str, now: str) -> str:
@@ -77,8 +79,9 @@ async def update_cells(db: Database, property_id: int, sql: str, *args: Any) -> 
     return int(status.split()[-1])
 
 
-def _dirty(table: str, id_column: str) -> str:
-    return f"WHERE c.property_id = $1 AND {pushable(table, 'c', '$3')} ORDER BY c.{id_column}, c.night LIMIT $2"
+def _dirty(table: str, id_column: str, *order: str) -> str:
+    return (f"WHERE c.property_id = $1 AND {pushable(table, 'c', '$3')} "
+            f"ORDER BY {', '.join(f'c.{col}' for col in (id_column, 'night', *order))} LIMIT $2")
 
 
 async def dirty_availability(db: Database, property_id: int, limit: int, now: datetime) -> list[DirtyCell]:
@@ -96,13 +99,13 @@ async def dirty_availability(db: Database, property_id: int, limit: int, now: da
 
 async def dirty_rates(db: Database, property_id: int, limit: int, now: datetime) -> list[DirtyCell]:
     rows = await db.fetch(
-        f"""SELECT rate_plan_id, night, version, rate_minor, pushed_rate_minor, last_batch_id,
+        f"""SELECT rate_plan_id, night, occupancy, version, rate_minor, pushed_rate_minor, last_batch_id,
                    refused_version = version AS refused
-            FROM rate_cells c {_dirty("rate_cells", "rate_plan_id")}""",
+            FROM rate_cells c {_dirty("rate_cells", "rate_plan_id", "occupancy")}""",
         property_id, limit, now,
     )
     return [DirtyCell(r["rate_plan_id"], r["night"], r["version"], r["rate_minor"], r["pushed_rate_minor"],
-                      r["last_batch_id"], r["refused"])
+                      r["last_batch_id"], r["refused"], r["occupancy"])
             for r in rows]
 
 
@@ -143,16 +146,21 @@ async def drop_past(db: Database, property_id: int, kind: str, today: date) -> i
 
 async def _mark(db: Database, table: str, id_column: str, pushed_column: str, cast: str,
                 property_id: int, cells: list[DirtyCell]) -> int:
+    """Each cell's version pushed, with its value as what the channel manager holds. A rate
+    cell is also its occupancy's (every table has one for the statement's sake: a cell of
+    the others is ROOM_PRICE's, and their column is that constant)."""
     if not cells:
         return 0
+    occupancy = "c.occupancy" if table == "rate_cells" else str(ROOM_PRICE)
     return await update_cells(
         db, property_id,
         f"""UPDATE {table} AS c SET pushed_version = w.version, {pushed_column} = w.value
-            FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::{cast}[]) AS w (id, night, version, value)
+            FROM unnest($1::bigint[], $2::date[], $3::bigint[], $4::{cast}[], $6::smallint[])
+                 AS w (id, night, version, value, occupancy)
             WHERE {HELD} AND c.property_id = $5 AND c.{id_column} = w.id AND c.night = w.night
-              AND c.pushed_version < w.version""",
+              AND {occupancy} = w.occupancy AND c.pushed_version < w.version""",
         [c.entity_id for c in cells], [c.night for c in cells], [c.version for c in cells],
-        [c.value for c in cells], property_id,
+        [c.value for c in cells], property_id, [c.occupancy for c in cells],
     )
 
 
@@ -318,7 +326,7 @@ async def in_sync_cells(db: Database, property_id: int, first: date, last: date)
                WHERE property_id = $1 AND night BETWEEN $2 AND $3 AND version = pushed_version""",
             property_id, first, last)
         rates = await conn.fetch(
-            """SELECT rate_plan_id AS id, night, version, rate_minor AS value FROM rate_cells
+            """SELECT rate_plan_id AS id, night, occupancy, version, rate_minor AS value FROM rate_cells
                WHERE property_id = $1 AND night BETWEEN $2 AND $3 AND version = pushed_version""",
             property_id, first, last)
         restrictions = await conn.fetch(
@@ -328,7 +336,8 @@ async def in_sync_cells(db: Database, property_id: int, first: date, last: date)
             property_id, first, last)
         return {
             "availability": [DirtyCell(r["id"], r["night"], r["version"], r["value"], r["value"]) for r in availability],
-            "rates": [DirtyCell(r["id"], r["night"], r["version"], r["value"], r["value"]) for r in rates],
+            "rates": [DirtyCell(r["id"], r["night"], r["version"], r["value"], r["value"], occupancy=r["occupancy"])
+                      for r in rates],
             "restrictions": [DirtyCell(r["id"], r["night"], r["version"],
                                        {name: r[col] for name, col in RESTRICTION_COLUMNS.items()}, None)
                              for r in restrictions],

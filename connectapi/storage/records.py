@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TypedDict
 
+from ..domain import sell_modes
+
 
 @dataclass(frozen=True, slots=True)
 class RoomType:
@@ -24,6 +26,13 @@ class RatePlan:
     meal_plan: str
     min_rate: int | None
     max_rate: int | None
+    sell_mode: str  # domain.sell_modes: per_room | per_person
+    max_adults: int  # its room type's
+
+    @property
+    def occupancies(self) -> list[int]:
+        """The adult counts it is priced for (domain.sell_modes.occupancies)."""
+        return sell_modes.occupancies(self.sell_mode, self.max_adults)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +186,7 @@ class AvailabilityNight:
 class RateNight:
     rate_plan_id: int
     night: date
+    occupancy: int  # domain.sell_modes.ROOM_PRICE for a per-room plan's one price
     rate_minor: int
 
 

@@ -115,7 +115,7 @@ def _app_for(ctx: FrontContext) -> Iterator[QuartTrio]:
 # on every route exactly as a live one does (issue 29). Their test-key run is marked
 # `second_mode`: make test runs it with the quick tests, make check leaves it out.
 BOTH_MODES = {"test_ari", "test_ari_model", "test_auth", "test_bookings", "test_booking_modify", "test_idempotency",
-              "test_budgets", "test_hostile_input", "test_request_handling"}
+              "test_budgets", "test_hostile_input", "test_request_handling", "test_prices_per_occupancy"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

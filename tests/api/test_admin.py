@@ -25,7 +25,7 @@ async def test_create_property_returns_ids_and_seeds_a_year_of_availability(api:
     assert [r["name"] for r in prop["roomTypes"]] == ["Double", "Suite"]
     assert prop["ratePlans"][0] == {
         "id": prop["ratePlans"][0]["id"], "roomTypeId": prop["roomTypes"][0]["id"], "name": "Flexible",
-        "mealPlan": "CP", "minRate": 40, "maxRate": 900,
+        "mealPlan": "CP", "minRate": 40, "maxRate": 900, "sellMode": "perRoom", "occupancies": [2],
     }
     rows = await api.ctx.db.fetch(
         """SELECT room_type_id, min(night) AS first, max(night) AS last, count(*) AS nights,
@@ -51,6 +51,7 @@ async def test_create_property_returns_ids_and_seeds_a_year_of_availability(api:
     ({"roomTypes": [{"name": "X", "maxAdults": "2", "rooms": 1}]}, "roomTypes[0].maxAdults"),
     ({"ratePlans": [{"roomType": 5, "name": "P", "mealPlan": "CP"}]}, "$"),
     ({"ratePlans": [{"roomType": 0, "name": "P", "mealPlan": "XX"}]}, "ratePlans[0].mealPlan"),
+    ({"ratePlans": [{"roomType": 0, "name": "P", "mealPlan": "CP", "sellMode": "perBed"}]}, "ratePlans[0].sellMode"),
     ({"ratePlans": [{"roomType": 0, "name": "P", "mealPlan": "CP", "minRate": 50, "maxRate": 40}]}, "ratePlans[0]"),
 ])
 async def test_bad_property_bodies_write_nothing(api: Harness, change: dict[str, object], path: str) -> None:

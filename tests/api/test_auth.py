@@ -156,8 +156,10 @@ async def test_catalog_body(api: Harness) -> None:
             {"id": rooms[1]["id"], "name": "Suite", "maxAdults": 4, "maxOccupancy": 4, "rooms": 2},
         ],
         "ratePlans": [
-            {"id": plans[0]["id"], "roomTypeId": rooms[0]["id"], "name": "Flexible", "mealPlan": "CP"},
-            {"id": plans[1]["id"], "roomTypeId": rooms[1]["id"], "name": "Suite BB", "mealPlan": "BB"},
+            {"id": plans[0]["id"], "roomTypeId": rooms[0]["id"], "name": "Flexible", "mealPlan": "CP",
+             "sellMode": "perRoom", "occupancies": [2]},
+            {"id": plans[1]["id"], "roomTypeId": rooms[1]["id"], "name": "Suite BB", "mealPlan": "BB",
+             "sellMode": "perRoom", "occupancies": [4]},
         ],
     }
 

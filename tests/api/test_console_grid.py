@@ -137,3 +137,28 @@ async def test_values_the_channel_manager_refused_show_on_the_overview_and_the_g
     refused = page.text.split('<h2 id="refused">', 1)[1].split("</table>", 1)[0]
     assert f"<td>{plan['name']}</td><td>2026-11-24 to 2026-11-24</td><td>1</td>" in refused
     assert '<td class="error">rate: must be greater than 0</td>' in refused
+
+
+@pytest.mark.parametrize("env", [PUSHING])
+async def test_a_per_person_plan_shows_each_occupancys_price_on_both_sides(api: Harness) -> None:
+    prop, key = await api.keyed_property(name="Casa Pessoa", ratePlans=[
+        {"roomType": 0, "name": "Double per person", "mealPlan": "BB", "sellMode": "perPerson"}])
+    room, plan = prop["roomTypes"][0]["id"], prop["ratePlans"][0]["id"]
+    answer = await api.call("PUT", f"{API}/rates", key=key, body={"updates": [
+        {"ratePlanId": plan, "occupancy": n, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "rate": rate,
+         "currency": "EUR"} for n, rate in ((1, "70"), (2, "85"))]})
+    assert answer.status == 202, answer.body
+    await settled(api, prop["id"])
+    visitor = await owner_of(api, prop)
+    page = await visitor.get(f"/console/properties/{prop['id']}/grid?from=2026-11-23&to=2026-11-23")
+    assert "Double per person (per person: adults: price)</th>" in page.text
+    assert night_row(page.text, room, "2026-11-23")[2:4] == [(False, "1: 70.00 · 2: 85.00"),
+                                                             (False, "1: 70.00 · 2: 85.00")]
+    # One occupancy changed on the channel manager: the night differs, marked.
+    assert api.ctx.channel.sandbox is not None
+    cm_plan = await api.ctx.db.fetchval("SELECT cm_id FROM rate_plans WHERE id = $1", plan)
+    held = next(p for p in api.ctx.channel.sandbox.properties.values() if p.title == "Casa Pessoa")
+    held.restrictions[cm_plan][date(2026, 11, 23)]["rates"][2] = "90.00"
+    page = await visitor.get(f"/console/properties/{prop['id']}/grid?from=2026-11-23&to=2026-11-23")
+    assert night_row(page.text, room, "2026-11-23")[2:4] == [
+        (False, "1: 70.00 · 2: 85.00"), (True, "1: 70.00 · 2: 90.00 <strong>(differs)</strong>")]

@@ -60,7 +60,7 @@ async def test_a_catalog_that_moved_writes_nothing_and_says_its_version(db: Data
     await db.execute("UPDATE rate_plans SET max_rate = 100 WHERE id = $1", plan)
     after = await ari.write_catalog(db, pid)
     assert after.version > before and after.policies[plan] == (None, 100)
-    stale = await write(db, pid, {(plan, NIGHT): 90}, resource="rates", catalog=before,
+    stale = await write(db, pid, {(plan, NIGHT): {0: 90}}, resource="rates", catalog=before,
                         claim=key("stale-catalog-1"))
     assert (stale.answer, stale.catalog) == ("stale", after.version)
     # Nothing happened: no cell, no batch, no key, no budget spent.

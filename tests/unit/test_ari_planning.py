@@ -75,8 +75,17 @@ def test_last_write_wins_and_restrictions_merge_by_field() -> None:
         {"dateFrom": "2026-11-23", "dateTo": "2026-11-25", "rate": 100},
         {"dateFrom": "2026-11-24", "dateTo": "2026-11-24", "rate": 150},
     ), TODAY)
+    assert merge(Resource.RATES, plan.entries) == {  # a per-room plan's one price: occupancy 0
+        (1, date(2026, 11, 23)): {0: 100}, (1, date(2026, 11, 24)): {0: 150}, (1, date(2026, 11, 25)): {0: 100}}
+    # A per-person plan's prices merge occupancy by occupancy: the last write to each wins.
+    plan = plan_write(Resource.RATES, rates(
+        {"dateFrom": "2026-11-23", "dateTo": "2026-11-24", "rate": 100, "occupancy": 1},
+        {"dateFrom": "2026-11-23", "dateTo": "2026-11-24", "rate": 140, "occupancy": 2},
+        {"dateFrom": "2026-11-24", "dateTo": "2026-11-24", "rate": 90, "occupancy": 1},
+    ), TODAY)
+    assert plan.requested_cells == 5  # a cell is a plan, a night and an occupancy, counted as named
     assert merge(Resource.RATES, plan.entries) == {
-        (1, date(2026, 11, 23)): 100, (1, date(2026, 11, 24)): 150, (1, date(2026, 11, 25)): 100}
+        (1, date(2026, 11, 23)): {1: 100, 2: 140}, (1, date(2026, 11, 24)): {1: 90, 2: 140}}
     plan = plan_write(Resource.RESTRICTIONS, {"updates": [
         {"ratePlanId": 1, "dateFrom": "2026-11-23", "dateTo": "2026-11-24", "stopSell": True, "maxStay": 5},
         {"ratePlanId": 1, "dateFrom": "2026-11-24", "dateTo": "2026-11-24", "stopSell": False, "minStayArrival": 2},
@@ -107,14 +116,47 @@ def test_a_write_is_checked_against_the_catalog_the_writer_holds() -> None:
                     {"ratePlanId": 2, "rate": 40, "currency": "EUR", **night})
     assert mixed.refusal is None
     assert [(r.index, r.cells) for r in mixed.rejected] == [(0, 2)]
-    assert mixed.values == {(2, date(2026, 11, 23)): 4000, (2, date(2026, 11, 24)): 4000}
+    assert mixed.values == {(2, date(2026, 11, 23)): {0: 4000}, (2, date(2026, 11, 24)): {0: 4000}}
     yen = WriteCatalog(version=1, currency="JPY", room_types=frozenset(), policies={2: (None, None)})
     assert checked(Resource.RATES, {"ratePlanId": 2, "rate": 900, "currency": "JPY", **night},
-                   catalog=yen).values[(2, date(2026, 11, 23))] == 900
+                   catalog=yen).values[(2, date(2026, 11, 23))] == {0: 900}
     nothing = checked(Resource.RATES, {"ratePlanId": 1, "rate": 301, "currency": "EUR", **night})
     assert nothing.refusal.code == "NOTHING_ACCEPTED"
     assert checked(Resource.AVAILABILITY, {"roomTypeId": 10, "available": 4, **night}).values == {
         (10, date(2026, 11, 23)): 4, (10, date(2026, 11, 24)): 4}
+
+
+PER_PERSON = WriteCatalog(version=3, currency="EUR", room_types=frozenset({10}),
+                          policies={1: (50, 300), 2: (None, None)}, occupancies={2: frozenset({1, 2})})
+
+
+def test_an_occupancy_is_required_by_a_per_person_plan_and_refused_by_a_per_room_one() -> None:
+    def checked(*entries: dict[str, Any]) -> Any:
+        return check_write(plan_write(Resource.RATES, {"updates": list(entries)}, TODAY), PER_PERSON)
+
+    night = {"dateFrom": "2026-11-23", "dateTo": "2026-11-23", "currency": "EUR"}
+    both = checked({"ratePlanId": 2, "rate": 80, "occupancy": 1, **night},
+                   {"ratePlanId": 2, "rate": 95, "occupancy": 2, **night},
+                   {"ratePlanId": 1, "rate": 99, **night})
+    assert both.refusal is None
+    assert both.values == {(2, date(2026, 11, 23)): {1: 8000, 2: 9500}, (1, date(2026, 11, 23)): {0: 9900}}
+    # Each misfit named by its entry, all at once, before the currency is looked at.
+    wrong = checked({"ratePlanId": 2, "rate": 80, **night},
+                    {"ratePlanId": 2, "rate": 80, "occupancy": 3, **night},
+                    {"ratePlanId": 1, "rate": 99, "occupancy": 2, **night},
+                    {"ratePlanId": 2, "rate": 80, "occupancy": 1, **night, "currency": "USD"})
+    assert wrong.refusal.code == "VALIDATION" and wrong.values == {}
+    assert [(issue["path"], issue["message"]) for issue in wrong.refusal.details] == [
+        ("updates[0].occupancy", "rate plan 2 is sold per person: name the occupancy priced, one of [1, 2]"),
+        ("updates[1].occupancy", "rate plan 2 prices occupancies [1, 2], not 3"),
+        ("updates[2].occupancy", "rate plan 1 is sold per room: its one price takes no occupancy")]
+    # Unknown plans come first, as before.
+    assert checked({"ratePlanId": 9, "rate": 80, "occupancy": 1, **night}).refusal.code == "UNKNOWN_RATE_PLAN"
+    # The schema's bounds: a whole number from 1 to 18.
+    for occupancy in (0, 19, "2", 1.5, True):
+        err = refused(Resource.RATES, {"updates": [{"ratePlanId": 2, "rate": 80, "occupancy": occupancy, **night}]})
+        assert err.code == "VALIDATION" and isinstance(err.details, list)
+        assert "updates[0].occupancy" in [d["path"] for d in err.details]
 
 
 @pytest.mark.parametrize(("entry", "path"), [

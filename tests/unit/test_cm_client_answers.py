@@ -57,18 +57,31 @@ def is_availability(found: Any) -> bool:
         for entity, nights in found.items())
 
 
+def _is_rate(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
+    rate = Decimal(text)  # what the reconciler does; raises if it cannot
+    if not rate.is_finite():
+        return False
+    int(rate * 1000)  # what the admin channel-grid does
+    return True
+
+
 def _is_restriction_fields(fields: Any) -> bool:
     if not isinstance(fields, dict) or not set(fields) <= {
-            "rate", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
+            "rate", "rates", "min_stay_arrival", "min_stay_through", "max_stay", "closed_to_arrival",
             "closed_to_departure", "stop_sell"}:
         return False
-    if "rate" in fields:
-        if not isinstance(fields["rate"], str):
+    if "rate" in fields and not _is_rate(fields["rate"]):
+        return False
+    if "rates" in fields:  # a per-person plan's: [{occupancy, rate}], each occupancy once
+        held = fields["rates"]
+        if not isinstance(held, list) or not all(
+                isinstance(e, dict) and set(e) == {"occupancy", "rate"} and type(e["occupancy"]) is int
+                and 1 <= e["occupancy"] <= 18 and _is_rate(e["rate"]) for e in held):
             return False
-        rate = Decimal(fields["rate"])  # what the reconciler does; raises if it cannot
-        if not rate.is_finite():
+        if len({e["occupancy"] for e in held}) != len(held):
             return False
-        int(rate * 1000)  # what the admin channel-grid does
     return all(type(fields[name]) is int for name in ("min_stay_arrival", "min_stay_through", "max_stay")
                if name in fields) and all(type(fields[name]) is bool for name in (
                    "closed_to_arrival", "closed_to_departure", "stop_sell") if name in fields)

@@ -156,6 +156,8 @@ export interface CatalogRatePlan {
   roomTypeId: number;
   name?: string;
   mealPlan?: string;
+  sellMode: "perRoom" | "perPerson" | (string & {});
+  occupancies: number[];
 }
 
 /** CatalogRoomType */
@@ -181,6 +183,12 @@ export interface GuestPatchIn {
   phone?: string;
   email?: string | null;
   notes?: string | null;
+}
+
+/** OccupancyRate */
+export interface OccupancyRate {
+  occupancy: number;
+  rateMinor: number | null;
 }
 
 /** A modified OTA booking (sandbox): any of the create fields. */
@@ -263,6 +271,7 @@ export interface RateEntry {
   dateTo: IsoDate;
   ratePlanId: number;
   days?: ("mo" | "tu" | "we" | "th" | "fr" | "sa" | "su")[] | null;
+  occupancy?: number | null;
   rate: string | number;
   currency: string;
 }
@@ -289,7 +298,8 @@ export interface RatesReadRatePlan {
 /** RatesReadRatePlanNight */
 export interface RatesReadRatePlanNight {
   date: IsoDate;
-  rateMinor: number;
+  rateMinor: number | null;
+  byOccupancy?: OccupancyRate[];
 }
 
 /** Rejection */

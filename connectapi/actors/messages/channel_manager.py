@@ -114,6 +114,8 @@ class CreateRatePlan(Ask[Created]):
     cm_property_id: str
     cm_room_type_id: str
     title: str
+    # A per-person plan's adult counts (Channex's options); None: sold per room.
+    occupancies: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

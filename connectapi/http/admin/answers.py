@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
+
+from ...domain.sell_modes import ApiSellMode
 
 
 class RoomTypeView(TypedDict):
@@ -25,6 +27,8 @@ class RatePlanView(TypedDict):
     mealPlan: str
     minRate: int | None
     maxRate: int | None
+    sellMode: ApiSellMode
+    occupancies: list[int]
 
 
 class ProductsView(TypedDict):
@@ -108,3 +112,18 @@ class EndpointView(TypedDict):
 class RegisteredEndpoint(EndpointView):
     secret: str
     pingEventId: str
+
+
+class HeldOccupancyRate(TypedDict):
+    occupancy: int
+    rateMinor: int
+
+
+class HeldRate(TypedDict):
+    """A rate plan's night in GET /properties/{id}/channel-grid: what the channel manager
+    holds, as GET /rates shows the record's."""
+
+    ratePlanId: int
+    date: str
+    rateMinor: int | None
+    byOccupancy: NotRequired[list[HeldOccupancyRate]]

@@ -11,6 +11,7 @@ from ...domain import dates
 from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, SandboxFaultsIn
 from ...domain.errors import ApiError
 from ...domain.paths import ADMIN_PREFIX
+from ...domain.sell_modes import ROOM_PRICE
 from ...domain.validation import parse_model
 from ...storage import properties, twins
 from ..body import raw_body
@@ -18,6 +19,7 @@ from ..context import context
 from ..envelope import ok
 from ..shared import sandbox_bookings
 from ..shared.held_grid import read_held_grid
+from .answers import HeldRate
 
 blueprint = Blueprint("admin_channel", __name__, url_prefix=ADMIN_PREFIX)
 
@@ -85,12 +87,21 @@ async def channel_grid(property_id: int) -> Response:
     held = await read_held_grid(property_id, first, last)
     availability = [{"roomTypeId": room, "date": day, "available": count}
                     for room, nights in held.availability.items() for day, count in nights.items()]
-    rates = [{"ratePlanId": plan, "date": day, "rateMinor": rate}
-             for plan, nights in held.rates.items() for day, rate in nights.items()]
+    rates = [_held_rate(plan, day, prices) for plan, nights in held.rates.items() for day, prices in nights.items()]
     restrictions = [{"ratePlanId": plan, "date": day, **fields}
                     for plan, nights in held.restrictions.items() for day, fields in nights.items()]
     return ok({"from": first.isoformat(), "to": last.isoformat(), "availability": availability, "rates": rates,
                "restrictions": restrictions})
+
+
+def _held_rate(plan: int, day: str, prices: dict[int, int]) -> HeldRate:
+    """A plan's night as the channel manager holds it: its one price, or a per-person plan's
+    price for each occupancy it holds and, as `rateMinor`, the largest one's (as GET /rates)."""
+    if ROOM_PRICE in prices:
+        return {"ratePlanId": plan, "date": day, "rateMinor": prices[ROOM_PRICE]}
+    each = sorted(prices)
+    return {"ratePlanId": plan, "date": day, "rateMinor": prices[each[-1]] if each else None,
+            "byOccupancy": [{"occupancy": n, "rateMinor": prices[n]} for n in each]}
 
 
 async def _live(property_id: int) -> int:

@@ -16,9 +16,10 @@ from ...domain.admin_models import ChannelMappingIn, KeyIn, KeyPatch, PropertyIn
 from ...domain.ari_write import HORIZON_DAYS
 from ...domain.errors import ApiError
 from ...domain.paths import ADMIN_PREFIX
+from ...domain.sell_modes import PER_PERSON
 from ...domain.validation import parse_model
 from ...storage import properties
-from ...storage.records import Property
+from ...storage.records import Property, RatePlan
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
@@ -46,11 +47,17 @@ async def create_property() -> Response:
         # In sandbox mode the property exists on the channel manager too, mapped.
         cm_property = await _created(CreateProperty(prop.name, prop.currency, prop.timezone))
         rooms = {r.id: await _created(CreateRoomType(cm_property, r.name, r.rooms)) for r in catalog.room_types}
-        plans = {p.id: await _created(CreateRatePlan(cm_property, rooms[p.room_type_id], p.name))
+        plans = {p.id: await _created(CreateRatePlan(cm_property, rooms[p.room_type_id], p.name, _options(p)))
                  for p in catalog.rate_plans}
         await properties.set_channel_mapping(ctx.db, prop.id, cm_property, rooms, plans)
         await _seed_sandbox(prop.id, cm_property, [(rooms[r.id], r.rooms) for r in catalog.room_types], today)
     return ok(property_view(prop, catalog), 201)
+
+
+def _options(plan: RatePlan) -> tuple[int, ...] | None:
+    """The channel manager's occupancy options of a plan sold per person; None per room
+    (whose create call is as it always was)."""
+    return tuple(plan.occupancies) if plan.sell_mode == PER_PERSON else None
 
 
 async def _created(message: CreateProperty | CreateRoomType | CreateRatePlan) -> str:
@@ -116,9 +123,12 @@ async def add_rate_plan(property_id: int) -> Response:
             "VALIDATION", "roomTypeId is not a room type of this property",
             [{"path": "roomTypeId", "message": "not a room type of this property"}],
         ) from None
+    except properties.PlanNotSellable as exc:
+        raise ApiError("VALIDATION", str(exc), [{"path": "sellMode", "message": str(exc)}]) from None
     ids = await properties.channel_ids(ctx.db, property_id)
     if ctx.channel.sandbox is not None and ids is not None and ids.property_id and plan.room_type_id in ids.room_types:
-        cm_plan = await _created(CreateRatePlan(ids.property_id, ids.room_types[plan.room_type_id], plan.name))
+        cm_plan = await _created(CreateRatePlan(ids.property_id, ids.room_types[plan.room_type_id], plan.name,
+                                                _options(plan)))
         await properties.map_rate_plan(ctx.db, plan.id, cm_plan)
     return ok(rate_plan_view(plan), 201)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...domain.sell_modes import API_NAMES
 from ...storage.records import ApiKey, Catalog, Property, RatePlan, RoomType
 from .answers import KeyView, PropertyView, RatePlanView, RoomTypeView
 
@@ -13,7 +14,7 @@ def room_type_view(r: RoomType) -> RoomTypeView:
 def rate_plan_view(p: RatePlan) -> RatePlanView:
     return {
         "id": p.id, "roomTypeId": p.room_type_id, "name": p.name, "mealPlan": p.meal_plan,
-        "minRate": p.min_rate, "maxRate": p.max_rate,
+        "minRate": p.min_rate, "maxRate": p.max_rate, "sellMode": API_NAMES[p.sell_mode], "occupancies": p.occupancies,
     }
 
 

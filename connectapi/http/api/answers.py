@@ -19,6 +19,7 @@ from pydantic import Field, TypeAdapter, WithJsonSchema
 from typing_extensions import NotRequired, TypedDict
 
 from ...domain.ari_write import RejectedCells
+from ...domain.sell_modes import ApiSellMode
 from ...domain.json_value import JsonObject, JsonValue, json_object
 from ...domain.sync_state import PushState
 
@@ -68,6 +69,12 @@ class CatalogRatePlan(TypedDict):
     roomTypeId: int
     name: NotRequired[str]
     mealPlan: NotRequired[str]
+    sellMode: Annotated[ApiSellMode, Field(
+        description="`perRoom`: one price a night, whatever the guests; `perPerson`: a price per adult count "
+                    "(each rates entry names its `occupancy`)")]
+    occupancies: Annotated[list[int], Field(
+        description="the adult counts the plan is priced for: 1 to its room type's maxAdults when sold per "
+                    "person; its room type's maxAdults alone when sold per room")]
 
 
 # GET /catalog: the contract's shapes, written here (the admin API's views may grow).
@@ -91,9 +98,19 @@ AvailabilityRead = TypedDict("AvailabilityRead", {
     "from": IsoDate, "to": IsoDate, "roomTypes": list[RoomTypeAvailability]})
 
 
+class OccupancyRate(TypedDict):
+    occupancy: int
+    rateMinor: Annotated[int | None, Field(description="null: the record holds no price for this occupancy")]
+
+
 class RateNight(TypedDict):
     date: IsoDate
-    rateMinor: int
+    rateMinor: Annotated[int | None, Field(
+        description="the night's price; of a per-person plan, its largest occupancy's (null when that one has "
+                    "none), so a reader that knows nothing of occupancy still sees a room's price")]
+    byOccupancy: NotRequired[Annotated[list[OccupancyRate], Field(
+        description="a per-person plan's price for each of its occupancies, smallest first; absent for a "
+                    "per-room plan")]]
 
 
 class PlanRates(TypedDict):

@@ -18,7 +18,8 @@ from ...domain.validation import parse_json
 from ...storage import ari
 from ...storage.idempotency import Stored
 from ...storage.properties import get_catalog
-from ...storage.records import Catalog, Property, RestrictionFields
+from ...domain.sell_modes import PER_PERSON, ROOM_PRICE
+from ...storage.records import Catalog, Property, RatePlan, RestrictionFields
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
@@ -90,12 +91,24 @@ async def read_availability() -> Response:
 async def read_rates() -> Response:
     first, last, prop, catalog = await _read_setup()
     rows = await ari.read_rates(context().db, prop.id, first, last)
-    nights: dict[int, list[RateNight]] = {p.id: [] for p in catalog.rate_plans}
-    for row in rows:  # ordered by rate plan and night
-        nights.setdefault(row.rate_plan_id, []).append({"date": row.night.isoformat(), "rateMinor": row.rate_minor})
-    answer: RatesRead = {"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency,
-                         "ratePlans": [{"ratePlanId": p.id, "nights": nights[p.id]} for p in catalog.rate_plans]}
+    prices: dict[int, dict[date, dict[int, int]]] = {p.id: {} for p in catalog.rate_plans}
+    for row in rows:  # ordered by rate plan, night and occupancy
+        prices.setdefault(row.rate_plan_id, {}).setdefault(row.night, {})[row.occupancy] = row.rate_minor
+    answer: RatesRead = {"from": first.isoformat(), "to": last.isoformat(), "currency": prop.currency, "ratePlans": [
+        {"ratePlanId": p.id, "nights": [_rate_night(night, held, p) for night, held in prices[p.id].items()]}
+        for p in catalog.rate_plans]}
     return ok(answer)
+
+
+def _rate_night(night: date, held: dict[int, int], plan: RatePlan) -> RateNight:
+    """A night of a plan's prices: a per-room plan's one price; a per-person plan's price for
+    each of its occupancies (null where the record holds none) and, as `rateMinor`, its
+    largest occupancy's."""
+    if plan.sell_mode != PER_PERSON:
+        return {"date": night.isoformat(), "rateMinor": held[ROOM_PRICE]}
+    each = plan.occupancies
+    return {"date": night.isoformat(), "rateMinor": held.get(each[-1]),
+            "byOccupancy": [{"occupancy": n, "rateMinor": held.get(n)} for n in each]}
 
 
 @blueprint.get("/restrictions")

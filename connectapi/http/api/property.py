@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from quart import Blueprint, Response
 
+from ...domain.sell_modes import API_NAMES
+
 from ...storage.properties import get_catalog
 from ..context import context
 from ..envelope import ok
@@ -44,7 +46,8 @@ async def read_catalog() -> Response:
             for r in catalog.room_types
         ],
         "ratePlans": [
-            {"id": p.id, "roomTypeId": p.room_type_id, "name": p.name, "mealPlan": p.meal_plan}
+            {"id": p.id, "roomTypeId": p.room_type_id, "name": p.name, "mealPlan": p.meal_plan,
+             "sellMode": API_NAMES[p.sell_mode], "occupancies": p.occupancies}
             for p in catalog.rate_plans
         ],
     }

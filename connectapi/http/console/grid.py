@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from quart import Blueprint, Response, request
 
+from ...domain.sell_modes import ROOM_PRICE
 from ...domain.channel_values import CM_RESTRICTIONS, rate_text
 from ...domain.errors import ApiError
 from ...domain.refusals import said
@@ -72,6 +73,15 @@ class RefusedRow:
 def _compare(record: Value | None, held: Value | None, text: Callable[[Value], str], compared: bool) -> Shown:
     differs = compared and record is not None and record != held
     return Shown("—" if record is None else text(record), "—" if held is None else text(held), differs)
+
+
+def _compare_prices(record: dict[int, int] | None, held: dict[int, int] | None,
+                    text: Callable[[dict[int, int]], str], compared: bool) -> Shown:
+    """As _compare, for a night's prices by occupancy: they differ where the record holds a
+    price the channel manager does not hold the same (an occupancy only the channel holds
+    is the record's "no opinion")."""
+    differs = compared and record is not None and any((held or {}).get(n) != price for n, price in record.items())
+    return Shown("—" if record is None else text(record), "—" if not held else text(held), differs)
 
 
 def _restrictions_text(fields: dict[str, bool | int]) -> str:
@@ -140,13 +150,18 @@ async def grid(property_id: int) -> Response:
     catalog = await properties.get_catalog(ctx.db, prop.id)
     availability = {(c.room_type_id, c.night): c.available
                     for c in await ari.read_availability(ctx.db, record.id, first, last)}
-    rates = {(c.rate_plan_id, c.night): c.rate_minor for c in await ari.read_rates(ctx.db, record.id, first, last)}
+    rates: dict[tuple[int, date], dict[int, int]] = {}
+    for c in await ari.read_rates(ctx.db, record.id, first, last):
+        rates.setdefault((c.rate_plan_id, c.night), {})[c.occupancy] = c.rate_minor
     restrictions = {(c.rate_plan_id, c.night): c.fields
                     for c in await ari.read_restrictions(ctx.db, record.id, first, last)}
     nights = [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
-    def money(minor: int) -> str:
-        return rate_text(minor, prop.currency)
+    def money(prices: dict[int, int]) -> str:
+        """A night's price, or a per-person plan's by adult count: "1: 80.00 · 2: 95.00"."""
+        if ROOM_PRICE in prices:
+            return rate_text(prices[ROOM_PRICE], prop.currency)
+        return " · ".join(f"{n}: {rate_text(prices[n], prop.currency)}" for n in sorted(prices))
 
     compared = held is not None
     rooms: list[GridRoom] = []
@@ -162,7 +177,7 @@ async def grid(property_id: int) -> Response:
             for plan in plans:
                 held_rate = held.rates.get(plan.id, {}).get(day) if held else None
                 held_fields = _neutral(held.restrictions.get(plan.id, {}).get(day, {})) if held else None
-                cells[f"rate-{plan.id}"] = _compare(rates.get((plan.id, night)), held_rate, money, compared)
+                cells[f"rate-{plan.id}"] = _compare_prices(rates.get((plan.id, night)), held_rate, money, compared)
                 cells[f"restrictions-{plan.id}"] = _compare(_neutral(restrictions.get((plan.id, night))), held_fields,
                                                             _restrictions_text, compared)
             rows.append(GridRow(night, cells))

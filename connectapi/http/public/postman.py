@@ -21,8 +21,9 @@ SCHEMA = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"
 _BODIES: dict[str, JsonObject] = {
     "putAvailability": {"updates": [{"roomTypeId": "{{roomTypeId}}", "dateFrom": "{{night}}",
                                      "dateTo": "{{nightAfter}}", "available": 5}]},
-    "putRates": {"updates": [{"ratePlanId": "{{ratePlanId}}", "dateFrom": "{{night}}", "dateTo": "{{nightAfter}}",
-                              "rate": "120.00", "currency": "{{currency}}"}]},
+    # `occupancy`: the plan's largest when it is sold per person, null (none) per room.
+    "putRates": {"updates": [{"ratePlanId": "{{ratePlanId}}", "occupancy": "{{occupancy}}", "dateFrom": "{{night}}",
+                              "dateTo": "{{nightAfter}}", "rate": "120.00", "currency": "{{currency}}"}]},
     "putRestrictions": {"updates": [{"ratePlanId": "{{ratePlanId}}", "dateFrom": "{{night}}",
                                      "dateTo": "{{nightAfter}}", "minStayArrival": 2, "closedToArrival": False}]},
     "createBooking": {"externalReference": "{{externalReference}}", "checkIn": "{{night}}",
@@ -38,15 +39,17 @@ _BODIES: dict[str, JsonObject] = {
     "testFaults": {"mode": "ok"},
 }
 # Ids are numbers in the bodies: a variable standing for one is written without quotes.
-_UNQUOTED = ('"{{roomTypeId}}"', '"{{ratePlanId}}"')
+_UNQUOTED = ('"{{roomTypeId}}"', '"{{ratePlanId}}"', '"{{occupancy}}"')
 
 # Test scripts beyond the status check: what later requests need.
 _KEEPS: dict[str, list[str]] = {
     "getProperty": ['pm.collectionVariables.set("currency", pm.response.json().data.currency);'],
     "getCatalog": ['const catalog = pm.response.json().data;',
                    'pm.collectionVariables.set("roomTypeId", catalog.roomTypes[0].id);',
-                   'pm.collectionVariables.set("ratePlanId", catalog.ratePlans.find('
-                   'p => p.roomTypeId === catalog.roomTypes[0].id).id);'],
+                   'const plan = catalog.ratePlans.find(p => p.roomTypeId === catalog.roomTypes[0].id);',
+                   'pm.collectionVariables.set("ratePlanId", plan.id);',
+                   'pm.collectionVariables.set("occupancy", plan.sellMode === "perPerson" ? '
+                   'String(plan.occupancies[plan.occupancies.length - 1]) : "null");'],
     "putAvailability": ['pm.collectionVariables.set("batchId", pm.response.json().data.batchId);'],
     "createBooking": ['pm.collectionVariables.set("bookingId", pm.response.json().data.bookingId);'],
     "testOtaBooking": ['pm.collectionVariables.set("otaReference", pm.response.json().data.reference);'],
@@ -123,7 +126,7 @@ def collection() -> JsonObject:
         "auth": {"type": "bearer", "bearer": [{"key": "token", "value": "{{apiKey}}", "type": "string"}]},
         "event": [{"listen": "prerequest", "script": {"type": "text/javascript", "exec": [*_PRE_REQUEST]}}],
         "variable": [{"key": name, "value": ""} for name in
-                     ("currency", "roomTypeId", "ratePlanId", "batchId", "bookingId", "bookingETag", "night",
+                     ("currency", "roomTypeId", "ratePlanId", "occupancy", "batchId", "bookingId", "bookingETag", "night",
                       "nightAfter", "checkOut", "checkOutLater", "externalReference", "otaReference")],
         "item": [_item(by_id[name]) for name in _ORDER],
     }

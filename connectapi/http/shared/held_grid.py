@@ -14,6 +14,7 @@ from ...channel.sandbox.state import SandboxState
 from ...domain.channel_values import CM_RESTRICTIONS
 from ...domain.errors import ApiError
 from ...domain.money import currency_exponent
+from ...domain.sell_modes import ROOM_PRICE
 from ...storage import properties
 from ..context import context
 from .channel_calls import MAX_WAIT, when_allowed
@@ -24,7 +25,9 @@ class HeldGrid:
     """Per our room type / rate plan and night (ISO date text, as the channel manager keys them)."""
 
     availability: dict[int, dict[str, int]] = field(default_factory=dict)
-    rates: dict[int, dict[str, int]] = field(default_factory=dict)  # minor units
+    # Minor units by occupancy: a per-room plan's one price under ROOM_PRICE, a per-person
+    # plan's under each adult count it holds a price for.
+    rates: dict[int, dict[str, dict[int, int]]] = field(default_factory=dict)
     # Our field names (domain/channel_values.CM_RESTRICTIONS), only those held: closures and
     # stop-sell booleans, stays whole numbers (as the channel client checks them).
     restrictions: dict[int, dict[str, dict[str, bool | int]]] = field(default_factory=dict)
@@ -83,8 +86,11 @@ async def read_held_grid(property_id: int, first: date, last: date, wait: float 
         rates = grid.rates.setdefault(plans[cm], {})
         restrictions = grid.restrictions.setdefault(plans[cm], {})
         for day, fields in nights.items():
-            if "rate" in fields:
-                rates[str(day)] = int(Decimal(fields["rate"]) * scale)
+            if "rates" in fields:  # a per-person plan's (its `rate` is one of them, the primary's)
+                rates[str(day)] = {int(held["occupancy"]): int(Decimal(held["rate"]) * scale)
+                                   for held in fields["rates"]}
+            elif "rate" in fields:
+                rates[str(day)] = {ROOM_PRICE: int(Decimal(fields["rate"]) * scale)}
             held = {ours: fields[theirs] for ours, (theirs, _) in CM_RESTRICTIONS.items() if theirs in fields}
             if held:
                 restrictions[str(day)] = held

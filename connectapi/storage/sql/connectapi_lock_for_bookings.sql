@@ -36,8 +36,9 @@ BEGIN
                                       ORDER BY r.id), '[]')
             FROM room_types r WHERE r.property_id = coalesce(p.twin_of, p.id)),
            (SELECT coalesce(jsonb_agg(jsonb_build_array(rp.id, rp.room_type_id, rp.name, rp.meal_plan, rp.min_rate,
-                                                        rp.max_rate) ORDER BY rp.id), '[]')
-            FROM rate_plans rp WHERE rp.property_id = coalesce(p.twin_of, p.id)),
+                                                        rp.max_rate, rp.sell_mode, r.max_adults) ORDER BY rp.id), '[]')
+            FROM rate_plans rp JOIN room_types r ON r.id = rp.room_type_id
+            WHERE rp.property_id = coalesce(p.twin_of, p.id)),
            (SELECT coalesce(jsonb_agg(jsonb_build_array(c.room_type_id, c.night, c.available)), '[]')
             FROM availability_cells c
             WHERE c.property_id = p.id AND c.room_type_id = ANY(p_room_types) AND c.night BETWEEN p_first AND p_last),

@@ -21,11 +21,12 @@
 --
 -- The cells come as arrays in step: ids (room types or rate plans), nights, and either
 -- values (available rooms, rates in minor units) or, for restrictions, one JSON object
--- per cell with the fields sent (a field sent as null clears it).
+-- per cell with the fields sent (a field sent as null clears it); rates also carry each
+-- cell's occupancy (0: a per-room plan's one price; else the adult count it prices).
 CREATE OR REPLACE FUNCTION connectapi_write_cells(
     p_property bigint, p_catalog bigint, p_resource text,
     p_batch uuid, p_key_id bigint, p_at timestamptz, p_requested integer,
-    p_ids bigint[], p_nights date[], p_values bigint[], p_restrictions jsonb,
+    p_ids bigint[], p_nights date[], p_values bigint[], p_occupancies smallint[], p_restrictions jsonb,
     p_rejected jsonb, p_refusal jsonb, p_outcome jsonb,
     p_budget_now double precision, p_cells_subject text, p_cells_limit integer, p_cells_window double precision,
     p_route text, p_key text, p_body_hash bytea, p_replace_before timestamptz, p_stale_before timestamptz
@@ -127,10 +128,11 @@ BEGIN
         SELECT count(*) INTO v_written FROM written;
     ELSIF p_resource = 'rates' THEN
         WITH written AS (
-            INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, rate_minor, version, last_batch_id)
-            SELECT p_property, w.id, w.night, w.value, nextval('ari_versions'), p_batch
-            FROM unnest(p_ids, p_nights, p_values) AS w (id, night, value)
-            ON CONFLICT (property_id, rate_plan_id, night) DO UPDATE
+            INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, occupancy, rate_minor, version,
+                                         last_batch_id)
+            SELECT p_property, w.id, w.night, w.occupancy, w.value, nextval('ari_versions'), p_batch
+            FROM unnest(p_ids, p_nights, p_occupancies, p_values) AS w (id, night, occupancy, value)
+            ON CONFLICT (property_id, rate_plan_id, night, occupancy) DO UPDATE
             SET rate_minor = EXCLUDED.rate_minor, version = EXCLUDED.version, last_batch_id = EXCLUDED.last_batch_id
             WHERE c.rate_minor IS DISTINCT FROM EXCLUDED.rate_minor
             RETURNING 1)

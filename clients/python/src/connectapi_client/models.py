@@ -189,6 +189,8 @@ class CatalogRatePlan(Answer):
     room_type_id: int = Field(alias="roomTypeId")
     name: str | None = Field(None, alias="name")
     meal_plan: str | None = Field(None, alias="mealPlan")
+    sell_mode: Literal["perRoom", "perPerson"] | str = Field(alias="sellMode")
+    occupancies: list[int] = Field(alias="occupancies")
 
 
 class CatalogRoomType(Answer):
@@ -217,6 +219,13 @@ class GuestPatchIn(TypedDict):
     phone: NotRequired[str]
     email: NotRequired[str | None]
     notes: NotRequired[str | None]
+
+
+class OccupancyRate(Answer):
+    """An answer: OccupancyRate."""
+
+    occupancy: int = Field(alias="occupancy")
+    rate_minor: int | None = Field(alias="rateMinor")
 
 
 class OtaBookingChangeIn(TypedDict):
@@ -306,6 +315,7 @@ class RateEntry(TypedDict):
     dateTo: datetime.date | str
     ratePlanId: int
     days: NotRequired[list[Literal["mo", "tu", "we", "th", "fr", "sa", "su"]] | None]
+    occupancy: NotRequired[int | None]
     rate: str | int | float
     currency: str
 
@@ -336,7 +346,8 @@ class RatesReadRatePlanNight(Answer):
     """An answer: RatesReadRatePlanNight."""
 
     date: datetime.date = Field(alias="date")
-    rate_minor: int = Field(alias="rateMinor")
+    rate_minor: int | None = Field(alias="rateMinor")
+    by_occupancy: list[OccupancyRate] | None = Field(None, alias="byOccupancy")
 
 
 class Rejection(Answer):
@@ -715,6 +726,7 @@ BookingRoom.model_rebuild()
 Catalog.model_rebuild()
 CatalogRatePlan.model_rebuild()
 CatalogRoomType.model_rebuild()
+OccupancyRate.model_rebuild()
 Property.model_rebuild()
 PropertyProducts.model_rebuild()
 RatesRead.model_rebuild()
