@@ -111,6 +111,13 @@ class Live:
         assert made.status_code == 201, made.text
         return Keyed(prop, made.json()["data"]["key"], mode)
 
+    def per_person(self, keyed: Keyed) -> dict[str, Any]:
+        """A rate plan sold per person on the keyed property's room type (two adults)."""
+        made = self.admin.post(f"/properties/{keyed.property['id']}/rate-plans", json={
+            "roomTypeId": keyed.room_type_id, "name": "Per person", "mealPlan": "BB", "sellMode": "perPerson"})
+        assert made.status_code == 201, made.text
+        return dict(made.json()["data"])
+
     def another_key(self, keyed: Keyed, scopes: list[str]) -> str:
         made = self.admin.post(f"/properties/{keyed.property['id']}/keys",
                                json={"label": "narrow", "scopes": scopes, "mode": keyed.mode})

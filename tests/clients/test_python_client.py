@@ -106,6 +106,25 @@ def test_every_route_of_the_contract(live: Live) -> None:
     assert client.bookings.cancel(made.booking_id, "guest asked").replay
 
 
+def test_a_per_person_plan_is_priced_per_occupancy_and_read_back_typed(live: Live) -> None:
+    keyed = live.keyed()
+    plan = live.per_person(keyed)["id"]
+    client, _ = client_for(live.url, keyed)
+    [sold] = [p for p in client.catalog().rate_plans if p.id == plan]
+    assert (sold.sell_mode, sold.occupancies) == ("perPerson", [1, 2])
+    written = client.rates.set([{"ratePlanId": plan, "occupancy": n, "dateFrom": night(10), "dateTo": night(11),
+                                 "rate": str(60 + 15 * n), "currency": "EUR"} for n in (1, 2)])
+    assert (written.requested_cells, written.accepted_cells) == (4, 4)
+    [read] = [p for p in client.rates.get(night(10), night(11)).rate_plans if p.rate_plan_id == plan]
+    first = read.nights[0]
+    assert isinstance(first, models.RatesReadRatePlanNight) and first.rate_minor == 9000
+    assert [(o.occupancy, o.rate_minor) for o in first.by_occupancy or []] == [(1, 7500), (2, 9000)]
+    with pytest.raises(InvalidRequestError) as refused:
+        client.rates.set([{"ratePlanId": plan, "dateFrom": night(10), "dateTo": night(10), "rate": "80",
+                           "currency": "EUR"}])
+    assert refused.value.code == "VALIDATION" and refused.value.details[0]["path"] == "updates[0].occupancy"
+
+
 def test_a_live_key_works_the_same(live: Live) -> None:
     keyed = live.keyed(mode="live")
     client, _ = client_for(live.url, keyed)

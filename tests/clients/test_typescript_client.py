@@ -30,6 +30,13 @@ def _key(keyed: Keyed) -> dict[str, Any]:
             "roomTypeId": keyed.room_type_id, "ratePlanId": keyed.rate_plan_id}
 
 
+def _per_person(live: Live) -> dict[str, Any]:
+    """A key of a fresh property with a rate plan sold per person (two adults) as its plan."""
+    keyed = live.keyed("test")
+    plan = live.per_person(keyed)
+    return {**_key(keyed), "ratePlanId": plan["id"], "occupancies": plan["occupancies"]}
+
+
 def _delivery(delivery: Delivery) -> dict[str, Any]:
     return {"raw": base64.b64encode(delivery.raw).decode(), "headers": delivery.headers}
 
@@ -67,6 +74,7 @@ def test_the_typescript_client_against_the_live_service(built: Path, live: Live,
         "keys": {name: _key(live.keyed("test")) for name in ("routes", "retries", "burst", "batches", "helpers")}
         | {"errors": _key(errors), "live": _key(live.keyed("live"))},
         "narrowKey": live.another_key(errors, ["ari:read", "bookings:read"]),
+        "perPerson": _per_person(live),
         "webhooks": _webhooks(live),
     }
     path = tmp_path / "fixture.json"

@@ -25,6 +25,8 @@ export interface Fixture {
   proxyUrl: string;
   keys: Record<"routes" | "retries" | "burst" | "batches" | "helpers" | "errors" | "live", Keyed>;
   narrowKey: string;
+  /** A property whose `ratePlanId` is sold per person, priced for `occupancies`. */
+  perPerson: Keyed & { occupancies: number[] };
   webhooks: {
     secret: string;
     newSecret: string;
