@@ -406,12 +406,24 @@ def restriction_values(ids: ChannelIds, rates: list[DirtyCell], restrictions: li
     frozen = [(plan, night, tuple(sorted(fields.items()))) for (plan, night), fields in merged.items()]
     return [_restriction_value(ids.property_id, ids.rate_plans[v.entity_id], v)
             for plan, cells in _by_entity(frozen).items()
-            for v in coalesce(plan, cells, weekday_masks=True)]
+            for v in coalesce(plan, cells, weekday_masks=True, covers=_covers)]
 
 
 # A field of a night's value as the run holds it (hashable, so equal nights coalesce): a
 # rate, a restriction, or a per-person plan's prices as ((occupancy, rate), ...).
 ChannelField = str | RestrictionSetting | tuple[tuple[int, str], ...]
+
+
+def _covers(first: Hashable, other: Hashable) -> bool:
+    """A night's value `other` sets every field `first` does, and every occupancy of its
+    `rates`: laid over `first` (the channel manager applies field by field), it leaves
+    nothing of `first` behind (coalesce's weekday pattern)."""
+    base = dict(cast(tuple[tuple[str, ChannelField], ...], first))
+    over = dict(cast(tuple[tuple[str, ChannelField], ...], other))
+    if not set(base) <= set(over):
+        return False
+    prices = cast(tuple[tuple[int, str], ...], base.get("rates", ()))
+    return {n for n, _ in prices} <= {n for n, _ in cast(tuple[tuple[int, str], ...], over.get("rates", ()))}
 
 
 def _restriction_value(cm_property: str, cm_rate_plan: str, run: RangeValue) -> RestrictionValue:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 from zoneinfo import ZoneInfo
 
 from ..channel.client import AvailabilityGrid, RestrictionFields, RestrictionsGrid
@@ -46,6 +46,7 @@ class Reconciler(RoundsActor[ReconcilerMessage]):
         self._channel = channel
         self._wakeups = wakeups
         self._clock = clock
+        self._told_unread: set[int] = set()  # properties whose per-person prices read back without `rates`
 
     async def round(self) -> NextRound:
         if not self._automatic:
@@ -105,10 +106,19 @@ class Reconciler(RoundsActor[ReconcilerMessage]):
         wrong_availability = [c for c in ours["availability"]
                               if _held(held_availability, ids.room_types.get(c.entity_id), c.night) != c.value]
         wrong_rates = []
+        unread = 0
         for cell in ours["rates"]:
             fields = _held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
-            if not _same_rate(_held_price(fields, cell.occupancy), rate_text(cell.value, ids.currency)):
+            primary = (ids.occupancies.get(cell.entity_id) or [ROOM_PRICE])[-1]
+            held = _held_price(fields, cell.occupancy, primary)
+            if held is UNREAD:
+                unread += 1
+            elif not _same_rate(held, rate_text(cell.value, ids.currency)):
                 wrong_rates.append(cell)
+        if unread and property_id not in self._told_unread:
+            self._told_unread.add(property_id)
+            log.info("reconciler: the channel manager reads property %s's per-person plans back without their "
+                     "occupancies' prices (rates): only the primary occupancy's price is compared", property_id)
         wrong_restrictions = []
         for cell in ours["restrictions"]:
             fields = _held(held_restrictions, ids.rate_plans.get(cell.entity_id), cell.night) or {}
@@ -136,12 +146,23 @@ def _held(grid: dict[str, dict[str, Held]], cm_id: str | None, night: date) -> H
     return grid.get(cm_id or "", {}).get(night.isoformat())
 
 
-def _held_price(fields: RestrictionFields, occupancy: int) -> str | None:
+# A per-person cell's price the channel manager's read does not show (see _held_price).
+UNREAD: Final = object()
+
+
+def _held_price(fields: RestrictionFields, occupancy: int, primary: int) -> str | None | object:
     """The price the channel manager holds for a cell's occupancy: a per-room plan's `rate`,
-    a per-person plan's entry of `rates` (its `rate` is only the primary occupancy's)."""
+    a per-person plan's entry of `rates` (its `rate` is the primary occupancy's). Channex
+    documents no read of a per-person night (decision 0136): a night read with a `rate` and
+    no `rates` shows the primary's price alone, and the others' are UNREAD (not compared,
+    rather than pushed again every check); a night read with neither holds nothing."""
     if occupancy == ROOM_PRICE:
         return fields.get("rate")
-    return next((held["rate"] for held in fields.get("rates", ()) if held["occupancy"] == occupancy), None)
+    if "rates" in fields:
+        return next((held["rate"] for held in fields["rates"] if held["occupancy"] == occupancy), None)
+    if "rate" in fields:
+        return fields["rate"] if occupancy == primary else UNREAD
+    return None
 
 
 def _same_rate(held: Any, ours: str) -> bool:

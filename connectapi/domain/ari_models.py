@@ -46,8 +46,8 @@ class RateEntry(Entry):
     occupancy: Annotated[Occupancy | None, Field(description=(
         "the adult count this price is for: required for a rate plan sold per person (one of its "
         "`occupancies` in GET /catalog), refused for one sold per room; VALIDATION at "
-        "`updates[i].occupancy` otherwise. Each occupancy of a night is a cell of its own: for the budgets, "
-        "last write wins and no-ops"))] = None
+        "`updates[i].occupancy` otherwise. Each occupancy of a night is a cell of its own: it is counted "
+        "for the budgets, and last write wins and no-ops apply, occupancy by occupancy"))] = None
     rate: Any
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
 

@@ -7,11 +7,18 @@ Each block becomes either
   value per distinct value, with `days` naming its weekdays (it takes more than 7 nights
   for this to beat runs),
 whichever is fewer. Availability has no weekday masks on the channel manager: runs only.
+
+A pattern's first value goes over the whole block and the others over their weekdays
+after it. The channel manager applies a value field by field (and a per-person plan's
+`rates` occupancy by occupancy), so an override that leaves out something the first
+value sets would leave the first value's on its nights, which the record never said:
+`covers(first, other)` says whether `other` sets everything `first` does, and a pattern
+is used only when every override covers its first value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -29,12 +36,20 @@ class RangeValue:
     days: tuple[str, ...] | None = None  # None: every night of the range
 
 
-def coalesce(entity_id: int, cells: Mapping[date, Hashable], *, weekday_masks: bool) -> list[RangeValue]:
+Covers = Callable[[Hashable, Hashable], bool]
+
+
+def _always(first: Hashable, other: Hashable) -> bool:
+    return True
+
+
+def coalesce(entity_id: int, cells: Mapping[date, Hashable], *, weekday_masks: bool,
+             covers: Covers = _always) -> list[RangeValue]:
     values: list[RangeValue] = []
     for block in _blocks(sorted(cells)):
         runs = _runs(entity_id, block, cells)
         if weekday_masks and len(block) > 7:
-            pattern = _weekday_pattern(entity_id, block, cells)
+            pattern = _weekday_pattern(entity_id, block, cells, covers)
             if pattern is not None and len(pattern) < len(runs):
                 values.extend(pattern)
                 continue
@@ -63,7 +78,8 @@ def _runs(entity_id: int, block: list[date], cells: Mapping[date, Hashable]) -> 
     return runs
 
 
-def _weekday_pattern(entity_id: int, block: list[date], cells: Mapping[date, Hashable]) -> list[RangeValue] | None:
+def _weekday_pattern(entity_id: int, block: list[date], cells: Mapping[date, Hashable],
+                     covers: Covers) -> list[RangeValue] | None:
     by_weekday: dict[int, Hashable] = {}
     for night in block:
         weekday = night.weekday()
@@ -75,6 +91,8 @@ def _weekday_pattern(entity_id: int, block: list[date], cells: Mapping[date, Has
         groups.setdefault(by_weekday[weekday], []).append(weekday)
     # The most common value goes first over the whole block with no mask, the others after it.
     ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
+    if not all(covers(ordered[0][0], value) for value, _ in ordered[1:]):
+        return None  # an override would leave some of the first value's fields on its nights
     pattern = [RangeValue(entity_id, block[0], block[-1], ordered[0][0])]
     for value, weekdays in ordered[1:]:
         pattern.append(RangeValue(entity_id, block[0], block[-1], value, tuple(WEEKDAY_CODES[d] for d in weekdays)))

@@ -355,7 +355,10 @@ CELL_TABLES = {"availability": ("availability_cells", "room_type_id", "pushed_av
 async def mark_dirty_again(db: Database, property_id: int, resource: str, cells: list[DirtyCell]) -> int:
     """The channel manager holds something else: push these cells again (if still in sync).
 
-    What it holds is forgotten (NULL), so the pusher sends the record's value.
+    What it holds is forgotten (NULL), so the pusher sends the record's value. A cell is
+    matched by its version too, which is its own (every write takes one from the
+    `ari_versions` sequence): a rate cell of another occupancy on the same night is never
+    matched.
     """
     if not cells:
         return 0

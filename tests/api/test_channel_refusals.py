@@ -182,3 +182,38 @@ async def test_tonight_in_a_zone_behind_utc_is_not_sent_as_past(api: Harness) ->
     cm_room = next(cm for cm, r in api.ctx.channel.sandbox.properties[cm_property].room_types.items()
                    if r.title == prop["roomTypes"][0]["name"])
     assert held[cm_room] == {tonight: 0}
+
+
+async def test_a_refused_multi_occupancy_value_keeps_every_occupancy_queued_until_taken(api: Harness) -> None:
+    prop, key = await api.keyed_property(name="Casa Pessoa", ratePlans=[
+        {"roomType": 0, "name": "Double per person", "mealPlan": "BB", "sellMode": "perPerson"}])
+    plan = prop["ratePlans"][0]
+    cm_property, plans = cm_ids(api, prop)
+    assert api.ctx.channel.sandbox is not None
+    api.ctx.channel.sandbox.refuse(cm_property, plans[plan["name"]], DISABLED)
+    first, last = date(2026, 12, 1), date(2026, 12, 3)
+    made = await api.call("PUT", f"{API}/rates", key=key, body={"updates": [
+        {"ratePlanId": plan["id"], "occupancy": n, "dateFrom": str(first), "dateTo": str(last), "rate": 60 + 20 * n,
+         "currency": "EUR"} for n in (1, 2)]})
+    assert made.status == 202, made.body
+    await eventually(lambda: api.ctx.channel.sandbox is not None and any(  # the refused call
+        c.kind == "restrictions" and cm_property in c.property_ids and c.warnings for c in api.ctx.channel.sandbox.calls),
+        "the refused call")
+    sync: dict[str, Any] = {}
+
+    async def refused_all() -> bool:  # both occupancies of the three nights stay, refused
+        sync.update((await api.call("GET", f"{API}/sync", key=key)).data)
+        return bool(sync["refusedCells"] == 6)
+    await eventually(refused_all, lambda: f"six refused cells ({sync})")
+    assert (sync["inventory"]["state"], sync["rates"]) == ("REFUSED", {"dirtyCells": 6, "refusedCells": 6})
+    assert api.ctx.channel.sandbox.read_restrictions(cm_property, first, last).get(plans[plan["name"]], {}) == {}
+
+    api.ctx.channel.sandbox.refuse(cm_property, plans[plan["name"]], None)
+    api.advance(61)  # the retry
+    await quiet(api, prop["id"], "rates", 0)
+    held = api.ctx.channel.sandbox.read_restrictions(cm_property, first, last)[plans[plan["name"]]]
+    assert {night: fields.get("rates") for night, fields in held.items()} == {
+        str(first + timedelta(days=i)): [{"occupancy": 1, "rate": "80.00"}, {"occupancy": 2, "rate": "100.00"}]
+        for i in range(3)}
+    batch = (await api.call("GET", made.data["poll"], key=key)).data
+    assert (batch["status"], batch["pendingCells"]) == ("completed", 0)

@@ -4,8 +4,10 @@ per-person plan's prices as one multi-occupancy value a range (issue 44)."""
 from __future__ import annotations
 
 from datetime import date, timedelta
+from typing import Any
 
 from connectapi.actors.pushers import restriction_values
+from connectapi.domain.dates import WEEKDAY_CODES
 from connectapi.storage.properties import ChannelIds
 from connectapi.storage.pushes import DirtyCell
 
@@ -39,3 +41,44 @@ def test_only_the_occupancies_that_changed_go_and_ranges_split_where_they_differ
         # A per-room plan's one price goes as `rate`, as always.
         {"property_id": "cm-prop", "rate_plan_id": "cm-room", "date_from": "2026-12-01", "date_to": "2026-12-01",
          "rate": "250.00"}]
+
+
+def applied(values: list[Any]) -> dict[date, dict[str, Any]]:
+    """What the channel manager holds after the values, applied as it applies them: in order,
+    field by field, a per-person plan's `rates` occupancy by occupancy."""
+    held: dict[date, dict[str, Any]] = {}
+    for value in values:
+        night, last = date.fromisoformat(value["date_from"]), date.fromisoformat(value["date_to"])
+        while night <= last:
+            if "days" not in value or WEEKDAY_CODES[night.weekday()] in value["days"]:
+                fields = held.setdefault(night, {})
+                for name, setting in value.items():
+                    if name == "rates":
+                        fields.setdefault("rates", {}).update({e["occupancy"]: e["rate"] for e in setting})
+                    elif name not in ("property_id", "rate_plan_id", "date_from", "date_to", "days"):
+                        fields[name] = setting
+            night += timedelta(days=1)
+    return held
+
+
+def test_a_weekday_pattern_never_leaves_an_occupancy_on_nights_that_did_not_get_it() -> None:
+    """Occupancy 1 every night of a fortnight, occupancy 2 on weekdays only: a pattern whose
+    first value (both) went over the weekends too would put occupancy 2's price there."""
+    monday = date(2026, 11, 30)
+    fortnight = [monday + timedelta(days=n) for n in range(14)]
+    cells = [rate(1, night, 10000, 1) for night in fortnight]
+    cells += [rate(1, night, 15000, 2) for night in fortnight if night.weekday() < 5]
+    held = applied(restriction_values(IDS, cells, []))
+    assert {night: fields["rates"] for night, fields in held.items()} == {
+        night: {1: "100.00", **({2: "150.00"} if night.weekday() < 5 else {})} for night in fortnight}
+
+
+def test_a_pattern_still_goes_out_when_every_override_sets_what_the_first_value_does() -> None:
+    monday = date(2026, 11, 30)
+    fortnight = [monday + timedelta(days=n) for n in range(14)]
+    cells = [rate(2, night, 15000 if night.weekday() >= 5 else 12000) for night in fortnight]
+    values = restriction_values(IDS, cells, [])
+    assert [(v["date_from"], v["date_to"], v.get("days"), v["rate"]) for v in values] == [
+        ("2026-11-30", "2026-12-13", None, "120.00"), ("2026-11-30", "2026-12-13", ["sa", "su"], "150.00")]
+    assert {night: fields["rate"] for night, fields in applied(values).items()} == {
+        night: "150.00" if night.weekday() >= 5 else "120.00" for night in fortnight}

@@ -116,7 +116,7 @@ class RegisteredEndpoint(EndpointView):
 
 class HeldOccupancyRate(TypedDict):
     occupancy: int
-    rateMinor: int
+    rateMinor: int | None
 
 
 class HeldRate(TypedDict):

@@ -87,21 +87,22 @@ async def channel_grid(property_id: int) -> Response:
     held = await read_held_grid(property_id, first, last)
     availability = [{"roomTypeId": room, "date": day, "available": count}
                     for room, nights in held.availability.items() for day, count in nights.items()]
-    rates = [_held_rate(plan, day, prices) for plan, nights in held.rates.items() for day, prices in nights.items()]
+    rates = [_held_rate(plan, day, prices, held.occupancies.get(plan))
+             for plan, nights in held.rates.items() for day, prices in nights.items()]
     restrictions = [{"ratePlanId": plan, "date": day, **fields}
                     for plan, nights in held.restrictions.items() for day, fields in nights.items()]
     return ok({"from": first.isoformat(), "to": last.isoformat(), "availability": availability, "rates": rates,
                "restrictions": restrictions})
 
 
-def _held_rate(plan: int, day: str, prices: dict[int, int]) -> HeldRate:
-    """A plan's night as the channel manager holds it: its one price, or a per-person plan's
-    price for each occupancy it holds and, as `rateMinor`, the largest one's (as GET /rates)."""
-    if ROOM_PRICE in prices:
-        return {"ratePlanId": plan, "date": day, "rateMinor": prices[ROOM_PRICE]}
-    each = sorted(prices)
-    return {"ratePlanId": plan, "date": day, "rateMinor": prices[each[-1]] if each else None,
-            "byOccupancy": [{"occupancy": n, "rateMinor": prices[n]} for n in each]}
+def _held_rate(plan: int, day: str, prices: dict[int, int], occupancies: list[int] | None) -> HeldRate:
+    """A plan's night as the channel manager holds it, shaped as GET /rates shows the
+    record's: a per-room plan's one price; a per-person plan's price for each of its
+    occupancies (null where none is held) and, as `rateMinor`, its largest occupancy's."""
+    if occupancies is None:
+        return {"ratePlanId": plan, "date": day, "rateMinor": prices.get(ROOM_PRICE)}
+    return {"ratePlanId": plan, "date": day, "rateMinor": prices.get(occupancies[-1]),
+            "byOccupancy": [{"occupancy": n, "rateMinor": prices.get(n)} for n in occupancies]}
 
 
 async def _live(property_id: int) -> int:

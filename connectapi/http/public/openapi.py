@@ -89,7 +89,10 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: "RatesRead"}, _READ_ERRORS, params=_RANGE),
     Operation("PUT", "/rates", "putRates", "Set nightly sell prices", "ari:write", "channelManager",
               {202: "WriteResult"}, {**_WRITE_ERRORS, "UNKNOWN_RATE_PLAN": "a rate plan not of this property",
-                                     "CURRENCY_MISMATCH": "not the property's currency"},
+                                     "CURRENCY_MISMATCH": "not the property's currency",
+                                     "VALIDATION": "the body does not match the schema, or an entry's occupancy does "
+                                                   "not fit its plan: required (one of its occupancies) for a plan "
+                                                   "sold per person, refused for one sold per room"},
               RatesBody, idempotent=True),
     Operation("GET", "/restrictions", "getRestrictions", "Restrictions from the record", "ari:read",
               "channelManager", {200: "RestrictionsRead"}, _READ_ERRORS, params=_RANGE),

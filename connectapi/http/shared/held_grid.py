@@ -31,6 +31,8 @@ class HeldGrid:
     # Our field names (domain/channel_values.CM_RESTRICTIONS), only those held: closures and
     # stop-sell booleans, stays whole numbers (as the channel client checks them).
     restrictions: dict[int, dict[str, dict[str, bool | int]]] = field(default_factory=dict)
+    # The plans sold per person, with their occupancies (the record's: ChannelIds.occupancies).
+    occupancies: dict[int, list[int]] = field(default_factory=dict)
 
 
 def _in_sandbox(sandbox: SandboxState, cm_property: str, first: date,
@@ -76,7 +78,7 @@ async def read_held_grid(property_id: int, first: date, last: date, wait: float 
     rooms = {cm: ours for ours, cm in ids.room_types.items()}
     plans = {cm: ours for ours, cm in ids.rate_plans.items()}
     scale = 10 ** currency_exponent(ids.currency)
-    grid = HeldGrid()
+    grid = HeldGrid(occupancies=ids.occupancies)
     for cm, nights in held_availability.items():
         if cm in rooms:
             grid.availability[rooms[cm]] = {str(day): int(count) for day, count in nights.items()}
@@ -85,12 +87,16 @@ async def read_held_grid(property_id: int, first: date, last: date, wait: float 
             continue
         rates = grid.rates.setdefault(plans[cm], {})
         restrictions = grid.restrictions.setdefault(plans[cm], {})
+        per_person = ids.occupancies.get(plans[cm])
         for day, fields in nights.items():
-            if "rates" in fields:  # a per-person plan's (its `rate` is one of them, the primary's)
+            # By the plan's sell mode, not by what the read has: a per-person plan's prices
+            # are `rates` (its `rate` is the primary's: a read without `rates` shows that
+            # alone, decision 0136); a per-room plan's is `rate`.
+            if per_person is not None and fields.get("rates") is not None:
                 rates[str(day)] = {int(held["occupancy"]): int(Decimal(held["rate"]) * scale)
                                    for held in fields["rates"]}
             elif "rate" in fields:
-                rates[str(day)] = {ROOM_PRICE: int(Decimal(fields["rate"]) * scale)}
+                rates[str(day)] = {per_person[-1] if per_person else ROOM_PRICE: int(Decimal(fields["rate"]) * scale)}
             held = {ours: fields[theirs] for ours, (theirs, _) in CM_RESTRICTIONS.items() if theirs in fields}
             if held:
                 restrictions[str(day)] = held
