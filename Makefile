@@ -21,10 +21,11 @@ export PYTHONDONTWRITEBYTECODE :=
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+# The client library too: `connectapi listen` is its listener.
+$(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e . -e clients/python
 	touch $(STAMP)
 
 # The tests drive the Python client library too (clients/python), installed from here.
@@ -55,8 +56,9 @@ client-packages: $(DIST_STAMP)
 	$(BIN)/python -m build --outdir clients/python/dist clients/python
 	cd clients/typescript && npm ci --no-audit --no-fund && npm pack
 
+# make run PORT=9090: another port (CONNECTAPI_PORT does the same for `connectapi serve`).
 run: install
-	$(BIN)/connectapi serve
+	$(BIN)/connectapi serve $(if $(PORT),--port $(PORT))
 
 # tests/browser drive Debian's chromium through Playwright (no browser download). As root
 # with apt-get (CI) a missing chromium is installed; elsewhere install it yourself, or the

@@ -85,7 +85,7 @@ async def raw_runs(dsn: str, property_id: int, plans: list[int], start: date, ro
                     """INSERT INTO rate_cells AS c (property_id, rate_plan_id, night, rate_minor, version)
                        SELECT $1, w.id, w.night, w.rate, nextval('ari_versions')
                        FROM unnest($2::bigint[], $3::date[], $4::bigint[]) AS w (id, night, rate)
-                       ON CONFLICT (property_id, rate_plan_id, night) DO UPDATE
+                       ON CONFLICT (property_id, rate_plan_id, night, occupancy) DO UPDATE
                        SET rate_minor = EXCLUDED.rate_minor, version = EXCLUDED.version""",
                     property_id, ids, nights, values,
                 )

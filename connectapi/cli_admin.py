@@ -319,7 +319,8 @@ def run_seed(args: argparse.Namespace, settings: Settings) -> int:
                       "owner": {"email": SEED_OWNER, "setupUrl": setup_url}}, indent=2))
     print("The keys are shown this once: keep them. testKey works on the property's test record, which never "
           "reaches a real channel: start there. Open owner.setupUrl to choose the owner's console password "
-          f"(it works once, for 24 hours), then log in at {args.url.rstrip('/')}/console/ as {SEED_OWNER}.",
+          f"(it works once, for 24 hours), then log in at {args.url.rstrip('/')}/console/ as {SEED_OWNER}: what "
+          "testKey writes shows under the property's Test data.",
           file=sys.stderr)
     return 0
 

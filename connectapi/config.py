@@ -94,6 +94,7 @@ class Settings:
         except ValueError as exc:
             raise ConfigError(f"CONNECTAPI_BUDGETS: {exc}") from None
         settings = cls(
+            port=_port(env.get("CONNECTAPI_PORT")),
             database_url=env.get("DATABASE_URL") or None,
             data_dir=Path(env.get("CONNECTAPI_DATA_DIR") or "./var"),
             admin_token=env.get("CONNECTAPI_ADMIN_TOKEN") or None,
@@ -133,6 +134,15 @@ def _public_url(text: str | None) -> str | None:
             or parts.username or parts.password or not text.isprintable():
         raise ConfigError("CONNECTAPI_PUBLIC_URL must be an http(s) address such as https://api.hotel.example")
     return text.rstrip("/")
+
+
+def _port(text: str | None) -> int:
+    """CONNECTAPI_PORT (`serve --port` wins over it), or 8080."""
+    if not text:
+        return 8080
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 65535):
+        raise ConfigError(f"CONNECTAPI_PORT must be a port number from 1 to 65535, not {text[:20]!r}")
+    return int(text)
 
 
 def _gather_seconds(text: str | None) -> float:

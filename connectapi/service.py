@@ -291,11 +291,11 @@ async def open_property_actors(settings: Settings, db: Database, clock: Clock, c
         # One queued wake is as good as many: a mailbox of one.
         drains: Registry[int, Wake] = registry(
             "inventory-drain", lambda pid: InventoryDrain(pid, db, channel.routes, clock, channel.leases,
-                                                   settings.cm_gather_seconds),
+                                                   settings.cm_gather_seconds, wakeups),
             "the property's availability stays dirty in the record, not pushed", 1)
         projectors: Registry[int, Wake] = registry(
             "ari-projector", lambda pid: AriProjector(pid, db, channel.routes, clock, channel.leases,
-                                                 settings.cm_gather_seconds),
+                                                 settings.cm_gather_seconds, wakeups),
             "the property's rates and restrictions stay dirty in the record, not pushed", 1)
         scheduler = PushScheduler(drains, projectors, settings.push_paused)
         wakeups.attach(pushes=scheduler)

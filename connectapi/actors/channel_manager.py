@@ -81,6 +81,9 @@ class ChannelManagerActor(Actor[ChannelMessage]):
     THROTTLE_PAUSE = 60.0  # when a 429 names no Retry-After (Channex documents none)
     FAILURE_PAUSE = 60.0  # the first pause after a failure (Channex: "a minute")
     BACKOFF_MAX = 900.0
+    # Of the account's reads a minute, those the background leaves for people (the
+    # operator's channel grid reads twice a look: two looks a minute).
+    KEPT_FOR_PEOPLE = 4
 
     def __init__(self, client: ChannelManagerClient, db: Database, clock: Clock,
                  budgets: ChannelBudgets | None = None, jitter: Callable[[], float] = random.random,
@@ -196,7 +199,11 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         return PushOutcome(True, answer)
 
     async def _read(self, message: ReadGrid) -> GridRead:
-        wait = await self._charge("cm-reads", "", self._budgets.reads_per_minute)
+        # One window for every read; the background (the reconciler) stops short of it, so a
+        # person's look at the grid does not wait behind a minute of background reads.
+        reads = self._budgets.reads_per_minute
+        limit = reads if message.interactive else max(1, reads - self.KEPT_FOR_PEOPLE)
+        wait = await self._charge("cm-reads", "", limit)
         if wait is not None:
             return GridRead(None, retry_at=self._clock.monotonic() + wait)
         self.counters.calls += 1

@@ -98,6 +98,7 @@ class PropertyWriter(Actor[WriterMessage]):
                 if done.mails_queued:
                     wakeups.mails_queued()
             case RevisionSettled():
+                wakeups.revision_settled(self.property_id)
                 if done.inventory_moved:
                     await wakeups.cells_dirty(self.property_id, True, False)
                 if done.events:

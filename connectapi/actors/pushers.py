@@ -43,6 +43,7 @@ from ..storage.pushes import DirtyCell
 from .channel_manager import CALL_ASK_TIMEOUT, ChannelManagerActor
 from .channel_routes import ChannelRoutes
 from .messages.channel_manager import CallKind, Push, PushOutcome
+from .wakeups import Wakeups
 from .push_leases import CALL_NEEDS, LOOK_AGAIN_AFTER, PushLeases
 
 log = logging.getLogger("connectapi.channel")
@@ -92,13 +93,14 @@ class _Pusher(Actor[Wake]):
     call: CallKind = "availability"
 
     def __init__(self, property_id: int, db: Database, routes: ChannelRoutes, clock: Clock,
-                 leases: PushLeases, gather: float = GATHER_MAX) -> None:
+                 leases: PushLeases, gather: float = GATHER_MAX, wakeups: Wakeups | None = None) -> None:
         self.property_id = property_id
         self._db = db
         self._routes = routes
         self._clock = clock
         self._leases = leases
         self._gather = max(0.0, gather)
+        self._wakeups = wakeups  # told when cells are marked pushed (a batch's waiters look again)
 
     _retry_at: float | None = None  # monotonic; a failed round is tried again then
     _counted = True  # the round's property is live: the metrics count what it sends
@@ -302,6 +304,8 @@ class _CellPusher(_Pusher):
                 await pushes.mark_rates_pushed(self._db, self.property_id, taken)
             else:
                 await pushes.mark_restrictions_pushed(self._db, self.property_id, taken)
+        if self._wakeups is not None:
+            self._wakeups.cells_pushed(self.property_id)
         return Round(sum(len(sent) for sent in send.values()), dropped, outcome,
                      complete=read_all and outcome is not None)
 

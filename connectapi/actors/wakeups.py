@@ -4,7 +4,10 @@ Whatever commits work for others tells this what it committed, right after the c
 - cells marked dirty: the property's pushers (its inventory drain, its ARI projector);
 - e-mails queued: the outbox sender;
 - webhook events queued: the webhook sender;
-- OTA revisions to apply: the booking intake.
+- OTA revisions to apply: the booking intake;
+- a property's cells marked pushed (by the pushers), or an OTA revision of it settled (by
+  its writer): requests waiting on them (`GET /batches/{id}?wait=N`, the test helper's OTA
+  booking) look at the record again.
 
 The writers (PropertyWriter, the push leases, the reconciler) tell it, and so do the few
 routes that commit such work outside them (an endpoint's ping, resumption, redelivery or
@@ -20,6 +23,8 @@ intake) start after the property actors that commit work for them, and stop firs
 
 from __future__ import annotations
 
+import trio
+
 from ..engine import Mailbox, Wake
 from .push_scheduler import PushScheduler
 
@@ -30,6 +35,9 @@ class Wakeups:
         self._outbox: Mailbox[Wake] | None = None
         self._webhooks: Mailbox[Wake] | None = None
         self._intake: Mailbox[Wake] | None = None
+        # (what, property) -> set when it next happens in this process: what is "push" (cells
+        # marked pushed) or "revision" (an OTA revision settled).
+        self._next: dict[tuple[str, int], trio.Event] = {}
 
     def attach(self, *, pushes: PushScheduler | None = None, outbox: Mailbox[Wake] | None = None,
                webhooks: Mailbox[Wake] | None = None, intake: Mailbox[Wake] | None = None) -> None:
@@ -60,3 +68,25 @@ class Wakeups:
         "apply again")."""
         if self._intake is not None:
             self._intake.try_tell(Wake())
+
+    def cells_pushed(self, property_id: int) -> None:
+        """A pusher of this process marked some of the property's cells pushed."""
+        self._happened("push", property_id)
+
+    def revision_settled(self, property_id: int) -> None:
+        """The property's writer in this process settled an OTA revision (applied or refused)."""
+        self._happened("revision", property_id)
+
+    def next_time(self, what: str, property_id: int) -> trio.Event:
+        """Set when `what` ("push", "revision") next happens to the property in this process.
+        Only a hint: what another process does is seen by looking at the record again."""
+        return self._next.setdefault((what, property_id), trio.Event())
+
+    def awaited(self, what: str, property_id: int) -> bool:
+        """Whether something here waits for `what` of the property to happen next."""
+        return (what, property_id) in self._next
+
+    def _happened(self, what: str, property_id: int) -> None:
+        waiting = self._next.pop((what, property_id), None)
+        if waiting is not None:
+            waiting.set()

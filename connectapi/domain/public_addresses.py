@@ -88,3 +88,26 @@ def why_not_public(address: Address) -> str | None:
 
 def is_public(address: Address) -> bool:
     return why_not_public(address) is None
+
+
+# Where a test endpoint may also be (issue 45): an integrator's own machine or network,
+# reached with test data only. Link-local (cloud metadata services live there), the
+# carrier-grade NAT and every other range stay refused.
+TEST_REACH_V4: tuple[_V4, ...] = (_V4("127.0.0.0/8"), _V4("10.0.0.0/8"), _V4("172.16.0.0/12"), _V4("192.168.0.0/16"))
+TEST_REACH_V6: tuple[_V6, ...] = (_V6("::1/128"), _V6("fc00::/7"))
+
+
+def why_not_test_reachable(address: Address) -> str | None:
+    """Why a test endpoint may not be at `address` (as why_not_public says it), or None:
+    public, loopback and private addresses may."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if any(address in network for network in TEST_REACH_V6):
+            return None
+        inner = carried_ipv4(address)
+        if inner is not None:
+            why = why_not_test_reachable(inner)
+            return None if why is None else f"{why} ({inner}) in an IPv6 form"
+    elif any(address in network for network in TEST_REACH_V4):
+        return None
+    return why_not_public(address)
+

@@ -2,8 +2,10 @@
 
 Checked at registration (the URL's shape, and a literal address) and again before each
 send, on every address the host name resolves to, so a name that later points inside
-(DNS rebinding) is refused too. CONNECTAPI_WEBHOOK_ALLOW_PRIVATE lifts both checks for
-tests and the sandbox only.
+(DNS rebinding) is refused too. A test endpoint (`test_mode`: it receives test data only)
+may also be plain http on loopback and private addresses, an integrator's own machine
+(decision 0137); link-local and the other special ranges stay refused.
+CONNECTAPI_WEBHOOK_ALLOW_PRIVATE lifts both checks for tests and the sandbox only.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from urllib.parse import urlsplit
 
 import idna
 
-from .public_addresses import Address, is_public, why_not_public
+from .public_addresses import Address, is_public, why_not_public, why_not_test_reachable
 
 __all__ = ["MAX_URL_LENGTH", "Address", "UnsafeUrl", "check_resolved", "check_url", "is_public"]
 
@@ -51,7 +53,7 @@ def _literal(host: str) -> Address | None:
         raise UnsafeUrl(f"{host} is a numeric host that is not a plain dotted-quad address") from None
 
 
-def check_url(url: str, allow_private: bool = False) -> str:
+def check_url(url: str, allow_private: bool = False, *, test_mode: bool = False) -> str:
     """The URL as registered, or UnsafeUrl saying why it is refused."""
     if len(url) > MAX_URL_LENGTH:
         raise UnsafeUrl(f"the URL is longer than {MAX_URL_LENGTH} characters")
@@ -62,9 +64,9 @@ def check_url(url: str, allow_private: bool = False) -> str:
         parts = urlsplit(url)
     except ValueError as exc:  # an unclosed [ of an IPv6 host, a host that NFKC makes another
         raise UnsafeUrl(f"the URL cannot be read: {exc}") from None
-    schemes = ("https", "http") if allow_private else ("https",)
+    schemes = ("https", "http") if allow_private or test_mode else ("https",)
     if parts.scheme not in schemes:
-        raise UnsafeUrl("the URL must start with https://")
+        raise UnsafeUrl("the URL must start with https://" + (" or http://" if test_mode else ""))
     host = parts.hostname
     if not host:
         raise UnsafeUrl("the URL has no host")
@@ -82,10 +84,13 @@ def check_url(url: str, allow_private: bool = False) -> str:
     if allow_private:
         return url
     if literal is not None:
-        why = why_not_public(literal)
+        why = why_not_test_reachable(literal) if test_mode else why_not_public(literal)
         if why is not None:
-            raise UnsafeUrl(f"{host} is not a public address ({why})")
+            where = "an address a test endpoint may be at" if test_mode else "a public address"
+            raise UnsafeUrl(f"{host} is not {where} ({why})")
         return url
+    if test_mode:
+        return url  # a local name (localhost, receiver.lan): judged by its addresses before each send
     name = host.rstrip(".").lower()
     if name == "localhost" or name.endswith(_LOCAL_SUFFIXES) or "." not in name:
         raise UnsafeUrl(f"{host} is not a public host name")
@@ -108,12 +113,16 @@ def _resolvable(host: str) -> None:
         raise UnsafeUrl("the host name cannot be looked up (longer than 253 characters)")
 
 
-def check_resolved(host: str, addresses: list[Address], allow_private: bool = False) -> None:
-    """Before a send: every address the host resolves to must be public."""
+def check_resolved(host: str, addresses: list[Address], allow_private: bool = False, *,
+                   test_mode: bool = False) -> None:
+    """Before a send: every address the host resolves to must be public (a test endpoint's:
+    public, loopback or private)."""
     if allow_private:
         return
     if not addresses:
         raise UnsafeUrl(f"{host} does not resolve")
-    inside = [f"{a}: {why}" for a in addresses if (why := why_not_public(a)) is not None]
+    judge = why_not_test_reachable if test_mode else why_not_public
+    inside = [f"{a}: {why}" for a in addresses if (why := judge(a)) is not None]
     if inside:
-        raise UnsafeUrl(f"{host} resolves to an address that is not public ({'; '.join(inside)})")
+        kind = "one a test endpoint may be at" if test_mode else "public"
+        raise UnsafeUrl(f"{host} resolves to an address that is not {kind} ({'; '.join(inside)})")

@@ -342,6 +342,25 @@ class RevisionView(TypedDict):
     acknowledged: bool
 
 
+async def told_reference(db: Database, property_id: int, revision_id: str) -> tuple[str, str | None] | None:
+    """A revision of the property as far as it went: its state, and the reference of the
+    booking it made or changed (None until applied); None until it is stored."""
+    row = await db.fetchrow(
+        """SELECT r.state, b.reference FROM ota_revisions r LEFT JOIN bookings b ON b.id = r.booking_id
+           WHERE r.property_id = $1 AND r.id = $2""", property_id, revision_id)
+    return None if row is None else (row["state"], row["reference"])
+
+
+async def reservation_code_of(db: Database, property_id: int, reference: str) -> str | None:
+    """The channel's reservation code of the property's OTA booking with this reference."""
+    payload = await db.fetchval(
+        """SELECT r.payload FROM ota_revisions r JOIN bookings b ON b.id = r.booking_id
+           WHERE r.property_id = $1 AND b.reference = $2 AND b.source = 'ota' ORDER BY r.seq LIMIT 1""",
+        property_id, reference)
+    code = _content(payload).get("ota_reservation_code") if payload is not None else None
+    return code if isinstance(code, str) else None
+
+
 async def revisions_of(db: Database, property_id: int, limit: int = 100) -> list[RevisionView]:
     """The property's revisions, newest first, as the admin interface shows them."""
     rows = await db.fetch(

@@ -33,6 +33,17 @@ async def twin_of(db: Database, live_id: int) -> int | None:
     return found
 
 
+async def only_test_keys_wrote(db: Database, live_id: int) -> bool:
+    """Test keys have written on the property (ARI writes or bookings on its twin) and live
+    keys not yet: what a newcomer's tour leaves (the console points there)."""
+    found: bool = await db.fetchval(
+        """SELECT (EXISTS (SELECT FROM write_batches b JOIN properties t ON t.id = b.property_id WHERE t.twin_of = $1)
+                   OR EXISTS (SELECT FROM bookings k JOIN properties t ON t.id = k.property_id WHERE t.twin_of = $1))
+                  AND NOT EXISTS (SELECT FROM write_batches WHERE property_id = $1)
+                  AND NOT EXISTS (SELECT FROM bookings WHERE property_id = $1)""", live_id)
+    return found
+
+
 async def ensure_twin(db: Database, live_id: int, today: date) -> int | None:
     """The id of `live_id`'s test twin, made now if it has none (None: no such live property).
 

@@ -26,8 +26,8 @@ class Endpoint:
     failing_since: datetime | None
     paused_at: datetime | None
     created_at: datetime
-    # Read for the owner's and operator's views (not by the sender): an endpoint of a test
-    # twin receives its test events, and is listed under the live property.
+    # An endpoint of a test twin receives its test events, is listed under the live
+    # property, and may be reached on loopback and private addresses (the sender's check).
     mode: str = "live"
     live_property_id: int | None = None
 
@@ -142,6 +142,35 @@ async def record_event(conn: asyncpg.Connection, property_id: int, event: Event,
     return queued
 
 
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as it was recorded: its place in the order of all events, and its body
+    exactly as signed and sent."""
+
+    seq: int
+    id: str
+    type: str
+    body: str
+
+
+async def events_after(db: Database, property_id: int, after: int | None,
+                       limit: int = 100) -> tuple[list[StoredEvent], int]:
+    """The property's events recorded after `after` (a seq), oldest first, at most `limit`,
+    pings left out (each is for one endpoint); and the seq to ask after next. `after` None:
+    none, and the newest seq of all (a listener starts from now). A property's events are
+    recorded by its writer under its row lock, so they commit in the order of their seq: a
+    reader past one never misses an earlier one committed later."""
+    if after is None:
+        newest: int = await db.fetchval("SELECT coalesce(max(seq), 0) FROM webhook_events")
+        return [], newest
+    rows = await db.fetch(
+        """SELECT seq, id, type, body FROM webhook_events
+           WHERE property_id = $1 AND seq > $2 AND type <> 'connectapi.ping' ORDER BY seq LIMIT $3""",
+        property_id, after, limit)
+    found = [StoredEvent(r["seq"], r["id"], r["type"], r["body"]) for r in rows]
+    return found, found[-1].seq if found else after
+
+
 async def record_event_now(db: Database, property_id: int, event: Event, endpoint_ids: list[int] | None,
                            at: datetime, shared: float | None) -> int:
     """`record_event` in a transaction of its own (a ping, a test)."""
@@ -180,7 +209,9 @@ async def due(db: Database, holder: str, lease_seconds: float, busy: Sequence[in
                 WHERE {leases.free("l", lease_at)} OR l.holder = excluded.holder
                 RETURNING l.key::bigint AS id)
             SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body,
-                   {', '.join('e.' + n.strip() + ' AS e_' + n.strip() for n in _ENDPOINT.split(','))}
+                   {', '.join('e.' + n.strip() + ' AS e_' + n.strip() for n in _ENDPOINT.split(','))},
+                   (SELECT p.mode FROM properties p WHERE p.id = e.property_id) AS mode,
+                   (SELECT p.twin_of FROM properties p WHERE p.id = e.property_id) AS live_property_id
             FROM taken JOIN webhook_endpoints e ON e.id = taken.id
             CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending'
                                 ORDER BY d.event_seq, d.id LIMIT 1) d

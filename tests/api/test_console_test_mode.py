@@ -96,3 +96,20 @@ async def test_what_both_records_share_is_never_shown_under_the_banner_nor_a_liv
     test = await api.create_key(prop["id"], mode="test")
     assert (await visitor.get(f"{base}/keys/{test['id']}")).status == 404
     assert (await visitor.get(f"{base}/keys/{test['id']}?mode=test")).status == 200
+
+
+async def test_live_pages_say_where_the_data_is_while_only_test_keys_have_written(api: Harness) -> None:
+    prop = await api.create_property()
+    visitor = await owner_of(api, prop)
+    notice = "Only test keys have written here yet"
+    assert notice not in (await visitor.get(f"/console/properties/{prop['id']}")).text  # nothing written at all
+    test_key = (await api.create_key(prop["id"], mode="test"))["key"]
+    room = prop["roomTypes"][0]["id"]
+    body = {"updates": [{"roomTypeId": room, "dateFrom": "2026-12-01", "dateTo": "2026-12-01", "available": 3}]}
+    assert (await api.call("PUT", f"{API}/availability", key=test_key, body=body)).status == 202
+    page = await visitor.get(f"/console/properties/{prop['id']}/grid")
+    assert notice in page.text and f'href="/console/properties/{prop["id"]}/grid?mode=test">Test data</a>' in page.text
+    assert notice not in (await visitor.get(f"/console/properties/{prop['id']}/grid?mode=test")).text
+    live_key = (await api.create_key(prop["id"]))["key"]
+    assert (await api.call("PUT", f"{API}/availability", key=live_key, body=body)).status == 202
+    assert notice not in (await visitor.get(f"/console/properties/{prop['id']}/grid")).text

@@ -36,7 +36,7 @@ async def test_the_document_holds_every_route_and_no_other(api: Harness) -> None
               for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}}
     documented = {(method.upper(), shape(path)) for path, item in doc["paths"].items() for method in item}
     assert served == documented
-    assert len(documented) == 21  # the contract's 15 and test mode's 6 helpers
+    assert len(documented) == 22  # the contract's 15 and test mode's 7 helpers
 
 
 async def test_every_route_names_its_errors_and_headers(api: Harness) -> None:

@@ -65,7 +65,7 @@ async def ota_booking(api: Harness, prop: dict[str, Any], room: int = 0, check_i
                   "country": "PT"},
         "amount": amount})
     assert made.status == 201, made.body
-    return str(made.data["reference"])
+    return str(made.data["reservationCode"])  # the channel's code (modify and cancel take it)
 
 
 async def map_first_room_type(api: Harness, prop: dict[str, Any], cm_room_type: str) -> None:

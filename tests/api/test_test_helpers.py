@@ -101,17 +101,23 @@ async def _simulate(api: Harness, prop: dict[str, Any], live: str, test: str, re
     room = prop["roomTypes"][0]["id"]
     made = await api.call("POST", f"{API}/test-helpers/ota-bookings", key=test, body=stay(prop))
     assert made.status == 201, made.body
-    code = made.data["reference"]
+    # The answer names the booking as its webhook does: its reference, and the channel's code.
+    reference, code = made.data["reference"], made.data["reservationCode"]
+    assert reference.startswith("TEST-") and code != reference  # a test booking's reference says so
     created = (await events_of(receiver, secret, 2))[1]
     assert (created["type"], created["mode"], created["property"]["id"]) == ("channel.booking.created", "test",
                                                                              prop["id"])
     booking = created["data"]["booking"]
-    assert booking["channel"]["reservationCode"] == code and booking["amounts"]["total"] == "200.00"
+    assert (booking["reference"], booking["channel"]["reservationCode"]) == (reference, code)
+    assert booking["amounts"]["total"] == "200.00"
     assert await available(api, test, room, "2026-12-10") == 7
     assert await available(api, live, room, "2026-12-10") == 8
-    changed = await api.call("POST", f"{API}/test-helpers/ota-bookings/{code}/modify", key=test,
+    # Modify names it by its reference, cancel by the channel's code: both are taken.
+    changed = await api.call("POST", f"{API}/test-helpers/ota-bookings/{reference}/modify", key=test,
                              body={"checkOut": "2026-12-13"})
     assert changed.status == 200, changed.body
+    assert (changed.data["reference"], changed.data["reservationCode"], changed.data["status"]) == (
+        reference, code, "modified")
     assert (await events_of(receiver, secret, 3))[2]["type"] == "channel.booking.modified"
     assert (await api.call("POST", f"{API}/test-helpers/ota-bookings/{code}/cancel", key=test)).status == 200
     assert (await events_of(receiver, secret, 4))[3]["type"] == "channel.booking.cancelled"
@@ -120,10 +126,11 @@ async def _simulate(api: Harness, prop: dict[str, Any], live: str, test: str, re
     assert api.ctx.channel.sandbox is not None and api.ctx.channel.sandbox.bookings.revisions == {}
     await eventually(lambda: api.ctx.channel.test_sandbox.bookings.feed(None) == [], "the test feed acknowledged")
     assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE property_id = $1", prop["id"]) == 0
-    # Another property's test key cannot reach this booking.
+    # Another property's test key cannot reach this booking, by either name.
     _, _, other = await keyed(api)
-    unknown = await api.call("POST", f"{API}/test-helpers/ota-bookings/{code}/cancel", key=other)
-    assert (unknown.status, unknown.code) == (404, "NOT_FOUND")
+    for name in (code, reference):
+        unknown = await api.call("POST", f"{API}/test-helpers/ota-bookings/{name}/cancel", key=other)
+        assert (unknown.status, unknown.code) == (404, "NOT_FOUND")
 
 
 async def test_a_checked_in_test_booking_can_be_neither_cancelled_nor_changed(api: Harness) -> None:

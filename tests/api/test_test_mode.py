@@ -242,3 +242,25 @@ async def test_endpoints_are_registered_per_mode_and_test_events_say_so(api: Har
         assert len(live_receiver.received) == 1
     bad = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "mode": "staging"})
     assert (bad.status, bad.code) == (400, "VALIDATION")
+
+
+async def test_a_test_endpoint_on_loopback_needs_no_setting_and_a_live_one_keeps_every_rule(
+        api: Harness, receiver: Receiver) -> None:
+    """No CONNECTAPI_WEBHOOK_ALLOW_PRIVATE here: a test endpoint receives test data only, and
+    may be an integrator's own machine (decision 0137)."""
+    prop = await api.create_property()
+    test = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url, "mode": "test"})
+    assert test.status == 201, test.body
+
+    async def pinged() -> bool:
+        return len(receiver.received) == 1
+    await eventually(pinged)
+    headers, body = receiver.received[0]
+    assert signed_by(test.data["secret"], headers, body) and json.loads(body)["mode"] == "test"
+    live = await api.admin("POST", f"/properties/{prop['id']}/webhooks", {"url": receiver.url})
+    assert (live.status, live.code) == (400, "VALIDATION")
+    assert "https://" in live.data["details"][0]["message"]
+    metadata = await api.admin("POST", f"/properties/{prop['id']}/webhooks",
+                               {"url": "http://169.254.169.254/latest/meta-data", "mode": "test"})
+    assert (metadata.status, metadata.code) == (400, "VALIDATION")
+    assert "link-local" in metadata.data["details"][0]["message"]

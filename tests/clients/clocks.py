@@ -1,5 +1,6 @@
 """Clocks for the client under test: they keep the waits the client asked for and move
-their own time instead of sleeping it."""
+their own time instead of sleeping it. Real time passes on them too: a request the
+service holds (GET /batches/{id}?wait=N) takes its real seconds."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ class FakeClock:
     waits for the service to do something (a batch to be pushed) between polls."""
 
     def __init__(self, pause: float = 0.0) -> None:
-        self.now = 1000.0
+        self.now = 1000.0  # moved by each wait
+        self.started = time.monotonic()
         self.waits: list[float] = []
         self.pause = pause
 
     def monotonic(self) -> float:
-        return self.now
+        return self.now + time.monotonic() - self.started
 
     def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
@@ -31,12 +33,13 @@ class FakeAsyncClock:
     """For `AsyncClient`: the same, awaited (the loop keeps running others meanwhile)."""
 
     def __init__(self, pause: float = 0.0) -> None:
-        self.now = 1000.0
+        self.now = 1000.0  # moved by each wait
+        self.started = time.monotonic()
         self.waits: list[float] = []
         self.pause = pause
 
     def monotonic(self) -> float:
-        return self.now
+        return self.now + time.monotonic() - self.started
 
     async def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)

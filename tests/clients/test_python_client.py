@@ -80,7 +80,7 @@ def test_every_route_of_the_contract(live: Live) -> None:
 
     batch = client.wait_for_batch(written.batch_id, timeout=300)
     assert batch.status == "completed" and batch.pending_cells == 0
-    assert all(wait >= 15 for wait in clock.waits)  # the contract's pace, whatever the caller asks
+    assert clock.waits == []  # the service held the request until the batch was done: no poll
     assert client.batch(written.batch_id).batch_id == written.batch_id
 
     made = client.bookings.create(stay(keyed, "PY-1"))
@@ -354,9 +354,44 @@ def test_wait_for_batch_gives_up_after_its_timeout(live: Live, proxy: FaultProxy
     client, clock = client_for(live.url, keyed)
     client.test_helpers.channel_faults("500", count=100)
     written = client.rates.set([rate(keyed, "140")])
+    started = time.monotonic()
     with pytest.raises(BatchTimeoutError) as waited:
-        client.wait_for_batch(written.batch_id, timeout=40, interval=1)
-    assert waited.value.batch.status == "pending" and clock.waits == [15.0, 15.0]
+        client.wait_for_batch(written.batch_id, timeout=4, interval=1)
+    took = time.monotonic() - started
+    # The service held the one request for the 4 s: no poll, no sleep of the client's.
+    assert waited.value.batch.status == "pending" and clock.waits == [] and 3.5 < took < 10
+
+
+def test_wait_for_batch_answers_within_a_second_of_the_batch(live: Live) -> None:
+    keyed = live.keyed()
+    client, clock = client_for(live.url, keyed)
+    written = client.rates.set([rate(keyed, "145", first=40, last=41)])
+    started = time.monotonic()
+    batch = client.wait_for_batch(written.batch_id, timeout=60)
+    took = time.monotonic() - started
+    assert batch.status == "completed" and clock.waits == []
+    # Pushed within a few seconds (the service gathers a property's changes for 1 s first),
+    # where polling every 15 s took 15 s at the least.
+    assert took < 10, took
+
+
+def test_against_a_service_that_answers_at_once_wait_for_batch_keeps_the_contracts_pace() -> None:
+    """A service of a version without `wait` answers a pending batch at once: the client
+    then polls every 15 s, as before."""
+    asked: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.params.get("wait"))
+        return httpx.Response(200, json={"statuscode": 200, "message": "OK", "data": {
+            "batchId": "b1", "resource": "rates", "status": "pending", "pendingCells": 1}})
+
+    clock = FakeClock()
+    client = Client(base_url="http://service.test", api_key="cak_test_x", clock=clock,
+                    http_client=httpx.Client(transport=httpx.MockTransport(answer), timeout=30))
+    with pytest.raises(BatchTimeoutError):
+        client.wait_for_batch("b1", timeout=40)
+    # Each asks the service to wait, at most 20 s and what is left (real time passes too).
+    assert clock.waits == [15.0, 15.0] and asked[:2] == ["20", "20"] and asked[2] in ("9", "10")
 
 
 # ---- webhooks --------------------------------------------------------------------------
@@ -448,5 +483,5 @@ def test_an_ota_booking_arrives_as_a_typed_verified_event(live: Live) -> None:
     assert event.type == "channel.booking.created"
     booking = event.data.booking
     assert isinstance(booking, models.WebhookBooking)
-    assert (booking.channel.reservation_code, booking.stay.check_in, booking.stay.nights) == (
-        sent.reference, night(50), 2)
+    assert (booking.reference, booking.channel.reservation_code, booking.stay.check_in, booking.stay.nights) == (
+        sent.reference, sent.reservation_code, night(50), 2)

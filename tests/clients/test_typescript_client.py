@@ -60,7 +60,8 @@ def _webhooks(live: Live) -> dict[str, Any]:
     assert made.status_code == 201, made.text
     booked = live.receiver.wait_for(HOOK, 3)[2]
     return {"secret": endpoint["secret"], "newSecret": rotated.json()["data"]["secret"],
-            "pingEventId": endpoint["pingEventId"], "otaReference": made.json()["data"]["reference"],
+            "pingEventId": endpoint["pingEventId"], "otaReference": made.json()["data"]["reservationCode"],
+            "otaBookingReference": made.json()["data"]["reference"],
             "ping": _delivery(ping), "rotatedPing": _delivery(test_ping), "otaBooking": _delivery(booked)}
 
 

@@ -48,6 +48,6 @@ def test_the_collection_runs_green_against_a_live_service(tmp_path: Path, newman
             capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     report = json.loads((tmp_path / "report.json").read_text())["run"]
-    assert report["stats"]["requests"] == {"total": 21, "pending": 0, "failed": 0}
+    assert report["stats"]["requests"] == {"total": 22, "pending": 0, "failed": 0}
     # two per request (status, envelope), and the change's own check of its new revision
-    assert report["stats"]["assertions"]["failed"] == 0 and report["stats"]["assertions"]["total"] == 43
+    assert report["stats"]["assertions"]["failed"] == 0 and report["stats"]["assertions"]["total"] == 45

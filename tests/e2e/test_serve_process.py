@@ -21,12 +21,15 @@ from connectapi import __version__
 
 class Served:
     def __init__(self, data_dir: Path, port: int, extra_env: dict[str, str] | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), port_by: str = "flag") -> None:
+        """`port_by`: `flag` (`--port`) or `env` (CONNECTAPI_PORT)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
         env["CONNECTAPI_DATA_DIR"] = str(data_dir)
         env.update(extra_env or {})
+        if port_by == "env":
+            env["CONNECTAPI_PORT"] = str(port)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "connectapi", "serve", "--port", str(port), *args],
+            [sys.executable, "-m", "connectapi", "serve", *(("--port", str(port)) if port_by == "flag" else ()), *args],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
@@ -131,6 +134,16 @@ def test_a_single_process_outlives_sighup(tmp_path: Path) -> None:
         served.proc.send_signal(signal.SIGHUP)
         served.wait_for("a single process does not reload")
         assert served.proc.poll() is None
+        assert httpx.get(f"{served.url}/readyz").status_code == 200
+    finally:
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(30) == 0
+
+
+def test_the_port_may_come_from_connectapi_port(tmp_path: Path) -> None:
+    served = Served(tmp_path / "var", free_port(), port_by="env")
+    try:
+        assert f"listening on {served.url}" in "".join(served.wait_for("listening on"))
         assert httpx.get(f"{served.url}/readyz").status_code == 200
     finally:
         served.proc.send_signal(signal.SIGTERM)

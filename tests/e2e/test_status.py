@@ -5,7 +5,10 @@ waiting; then the same record with the service stopped."""
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +117,16 @@ def test_status_of_a_running_then_stopped_service(tmp_path: Path) -> None:
     assert pg is None or not running(pg), "status leaves no server behind"
     code, text, _ = status(data_dir, served.url)
     assert any(line.startswith("  PROBLEM") and "not running" in line for line in text.splitlines()), text
+
+
+def test_a_reader_that_goes_away_ends_status_quietly(tmp_path: Path) -> None:
+    """`connectapi status --json | head`: the pipe closed before the report is written is no
+    traceback (a service that does not answer is reported, so none is needed here)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CONNECTAPI_"))}
+    env["CONNECTAPI_DATA_DIR"] = str(tmp_path / "var")
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before anything is written
+    done = subprocess.run([sys.executable, "-m", "connectapi", "status", "--json", "--url", "http://127.0.0.1:9"],
+                          stdout=writer, stderr=subprocess.PIPE, env=env, text=True, timeout=60)
+    os.close(writer)
+    assert done.stderr == "" and done.returncode == 1

@@ -126,3 +126,39 @@ def test_a_name_is_refused_when_any_of_its_addresses_is_inside() -> None:
     assert "10.0.0.7" in str(refused.value)
     with pytest.raises(UnsafeUrl):
         check_resolved("hooks.example.com", [])
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8000/hook", "http://localhost:4242/webhook", "https://localhost/hook",
+    "http://192.168.1.5/in", "http://10.0.0.2:9000/in", "http://172.20.0.3/in", "http://[::1]:8000/in",
+    "http://[fd00::1]/in", "http://receiver.lan/in", "http://receiver/in", "https://hooks.example.com/in",
+])
+def test_a_test_endpoint_may_be_plain_http_on_loopback_and_private_addresses(url: str) -> None:
+    assert check_url(url, test_mode=True) == url
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://169.254.169.254/latest/meta-data", "link-local"),  # a cloud's metadata service
+    ("http://[::ffff:169.254.169.254]/", "link-local"),
+    ("http://[fe80::1]/in", "link-local"),
+    ("http://100.64.0.1/in", "carrier-grade NAT"),
+    ("http://0.0.0.0:8000/in", "this network"),
+    ("http://224.0.0.1/in", "multicast"),
+    ("ftp://127.0.0.1/in", "https:// or http://"),
+])
+def test_a_test_endpoint_is_still_refused_where_nothing_of_an_integrators_lives(url: str, why: str) -> None:
+    with pytest.raises(UnsafeUrl, match=why):
+        check_url(url, test_mode=True)
+
+
+def test_a_live_endpoint_keeps_every_rule_and_a_test_endpoints_names_are_judged_by_their_addresses() -> None:
+    for url in ("http://127.0.0.1:8000/hook", "https://localhost/hook", "https://192.168.1.5/in"):
+        with pytest.raises(UnsafeUrl):
+            check_url(url)
+    check_resolved("localhost", [ipaddress.ip_address("127.0.0.1")], test_mode=True)
+    check_resolved("receiver.lan", [ipaddress.ip_address("192.168.1.9"), ipaddress.ip_address("::1")],
+                   test_mode=True)
+    with pytest.raises(UnsafeUrl, match="not one a test endpoint may be at.*169.254.169.254: link-local"):
+        check_resolved("rebound.example", [ipaddress.ip_address("169.254.169.254")], test_mode=True)
+    with pytest.raises(UnsafeUrl, match="not public"):
+        check_resolved("localhost", [ipaddress.ip_address("127.0.0.1")])

@@ -420,6 +420,19 @@ export interface TestCheckIn {
   status: "CHECKED_IN" | (string & {});
 }
 
+/** TestEvent */
+export interface TestEvent {
+  id: string;
+  type: string;
+  body: string;
+}
+
+/** TestEvents */
+export interface TestEvents {
+  events: TestEvent[];
+  after: string;
+}
+
 /** TestFaults */
 export interface TestFaults {
   mode: string;
@@ -457,7 +470,8 @@ export interface TestOtaBookingIn {
 
 /** TestOtaRevision */
 export interface TestOtaRevision {
-  reference: string;
+  reference: string | null;
+  reservationCode: string;
   revisionId: string;
   status: "new" | "modified" | "cancelled" | (string & {});
 }

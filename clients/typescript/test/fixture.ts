@@ -31,7 +31,9 @@ export interface Fixture {
     secret: string;
     newSecret: string;
     pingEventId: string;
+    /** The test OTA booking's reservation code (the channel's), and its reference (ours). */
     otaReference: string;
+    otaBookingReference: string;
     ping: Delivered;
     rotatedPing: Delivered;
     otaBooking: Delivered;

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import {
   ApiConnectionError,
   ApiError,
+  BatchTimeoutError,
   Client,
   IdempotencyError,
   InternalServerError,
@@ -217,3 +218,20 @@ test("RateLimit: both headers, one of them, quoted and bare names, garbage", () 
   assert.equal(none.reset, null);
   assert.equal(JSON.parse(JSON.stringify(both)).remaining, 3);
 });
+
+test("waitForBatch against a service that answers at once keeps the contract's pace", async () => {
+  // A version without `wait` answers a pending batch at once: the client polls every 15 s.
+  const pending = () => answer(200, { batchId: "b1", resource: "rates", status: "pending", pendingCells: 1 });
+  let clock = 0;
+  const waits: number[] = [];
+  const sent: string[] = [];
+  const client = new Client({
+    baseUrl: "http://service.test/", apiKey: "cak_test_SECRET123", now: () => clock,
+    sleep: async (ms) => { waits.push(ms); clock += ms; },
+    fetch: async (input) => { sent.push(new URL(String(input)).searchParams.get("wait") ?? ""); return pending(); },
+  });
+  await assert.rejects(client.waitForBatch("b1", { timeout: 40 }), BatchTimeoutError);
+  assert.deepEqual(waits, [15_000, 15_000]);
+  assert.deepEqual(sent, ["20", "20", "10"]); // each asks the service to wait: 20 s at most, what is left
+});
+

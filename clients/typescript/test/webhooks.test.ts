@@ -139,6 +139,7 @@ test("an OTA booking's event, typed", async () => {
   const booking = event.data.booking!;
   // The OTA's reference, as the test helper answered it, is the channel's reservation code.
   assert.equal(booking.channel.reservationCode, hooks.otaReference);
+  assert.equal(booking.reference, hooks.otaBookingReference); // the helper's answer names it as the event does
   assert.match(booking.reference, /\S/);
   assert.equal(booking.status, "UPCOMING");
   assert.equal(booking.stay.nights, 2);

@@ -79,12 +79,15 @@ class GridRead:
 
 @dataclass(frozen=True, slots=True)
 class ReadGrid(Ask[GridRead]):
-    """A read within the account-wide read budget (the reconciler's, the admin grid's)."""
+    """A read within the account-wide read budget (the reconciler's, the admin grid's).
+    `interactive`: a person waits for it (the operator's channel grid): it may use the reads
+    kept back from the background's (ChannelManagerActor.KEPT_FOR_PEOPLE)."""
 
     kind: CallKind
     cm_property_id: str
     first: date
     last: date
+    interactive: bool = False
 
 
 @dataclass(frozen=True, slots=True)

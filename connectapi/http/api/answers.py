@@ -285,9 +285,26 @@ class BookingList(TypedDict):
 
 # The test helpers' answers (test keys only).
 class TestOtaRevision(TypedDict):
-    reference: Annotated[str, Field(description="the OTA's reservation code: what modify and cancel name")]
+    reference: Annotated[str | None, Field(description=(
+        "the booking's reference, as its webhooks' `data.booking.reference` has it, once the service has "
+        "applied the revision (it waits up to 10 s for that; null if it has not by then); modify and cancel "
+        "take it, or the reservation code"))]
+    reservationCode: Annotated[str, Field(description="the channel's reservation code, as the webhooks' "
+                                                      "`data.booking.channel.reservationCode` has it")]
     revisionId: str
     status: Literal["new", "modified", "cancelled"]
+
+
+class TestEvent(TypedDict):
+    id: Annotated[str, Field(description="the event's id: its webhook-id")]
+    type: str
+    body: Annotated[str, Field(description="the event exactly as its webhooks carry it (JSON text): what "
+                                           "a receiver verifies and parses")]
+
+
+class TestEvents(TypedDict):
+    events: list[TestEvent]
+    after: Annotated[str, Field(description="what to give as `after` next, to get the events after these")]
 
 
 class TestCheckIn(TypedDict):

@@ -1,10 +1,12 @@
-"""GET /batches/{batchId}: what became of one write."""
+"""GET /batches/{batchId}: what became of one write; with `?wait=N`, once it is done or N
+seconds have passed, whichever is first (issue 45: one request, not a poll every 15 s)."""
 
 from __future__ import annotations
 
 import uuid
 
-from quart import Blueprint, Response
+import trio
+from quart import Blueprint, Response, request
 
 from ...domain.errors import ApiError
 from ...domain.refusals import fields_of
@@ -22,11 +24,12 @@ blueprint = Blueprint("connect_batches", __name__)
 @rule(scope="ari:read", product="channelManager")
 async def read_batch(batch_id: str) -> Response:
     not_found = ApiError("BATCH_NOT_FOUND", "no such batch on this property")
+    wait = _wait()
     try:
         wanted = uuid.UUID(batch_id)
     except ValueError:
         raise not_found from None
-    found = await ari.get_batch(context().db, caller().property.id, wanted)
+    found = await _done_or_waited(caller().property.id, wanted, wait)
     if found is None:
         raise not_found
     pending = found.pending_cells
@@ -53,6 +56,37 @@ async def read_batch(batch_id: str) -> Response:
         "channelTasks": [{"taskId": t.task_id, "kind": t.kind, "sentAt": t.sent_at} for t in found.channel_tasks],
     }
     return ok(answer)
+
+
+MAX_WAIT = 30
+# A push by another process is seen by looking again this often (this process's pushers
+# say so at once: Wakeups.next_time).
+LOOK_AGAIN = 0.5
+
+
+def _wait() -> int:
+    """`wait`: whole seconds from 0 to MAX_WAIT (0, or none: answer at once)."""
+    text = request.args.get("wait")
+    if text is None:
+        return 0
+    if not (text.isascii() and text.isdigit() and len(text) <= 2 and int(text) <= MAX_WAIT):
+        raise ApiError("VALIDATION", "query does not match the schema",
+                       [{"path": "wait", "message": f"must be whole seconds from 0 to {MAX_WAIT}"}])
+    return int(text)
+
+
+async def _done_or_waited(property_id: int, batch: uuid.UUID, wait: int) -> ari.BatchView | None:
+    """The batch once none of its cells is pending, or as it is after `wait` seconds (or
+    when the service stops: a waiting request is answered, not cut off)."""
+    ctx = context()
+    deadline = trio.current_time() + wait
+    while True:
+        pushed = ctx.properties.wakeups.next_time("push", property_id)  # before the look: a push after it is seen
+        found = await ari.get_batch(ctx.db, property_id, batch)
+        if found is None or not found.pending_cells or trio.current_time() >= deadline or ctx.stopping.is_set():
+            return found
+        with trio.move_on_at(min(deadline, trio.current_time() + LOOK_AGAIN)):
+            await pushed.wait()
 
 
 def _channel_refusal(resource: str, r: BatchRefusal, field: str, messages: list[str]) -> ChannelRefusal:

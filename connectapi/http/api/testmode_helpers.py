@@ -5,7 +5,8 @@ desk's check-in, the channel manager's faults, and a fresh start."""
 
 from __future__ import annotations
 
-from quart import Blueprint, Response
+import trio
+from quart import Blueprint, Response, request
 
 from ...channel.sandbox.state import PropertyFault
 from ...domain.admin_models import OtaBookingChangeIn
@@ -13,12 +14,12 @@ from ...budgets.rules import RequestKind
 from ...domain.errors import ApiError
 from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.validation import parse_json, parse_payload
-from ...storage import properties, twins
+from ...storage import properties, twins, webhooks
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
 from ..shared import property_actions, sandbox_bookings
-from .answers import TestCheckIn, TestFaults, TestReset
+from .answers import TestCheckIn, TestEvents, TestFaults, TestReset
 from .gates import Caller, caller, rule
 
 blueprint = Blueprint("connect_test_helpers", __name__)
@@ -101,3 +102,46 @@ async def reset() -> Response:
         ctx.channel.test_sandbox.bookings.forget_property(ids.property_id)
     done: TestReset = {"propertyId": who.property.live_id, "mode": "test", "reset": True}
     return ok(done)
+
+
+MAX_EVENTS_WAIT = 30
+# An event recorded by another process is seen by looking again this often (this
+# process's writer says so at once: Wakeups.next_time("revision")).
+LOOK_AGAIN = 0.5
+
+
+@blueprint.get("/test-helpers/events")
+@rule()
+async def events() -> Response:
+    """The test record's events after `after` (the `after` of the previous answer), as its
+    webhooks carry them, each body exactly as signed and sent: what `connectapi listen`
+    forwards to an integrator's machine. Without `after`: none, and where to start from
+    (now). With `wait` (seconds, up to 30): answered as soon as there is one, or then."""
+    who = _test_caller()
+    after, wait = _cursor("after"), _cursor("wait")
+    if wait is not None and wait > MAX_EVENTS_WAIT:
+        raise ApiError("VALIDATION", "query does not match the schema",
+                       [{"path": "wait", "message": f"must be whole seconds from 0 to {MAX_EVENTS_WAIT}"}])
+    ctx = context()
+    deadline = trio.current_time() + (wait or 0)
+    while True:
+        recorded = ctx.properties.wakeups.next_time("revision", who.property.id)  # before the look
+        found, cursor = await webhooks.events_after(ctx.db, who.property.id, after)
+        if found or after is None or trio.current_time() >= deadline or ctx.stopping.is_set():
+            break
+        with trio.move_on_at(min(deadline, trio.current_time() + LOOK_AGAIN)):
+            await recorded.wait()
+    answer: TestEvents = {"events": [{"id": e.id, "type": e.type, "body": e.body} for e in found],
+                          "after": str(cursor)}
+    return ok(answer)
+
+
+def _cursor(name: str) -> int | None:
+    text = request.args.get(name)
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
+        raise ApiError("VALIDATION", "query does not match the schema",
+                       [{"path": name, "message": "must be a whole number"}])
+    return int(text)
+

@@ -9,10 +9,10 @@ from quart import Blueprint, Response, redirect
 from typing_extensions import TypedDict
 
 from ...domain.sync_state import PushState, pending_next_attempt, push_state
-from ...storage import pushes
+from ...storage import pushes, twins
 from ...storage.records import Property
 from ..context import context
-from .session import PREFIX, login_required, owned_property, owned_record, owner, page
+from .session import PREFIX, console_mode, login_required, owned_property, owned_record, owner, page
 
 
 @login_required
@@ -71,7 +71,10 @@ async def overview(property_id: int) -> Response:
 
 async def property_page(template: str, prop: Property, tab: str, status: int = 200, **values: Any) -> Response:
     """A page of one property (templates extending property.html): `tab` is its path
-    after /console/properties/<id> ("" for the overview, "/keys", ...)."""
+    after /console/properties/<id> ("" for the overview, "/keys", ...). On live data, when
+    only test keys have written yet (the README's tour), it says where their data is."""
+    if console_mode() != "test" and "test_only" not in values:
+        values["test_only"] = await twins.only_test_keys_wrote(context().db, prop.id)
     return await page(template, status, prop=prop, tab=tab, **values)
 
 

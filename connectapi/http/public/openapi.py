@@ -24,7 +24,7 @@ from ...domain.testmode_helper_models import TestFaultsIn, TestOtaBookingIn
 from ...domain.webhook_contract import openapi_schemas, openapi_webhooks
 from ..api.answers import (AvailabilityRead, BatchAnswer, Booking, BookingList, BookingRoom,
                            CatalogAnswer, PropertyAnswer, RatesRead, RestrictionsRead, SyncAnswer, TestCheckIn,
-                           TestFaults, TestOtaRevision, TestReset, WriteResult, answer_schema)
+                           TestEvents, TestFaults, TestOtaRevision, TestReset, WriteResult, answer_schema)
 from ..api.gates import CONNECT_PREFIX, MAX_BODY_BYTES
 
 OPENAPI_PATH = "/api/v1/connect-api/openapi.json"
@@ -102,8 +102,12 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/sync", "getSync", "Whether the sent data reached the channels", "ari:read", "channelManager",
               {200: "Sync"}),
     Operation("GET", "/batches/{batchId}", "getBatch", "Status of one write batch", "ari:read", "channelManager",
-              {200: "Batch"}, {"BATCH_NOT_FOUND": "no such batch on this property"},
-              params=(Param("batchId", "path", {"type": "string"}, "the batch id a write answered", True),)),
+              {200: "Batch"}, {"BATCH_NOT_FOUND": "no such batch on this property",
+                               "VALIDATION": "wait is not whole seconds from 0 to 30"},
+              params=(Param("batchId", "path", {"type": "string"}, "the batch id a write answered", True),
+                      Param("wait", "query", {"type": "integer", "minimum": 0, "maximum": 30},
+                            "seconds to hold the answer until the batch is completed: one request instead of "
+                            "polling (it counts as one request against the budgets)"))),
     Operation("GET", "/bookings", "listBookings", "Bookings the API created, newest first", "bookings:read", "pms",
               {200: "BookingList"}, {"VALIDATION": "a bad query parameter"}, params=(
                   Param("since", "query", {"type": "string", "format": "date-time"},
@@ -184,6 +188,14 @@ OPERATIONS: tuple[Operation, ...] = (
                   "VALIDATION": "the body does not match the schema, or the property is not mapped",
                   "NOT_FOUND": "a live key", "PAYLOAD_TOO_LARGE": f"the body exceeds {MAX_BODY_BYTES} bytes"},
               TestFaultsIn),
+    Operation("GET", "/test-helpers/events", "testEvents",
+              "Test keys only: the test record's events after a cursor, each body as its webhooks carry it "
+              "(`connectapi listen` forwards them to your machine)", None, None, {200: "TestEvents"},
+              {"NOT_FOUND": "a live key", "VALIDATION": "after or wait is not a whole number, or wait is above 30"},
+              params=(Param("after", "query", {"type": "string", "pattern": "^[0-9]{1,18}$"},
+                            "the previous answer's `after`; without it, no events and where to start (now)"),
+                      Param("wait", "query", {"type": "integer", "minimum": 0, "maximum": 30},
+                            "seconds to hold the answer until an event comes"))),
     Operation("POST", "/test-helpers/reset", "testReset",
               "Test keys only: the test record emptied (ARI, batches, bookings, events); keys and endpoints stay",
               "ari:write", None, {200: "TestReset"}, {"NOT_FOUND": "a live key"}),
@@ -208,7 +220,7 @@ DRAWN_ANSWERS: dict[str, type[Any]] = {
     "Property": PropertyAnswer, "Catalog": CatalogAnswer, "AvailabilityRead": AvailabilityRead,
     "RatesRead": RatesRead, "RestrictionsRead": RestrictionsRead, "WriteResult": WriteResult,
     "Sync": SyncAnswer, "Batch": BatchAnswer, "Booking": Booking, "BookingRoom": BookingRoom,
-    "BookingList": BookingList, "TestOtaRevision": TestOtaRevision,
+    "BookingList": BookingList, "TestOtaRevision": TestOtaRevision, "TestEvents": TestEvents,
     "TestCheckIn": TestCheckIn, "TestFaults": TestFaults, "TestReset": TestReset}
 
 

@@ -85,7 +85,7 @@ _ORDER = ("getProperty", "getCatalog", "getAvailability", "putAvailability", "ge
           "getRestrictions", "putRestrictions", "getSync", "getBatch", "createBooking", "listBookings",
           "getBooking", "modifyBooking", "cancelBooking",
           # Test keys only (a live key gets 404): run the collection with a test key.
-          "testOtaBooking", "testOtaModify", "testOtaCancel", "testCheckIn", "testFaults", "testReset")
+          "testOtaBooking", "testOtaModify", "testOtaCancel", "testEvents", "testCheckIn", "testFaults", "testReset")
 
 
 def _item(op: Operation) -> JsonObject:

@@ -3,6 +3,7 @@ read behind the admin route GET /properties/{id}/channel-grid and the console's 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -17,7 +18,7 @@ from ...domain.money import currency_exponent
 from ...domain.sell_modes import ROOM_PRICE
 from ...storage import properties
 from ..context import context
-from .channel_calls import MAX_WAIT, when_allowed
+from .channel_calls import when_allowed
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +44,15 @@ def _in_sandbox(sandbox: SandboxState, cm_property: str, first: date,
             dict(sandbox.read_restrictions(cm_property, first, last)))
 
 
-async def read_held_grid(property_id: int, first: date, last: date, wait: float = MAX_WAIT) -> HeldGrid:
-    """PROPERTY_NOT_FOUND; VALIDATION when the property is not mapped; SERVICE_UNAVAILABLE when
-    the channel manager does not answer or its read budget stays spent longer than `wait`."""
+# A person waits for the grid: past this, they are told when to look again instead.
+GRID_WAIT = 10.0
+
+
+async def read_held_grid(property_id: int, first: date, last: date, wait: float = GRID_WAIT) -> HeldGrid:
+    """PROPERTY_NOT_FOUND; VALIDATION when the property is not mapped; SERVICE_UNAVAILABLE,
+    with when to look again, when the channel manager does not answer or its read budget
+    stays spent longer than `wait` (its reads ask ahead of the reconciler's: ReadGrid's
+    `interactive`)."""
     ctx = context()
     ids = await properties.channel_ids(ctx.db, property_id)
     if ids is None:
@@ -66,14 +73,16 @@ async def read_held_grid(property_id: int, first: date, last: date, wait: float 
         held_availability, held_restrictions = _in_sandbox(ctx.channel.sandbox, ids.property_id, first, last)
     else:
         cm_property = ids.property_id
-        read_a = await when_allowed(lambda: ctx.channel.mailbox.ask(ReadGrid("availability", cm_property, first, last),
-                                                             CALL_ASK_TIMEOUT), wait)
-        read_r = await when_allowed(lambda: ctx.channel.mailbox.ask(ReadGrid("restrictions", cm_property, first, last),
-                                                             CALL_ASK_TIMEOUT), wait)
+        read_a = await when_allowed(lambda: ctx.channel.mailbox.ask(
+            ReadGrid("availability", cm_property, first, last, interactive=True), CALL_ASK_TIMEOUT), wait)
+        read_r = await when_allowed(lambda: ctx.channel.mailbox.ask(
+            ReadGrid("restrictions", cm_property, first, last, interactive=True), CALL_ASK_TIMEOUT), wait)
         if read_a.grid is None or read_r.grid is None:
+            retry_at = read_a.retry_at if read_a.grid is None else read_r.retry_at
+            later = 5 if retry_at is None else max(1, math.ceil(retry_at - ctx.clock.monotonic()))
             raise ApiError("SERVICE_UNAVAILABLE", f"the channel manager did not answer: "
                                                   f"{read_a.error or read_r.error or 'its read budget is spent'}",
-                           retry_after_seconds=5)
+                           retry_after_seconds=later)
         held_availability, held_restrictions = read_a.grid, read_r.grid
     rooms = {cm: ours for ours, cm in ids.room_types.items()}
     plans = {cm: ours for ours, cm in ids.rate_plans.items()}

@@ -1,12 +1,18 @@
 """OTA bookings a sandbox channel manager emits for a property, in our ids: the operator's
 (the sandbox standing in for the channel manager) and the test helpers' (the test sandbox,
 for a property's test twin) alike. What the sandbox emits then comes back as every OTA
-booking does: through the booking feed and the intake."""
+booking does: through the booking feed and the intake.
+
+Each answer names the booking as its webhooks do (issue 45): `reference`, the booking's own
+(PMS-…, TEST-… for a test twin's), once the intake has applied the revision (waited for, up to TOLD_WITHIN seconds),
+and `reservationCode`, the channel's. Modify and cancel take either."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
 from decimal import Decimal
+
+import trio
 
 from ...channel.sandbox.bookings import Stay, StayChange, StayDetails
 from ...channel.sandbox.revision import Charge, Company, Guest, Revision, Service, Tax
@@ -15,7 +21,7 @@ from ...domain.admin_models import OtaBookingChangeIn, OtaBookingIn, OtaChargeIn
 from ...domain.ari_write import HORIZON_DAYS
 from ...domain.bookings import MAX_NIGHTS
 from ...domain.errors import ApiError
-from ...storage import properties
+from ...storage import ota, properties
 from ...storage.properties import ChannelIds
 from ..api.answers import TestOtaRevision
 from ..context import context
@@ -113,8 +119,29 @@ def _check_stay(arrival: date, departure: date) -> None:
         raise ApiError("VALIDATION", "request does not match the schema", issues)
 
 
-def _view(revision: Revision) -> TestOtaRevision:
-    return {"reference": revision["ota_reservation_code"], "revisionId": revision["id"], "status": revision["status"]}
+# How long an answer waits for the intake to apply the revision it made (in-process: the
+# sandbox's notification wakes the intake at once; a second or two under load).
+TOLD_WITHIN = 10.0
+# A revision applied by another process is seen by looking again this often.
+LOOK_AGAIN = 0.25
+
+
+async def _told(revision: Revision, property_id: int) -> TestOtaRevision:
+    """The revision's answer, once the intake has settled it (or TOLD_WITHIN has passed, or
+    the service stops): `reference` the booking's when it was applied, else None."""
+    ctx = context()
+    deadline = trio.current_time() + TOLD_WITHIN
+    while True:
+        settled = ctx.properties.wakeups.next_time("revision", property_id)  # before the look
+        found = await ota.told_reference(ctx.db, property_id, revision["id"])
+        if (found is not None and found[0] != "received") or trio.current_time() >= deadline \
+                or ctx.stopping.is_set():
+            break
+        with trio.move_on_at(min(deadline, trio.current_time() + LOOK_AGAIN)):
+            await settled.wait()
+    return {"reference": found[1] if found is not None else None,
+            "reservationCode": revision["ota_reservation_code"], "revisionId": revision["id"],
+            "status": revision["status"]}
 
 
 async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingIn) -> TestOtaRevision:
@@ -126,23 +153,26 @@ async def new_booking(sandbox: SandboxState, property_id: int, body: OtaBookingI
     stay = Stay(ids.property_id, cm_room, cm_plan, body.checkIn, body.checkOut, body.adults, body.children,
                 _guest(body.guest), Decimal(body.amount), ids.currency, body.channel,
                 **_details(body, (body.checkOut - body.checkIn).days, body.children))
-    return _view(sandbox.bookings.new(stay, context().clock.now()))
+    return await _told(sandbox.bookings.new(stay, context().clock.now()), property_id)
 
 
-async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> tuple[Stay, ChannelIds]:
-    """The sandbox OTA booking with this reference, if it is this property's, and the
+async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> tuple[str, Stay, ChannelIds]:
+    """The sandbox OTA booking named by `reference` (the booking's own, or the channel's
+    reservation code), if it is this property's: its reservation code, the stay, and the
     property's channel ids."""
     ids = await properties.channel_ids(context().db, property_id)
-    booking_id = sandbox.bookings.codes.get(reference)
+    code = reference if reference in sandbox.bookings.codes else \
+        await ota.reservation_code_of(context().db, property_id, reference[:64]) or reference
+    booking_id = sandbox.bookings.codes.get(code)
     stay = sandbox.bookings.stays.get(booking_id) if booking_id else None
     if ids is None or stay is None or stay.property_id != ids.property_id:
         raise ApiError("NOT_FOUND", f"no sandbox OTA booking {reference[:40]!r} on this property")
-    return stay, ids
+    return code, stay, ids
 
 
 async def modify_booking(sandbox: SandboxState, property_id: int, reference: str,
                          body: OtaBookingChangeIn) -> TestOtaRevision:
-    stay, ids = await _booking(sandbox, property_id, reference)
+    code, stay, ids = await _booking(sandbox, property_id, reference)
     changes: StayChange = {}
     if body.roomTypeId is not None or body.ratePlanId is not None:
         rooms = {cm: ours for ours, cm in ids.room_types.items()}
@@ -178,9 +208,9 @@ async def modify_booking(sandbox: SandboxState, property_id: int, reference: str
     if "nightly" not in changes and ((arrival, departure) != (stay.arrival, stay.departure) or "amount" in changes):
         # Nights given for another stay or another amount: the new amount spread again.
         changes["nightly"] = None
-    return _view(sandbox.bookings.modify(reference, changes, context().clock.now()))
+    return await _told(sandbox.bookings.modify(code, changes, context().clock.now()), property_id)
 
 
 async def cancel_booking(sandbox: SandboxState, property_id: int, reference: str) -> TestOtaRevision:
-    await _booking(sandbox, property_id, reference)
-    return _view(sandbox.bookings.cancel(reference, context().clock.now()))
+    code, _, _ = await _booking(sandbox, property_id, reference)
+    return await _told(sandbox.bookings.cancel(code, context().clock.now()), property_id)

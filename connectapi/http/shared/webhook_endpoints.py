@@ -33,10 +33,11 @@ class Recovered:
     kept_since: datetime  # how far back events are kept: recover reaches no further
 
 
-def checked_url(url: str) -> str:
-    """The URL as it will be registered, or VALIDATION at `url` saying why not."""
+def checked_url(url: str, test_mode: bool = False) -> str:
+    """The URL as it will be registered, or VALIDATION at `url` saying why not. A test
+    endpoint may be plain http on loopback and private addresses (decision 0137)."""
     try:
-        return check_url(url, context().operation.webhook_allow_private)
+        return check_url(url, context().operation.webhook_allow_private, test_mode=test_mode)
     except UnsafeUrl as exc:
         raise ApiError("VALIDATION", "request does not match the schema",
                        [{"path": "url", "message": str(exc)}]) from None
@@ -60,7 +61,7 @@ async def register(property_id: int, url: str, description: str | None, mode: st
     test endpoint is an endpoint of the property's test twin (made now if it has none): it
     receives the test record's events."""
     ctx = context()
-    url = checked_url(url)
+    url = checked_url(url, test_mode=mode == "test")
     if await properties.get_live_property(ctx.db, property_id) is None:
         raise ApiError("PROPERTY_NOT_FOUND", f"no property {property_id}")
     if mode == "test":

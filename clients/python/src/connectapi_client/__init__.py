@@ -1,7 +1,8 @@
 """A client for the connectapi Connect API, sync and async, that does the contract's hard
 parts: retries of 429 and 503 after the wait the service asks, one idempotency key per
 write reused on every try, typed answers and errors, the RateLimit headers read on every
-answer, batches polled at the contract's pace, bookings paged, webhooks verified.
+answer, batches waited for in one request, bookings paged, webhooks verified, and a test
+record's webhooks forwarded to your machine (`python -m connectapi_client listen`).
 
     from connectapi_client import Client
     client = Client(base_url="http://127.0.0.1:8080", api_key="cak_test_...")
@@ -19,7 +20,8 @@ from .errors import (ApiConnectionError, ApiError, AuthenticationError, BatchTim
                      NotFoundError, NothingAcceptedError, PayloadTooLargeError, PermissionDeniedError,
                      PreconditionFailedError, RateLimitedError, ServiceUnavailableError)
 from .rate_limit import Budget, RateLimit
-from .webhooks import WebhookRawBodyError, WebhookVerificationError, verify_webhook, verify_webhook_parsed
+from .listen import listen
+from .webhooks import WebhookRawBodyError, WebhookVerificationError, sign_webhook, verify_webhook, verify_webhook_parsed
 
 __version__ = "1.0.0"
 
@@ -30,5 +32,6 @@ __all__ = [
     "ConflictError", "ConnectApiError", "IdempotencyError", "InternalServerError", "InvalidRequestError",
     "LastResponse", "NotEntitledError", "NotFoundError", "NothingAcceptedError", "PayloadTooLargeError",
     "PermissionDeniedError", "PreconditionFailedError", "RateLimit", "RateLimitedError", "ServiceUnavailableError",
-    "WebhookRawBodyError", "WebhookVerificationError", "models", "verify_webhook", "verify_webhook_parsed",
+    "WebhookRawBodyError", "WebhookVerificationError", "listen", "models", "sign_webhook", "verify_webhook",
+    "verify_webhook_parsed",
 ]

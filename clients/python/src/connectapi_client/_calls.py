@@ -28,6 +28,12 @@ IDEMPOTENCY_HEADER = "x-idempotency-key"
 _KEY = re.compile(r"^[A-Za-z0-9_-]{10,64}$")
 # The contract: poll /batches and /sync no more often than every 15 seconds.
 MIN_POLL_SECONDS = 15.0
+# How long one GET /batches/{id}?wait=N asks the service to hold its answer until the batch
+# is done: well within the client's own timeout (a read that waits is not a dropped one).
+BATCH_WAIT_SECONDS = 20
+# A service that answered a batch still pending much sooner than it was asked to wait did
+# not wait (a version without `wait`, or one stopping): the client then sleeps its interval.
+EARLY_BY = 2.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_WAIT = 60.0
 DEFAULT_TIMEOUT = 30.0
@@ -145,8 +151,17 @@ def get_sync() -> Call[models.Sync]:
     return Call("GET", "/sync", models.Sync, repeatable=True)
 
 
-def get_batch(batch_id: str) -> Call[models.Batch]:
-    return Call("GET", f"/batches/{_segment(batch_id)}", models.Batch, repeatable=True)
+def get_batch(batch_id: str, wait: int = 0) -> Call[models.Batch]:
+    """The batch; with `wait`, once it is done or `wait` seconds have passed."""
+    query = {"wait": str(wait)} if wait else {}
+    return Call("GET", f"/batches/{_segment(batch_id)}", models.Batch, query=query, repeatable=True)
+
+
+def batch_wait(left: float, read_timeout: float | None) -> int:
+    """Seconds to ask the service to hold GET /batches for: at most BATCH_WAIT_SECONDS, what
+    is left of the caller's timeout, and 5 s short of the HTTP client's own read timeout."""
+    most = BATCH_WAIT_SECONDS if read_timeout is None else min(BATCH_WAIT_SECONDS, read_timeout - 5)
+    return max(0, int(min(most, left)))
 
 
 def list_bookings(since: datetime.datetime | str | None, limit: int | None, external_reference: str | None,
@@ -185,6 +200,13 @@ def modify_booking(booking_id: int, patch: Mapping[str, Any], if_match: int | st
 def cancel_booking(booking_id: int, reason: str | None) -> Call[models.Booking]:
     body = {} if reason is None else {"reason": reason}
     return Call("POST", f"/bookings/{_segment(booking_id)}/cancel", models.Booking, body=body, repeatable=True)
+
+
+def test_events(after: str | None, wait: int) -> Call[models.TestEvents]:
+    query = {"wait": str(wait)} if wait else {}
+    if after is not None:
+        query["after"] = after
+    return Call("GET", "/test-helpers/events", models.TestEvents, query=query, repeatable=True)
 
 
 def test_helper(path: str, answer: type[M], body: Any = None) -> Call[M]:

@@ -141,6 +141,9 @@ class AsyncTestHelpers(_Resource):
     async def reset(self) -> models.TestReset:
         return await self._client._send(calls.test_helper("/reset", models.TestReset))
 
+    async def events(self, after: str | None = None, wait: int = 0) -> models.TestEvents:
+        return await self._client._send(calls.test_events(after, wait))
+
 
 class AsyncClient:
     """The Connect API, asynchronously; the same settings and methods as `Client`, awaited."""
@@ -206,21 +209,29 @@ class AsyncClient:
     async def sync(self) -> models.Sync:
         return await self._send(calls.get_sync())
 
-    async def batch(self, batch_id: str) -> models.Batch:
-        return await self._send(calls.get_batch(batch_id))
+    async def batch(self, batch_id: str, wait: int = 0) -> models.Batch:
+        """The batch; with `wait` (seconds, up to 30), answered once it is done or then."""
+        return await self._send(calls.get_batch(batch_id, wait))
 
     async def wait_for_batch(self, batch_id: str, *, timeout: float = 600.0,
                              interval: float = calls.MIN_POLL_SECONDS) -> models.Batch:
+        """As Client.wait_for_batch: each request waits at the service (`?wait=`)."""
         interval = max(interval, calls.MIN_POLL_SECONDS)
         deadline = self._clock.monotonic() + timeout
         while True:
-            batch = await self.batch(batch_id)
+            asked = self._clock.monotonic()
+            wait = calls.batch_wait(deadline - asked, self._http.timeout.read)
+            batch = await self._send(calls.get_batch(batch_id, wait))
             if batch.status == "completed":
                 return batch
-            if deadline - self._clock.monotonic() < interval:
+            now = self._clock.monotonic()
+            left = deadline - now
+            waited = wait > 0 and now - asked >= wait - calls.EARLY_BY
+            if left <= 0 or (not waited and left < interval):
                 raise BatchTimeoutError(f"batch {batch_id} still {batch.status} after {timeout:g} s "
                                         f"({batch.pending_cells} cells pending)", batch)
-            await self._clock.sleep(interval)
+            if not waited:  # the service did not hold the answer: the contract's pace
+                await self._clock.sleep(interval)
 
     async def _send(self, call: calls.Call[M]) -> M:
         method, path, query, headers, content = calls.request_of(call)

@@ -153,6 +153,12 @@ class TestHelpers(_Resource):
     def reset(self) -> models.TestReset:
         return self._client._send(calls.test_helper("/reset", models.TestReset))
 
+    def events(self, after: str | None = None, wait: int = 0) -> models.TestEvents:
+        """The test record's events after `after` (the previous answer's), bodies as their
+        webhooks carry them; without `after`, where to start (now); `wait`: seconds to hold
+        the answer until one comes (up to 30). `connectapi_client.listen` forwards them."""
+        return self._client._send(calls.test_events(after, wait))
+
 
 class Client:
     """The Connect API, synchronously.
@@ -226,24 +232,32 @@ class Client:
     def sync(self) -> models.Sync:
         return self._send(calls.get_sync())
 
-    def batch(self, batch_id: str) -> models.Batch:
-        return self._send(calls.get_batch(batch_id))
+    def batch(self, batch_id: str, wait: int = 0) -> models.Batch:
+        """The batch; with `wait` (seconds, up to 30), answered once it is done or then."""
+        return self._send(calls.get_batch(batch_id, wait))
 
     def wait_for_batch(self, batch_id: str, *, timeout: float = 600.0,
                        interval: float = calls.MIN_POLL_SECONDS) -> models.Batch:
-        """Poll the batch until it is `completed`, every `interval` seconds (never less than
-        the contract's 15); `BatchTimeoutError` after `timeout` seconds."""
+        """The batch once it is `completed`, asked with `?wait=`: each request waits at the
+        service until the batch is done (or up to 20 s), so the answer comes within a second
+        of the batch; `BatchTimeoutError` after `timeout` seconds. Against a service that
+        answers at once, polls every `interval` seconds (never less than the contract's 15)."""
         interval = max(interval, calls.MIN_POLL_SECONDS)
         deadline = self._clock.monotonic() + timeout
         while True:
-            batch = self.batch(batch_id)
+            asked = self._clock.monotonic()
+            wait = calls.batch_wait(deadline - asked, self._http.timeout.read)
+            batch = self._send(calls.get_batch(batch_id, wait))
             if batch.status == "completed":
                 return batch
-            left = deadline - self._clock.monotonic()
-            if left < interval:
+            now = self._clock.monotonic()
+            left = deadline - now
+            waited = wait > 0 and now - asked >= wait - calls.EARLY_BY
+            if left <= 0 or (not waited and left < interval):
                 raise BatchTimeoutError(f"batch {batch_id} still {batch.status} after {timeout:g} s "
                                         f"({batch.pending_cells} cells pending)", batch)
-            self._clock.sleep(interval)
+            if not waited:  # the service did not hold the answer: the contract's pace
+                self._clock.sleep(interval)
 
     # ---- one call, with its retries ----
 

@@ -482,6 +482,21 @@ class TestCheckIn(Answer):
     status: Literal["CHECKED_IN"] | str = Field(alias="status")
 
 
+class TestEvent(Answer):
+    """An answer: TestEvent."""
+
+    id: str = Field(alias="id")
+    type: str = Field(alias="type")
+    body: str = Field(alias="body")
+
+
+class TestEvents(Answer):
+    """An answer: TestEvents."""
+
+    events: list[TestEvent] = Field(alias="events")
+    after: str = Field(alias="after")
+
+
 class TestFaults(Answer):
     """An answer: TestFaults."""
 
@@ -523,7 +538,8 @@ class TestOtaBookingIn(TypedDict):
 class TestOtaRevision(Answer):
     """An answer: TestOtaRevision."""
 
-    reference: str = Field(alias="reference")
+    reference: str | None = Field(alias="reference")
+    reservation_code: str = Field(alias="reservationCode")
     revision_id: str = Field(alias="revisionId")
     status: Literal["new", "modified", "cancelled"] | str = Field(alias="status")
 
@@ -742,6 +758,8 @@ SyncInventory.model_rebuild()
 SyncNewestPendingBatch.model_rebuild()
 SyncProjector.model_rebuild()
 TestCheckIn.model_rebuild()
+TestEvent.model_rebuild()
+TestEvents.model_rebuild()
 TestFaults.model_rebuild()
 TestOtaRevision.model_rebuild()
 TestReset.model_rebuild()

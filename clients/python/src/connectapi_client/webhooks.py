@@ -49,6 +49,20 @@ def _key(secret: str) -> bytes:
         raise ValueError("a webhook secret is whsec_ followed by base64, as the owner was shown it") from None
 
 
+def _signature(secret: str, event_id: str, stamp: str, raw: bytes) -> bytes:
+    """Standard Webhooks' v1 signature: HMAC-SHA256 of `id.timestamp.body`, base64."""
+    content = f"{event_id}.{stamp}.".encode() + raw
+    return base64.b64encode(hmac.new(_key(secret), content, hashlib.sha256).digest())
+
+
+def sign_webhook(raw_body: bytes, event_id: str, secret: str, now: float | None = None) -> dict[str, str]:
+    """The Standard Webhooks headers that sign `raw_body` with `secret` (`whsec_…`), as the
+    service signs its deliveries: what `listen` sends, and what a receiver's own tests may."""
+    stamp = str(int(time.time() if now is None else now))
+    return {"webhook-id": event_id, "webhook-timestamp": stamp,
+            "webhook-signature": "v1," + _signature(secret, event_id, stamp, raw_body).decode()}
+
+
 def _signed(raw: bytes, headers: Mapping[str, str], secrets: Sequence[str], tolerance: float,
             now: float | None) -> None:
     event_id = _header(headers, "webhook-id")
@@ -66,11 +80,10 @@ def _signed(raw: bytes, headers: Mapping[str, str], secrets: Sequence[str], tole
         when = f"{at - sent_at:.0f} s old" if at > sent_at else f"{sent_at - at:.0f} s ahead"
         raise WebhookVerificationError(f"webhook-timestamp is {when}, beyond {tolerance:g} s: a replay or a clock "
                                        "far off")
-    content = f"{event_id}.{stamp}.".encode() + raw
     offered = [entry.split(",", 1)[1].encode() for entry in signatures.split()
                if entry.startswith("v1,") and "," in entry]
     for secret in secrets:
-        expected = base64.b64encode(hmac.new(_key(secret), content, hashlib.sha256).digest())
+        expected = _signature(secret, event_id, stamp, raw)
         # Every entry compared in constant time; any match verifies (a rotated secret).
         if any(hmac.compare_digest(expected, one) for one in offered):
             return
