@@ -105,7 +105,7 @@ async def make_ota_booking(admin: httpx.AsyncClient, prop: dict[str, Any], night
         "checkIn": night.isoformat(), "checkOut": (night + timedelta(days=1)).isoformat(), "adults": 2,
         "guest": {"name": "Bench Guest"}, "amount": "120.00"})
     assert made.status_code == 201, made.text
-    return str(made.json()["data"]["reference"])
+    return str(made.json()["data"]["reservationCode"])  # the channel's code, as the events carry it
 
 
 def created_for(receiver: Receiver, code: str) -> float | None:
