@@ -57,8 +57,9 @@ client-packages: $(DIST_STAMP)
 	cd clients/typescript && npm ci --no-audit --no-fund && npm pack
 
 # make run PORT=9090: another port (CONNECTAPI_PORT does the same for `connectapi serve`).
+# Only from make's command line: a PORT exported for something else is not taken.
 run: install
-	$(BIN)/connectapi serve $(if $(PORT),--port $(PORT))
+	$(BIN)/connectapi serve $(if $(filter command line,$(origin PORT)),--port $(PORT))
 
 # tests/browser drive Debian's chromium through Playwright (no browser download). As root
 # with apt-get (CI) a missing chromium is installed; elsewhere install it yourself, or the

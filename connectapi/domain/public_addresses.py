@@ -95,12 +95,20 @@ def is_public(address: Address) -> bool:
 # carrier-grade NAT and every other range stay refused.
 TEST_REACH_V4: tuple[_V4, ...] = (_V4("127.0.0.0/8"), _V4("10.0.0.0/8"), _V4("172.16.0.0/12"), _V4("192.168.0.0/16"))
 TEST_REACH_V6: tuple[_V6, ...] = (_V6("::1/128"), _V6("fc00::/7"))
+# Inside the unique-local range, where clouds answer their metadata services over IPv6.
+NEVER_V6: tuple[tuple[_V6, str], ...] = (
+    (_V6("fd00:ec2::/32"), "a cloud's metadata service (AWS)"),
+    (_V6("fd00:c1::/32"), "a cloud's metadata service (Oracle)"),
+)
 
 
 def why_not_test_reachable(address: Address) -> str | None:
     """Why a test endpoint may not be at `address` (as why_not_public says it), or None:
     public, loopback and private addresses may."""
     if isinstance(address, ipaddress.IPv6Address):
+        never = next((why for network, why in NEVER_V6 if address in network), None)
+        if never is not None:
+            return never
         if any(address in network for network in TEST_REACH_V6):
             return None
         inner = carried_ipv4(address)

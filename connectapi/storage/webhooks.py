@@ -157,11 +157,12 @@ async def events_after(db: Database, property_id: int, after: int | None,
                        limit: int = 100) -> tuple[list[StoredEvent], int]:
     """The property's events recorded after `after` (a seq), oldest first, at most `limit`,
     pings left out (each is for one endpoint); and the seq to ask after next. `after` None:
-    none, and the newest seq of all (a listener starts from now). A property's events are
+    none, and the property's newest seq (a listener starts from now). A property's events are
     recorded by its writer under its row lock, so they commit in the order of their seq: a
     reader past one never misses an earlier one committed later."""
-    if after is None:
-        newest: int = await db.fetchval("SELECT coalesce(max(seq), 0) FROM webhook_events")
+    if after is None:  # the property's own newest: one of its events not committed yet comes after it
+        newest: int = await db.fetchval("SELECT coalesce(max(seq), 0) FROM webhook_events WHERE property_id = $1",
+                                        property_id)
         return [], newest
     rows = await db.fetch(
         """SELECT seq, id, type, body FROM webhook_events

@@ -105,3 +105,13 @@ def test_the_client_package_listens_from_the_command_line_too(live: Live) -> Non
     finally:
         listener.terminate()
         listener.wait(30)
+
+
+def test_what_would_fail_at_the_first_event_is_refused_before_ready() -> None:
+    said: list[str] = []
+    assert listen(api="http://127.0.0.1:9", key="cak_test_x", forward_to="ftp://localhost/hook",
+                  say=said.append) == 2
+    assert listen(api="http://127.0.0.1:9", key="cak_test_x", forward_to="http://localhost:8000/hook",
+                  secret="whsec_not base64!", say=said.append) == 2
+    assert len(said) == 2 and not any(line.startswith("Ready") for line in said), said
+    assert "whsec_not" not in " ".join(said)  # a secret is never echoed

@@ -141,6 +141,8 @@ def test_a_test_endpoint_may_be_plain_http_on_loopback_and_private_addresses(url
     ("http://169.254.169.254/latest/meta-data", "link-local"),  # a cloud's metadata service
     ("http://[::ffff:169.254.169.254]/", "link-local"),
     ("http://[fe80::1]/in", "link-local"),
+    ("http://[fd00:ec2::254]/latest/meta-data", "metadata service"),  # AWS's, over IPv6
+    ("http://[fd00:c1::a9fe:a9fe]/opc/v2/", "metadata service"),  # Oracle's
     ("http://100.64.0.1/in", "carrier-grade NAT"),
     ("http://0.0.0.0:8000/in", "this network"),
     ("http://224.0.0.1/in", "multicast"),

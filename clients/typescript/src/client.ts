@@ -46,6 +46,9 @@ export const BATCH_WAIT_SECONDS = 20;
 /** A pending batch answered this much sooner than the wait asked was not waited for (a
  * service without `wait`, or one stopping): the client then sleeps its interval. */
 const EARLY_BY_SECONDS = 2;
+/** A shorter wait is not asked for (the client paces itself at MIN_POLL_SECONDS instead):
+ * a wait of a second or two would make a poll every second or two. */
+const MIN_BATCH_WAIT = 5;
 export const DEFAULT_MAX_RETRIES = 3;
 export const DEFAULT_MAX_WAIT = 60;
 export const DEFAULT_TIMEOUT = 30;
@@ -564,7 +567,8 @@ export class Client {
     for (;;) {
       const asked = now();
       const most = Math.min(BATCH_WAIT_SECONDS, this.#shared.timeout - 5, (deadline - asked) / 1000);
-      const wait = Math.max(0, Math.floor(most));
+      const whole = Math.floor(most);
+      const wait = whole >= MIN_BATCH_WAIT ? whole : 0;
       const batch = await this.batch(batchId, wait);
       if (batch.status === "completed") return batch;
       const at = now();

@@ -73,10 +73,12 @@ async def read_held_grid(property_id: int, first: date, last: date, wait: float 
         held_availability, held_restrictions = _in_sandbox(ctx.channel.sandbox, ids.property_id, first, last)
     else:
         cm_property = ids.property_id
+        give_up = ctx.clock.monotonic() + wait  # both reads within `wait`, not each
         read_a = await when_allowed(lambda: ctx.channel.mailbox.ask(
             ReadGrid("availability", cm_property, first, last, interactive=True), CALL_ASK_TIMEOUT), wait)
         read_r = await when_allowed(lambda: ctx.channel.mailbox.ask(
-            ReadGrid("restrictions", cm_property, first, last, interactive=True), CALL_ASK_TIMEOUT), wait)
+            ReadGrid("restrictions", cm_property, first, last, interactive=True), CALL_ASK_TIMEOUT),
+            max(0.0, give_up - ctx.clock.monotonic()))
         if read_a.grid is None or read_r.grid is None:
             retry_at = read_a.retry_at if read_a.grid is None else read_r.retry_at
             later = 5 if retry_at is None else max(1, math.ceil(retry_at - ctx.clock.monotonic()))

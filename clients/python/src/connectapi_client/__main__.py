@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
                       say=lambda line: print(line, flush=True))
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:  # `… listen | head`: the reader went away; end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ MIN_POLL_SECONDS = 15.0
 # How long one GET /batches/{id}?wait=N asks the service to hold its answer until the batch
 # is done: well within the client's own timeout (a read that waits is not a dropped one).
 BATCH_WAIT_SECONDS = 20
+# A shorter wait is not asked for (the client then paces itself at MIN_POLL_SECONDS): a
+# wait of a second or two would make a poll every second or two.
+MIN_BATCH_WAIT = 5
 # A service that answered a batch still pending much sooner than it was asked to wait did
 # not wait (a version without `wait`, or one stopping): the client then sleeps its interval.
 EARLY_BY = 2.0
@@ -159,9 +162,11 @@ def get_batch(batch_id: str, wait: int = 0) -> Call[models.Batch]:
 
 def batch_wait(left: float, read_timeout: float | None) -> int:
     """Seconds to ask the service to hold GET /batches for: at most BATCH_WAIT_SECONDS, what
-    is left of the caller's timeout, and 5 s short of the HTTP client's own read timeout."""
+    is left of the caller's timeout, and 5 s short of the HTTP client's own read timeout;
+    0 (ask at once, then wait the interval) when that is under MIN_BATCH_WAIT."""
     most = BATCH_WAIT_SECONDS if read_timeout is None else min(BATCH_WAIT_SECONDS, read_timeout - 5)
-    return max(0, int(min(most, left)))
+    wait = int(min(most, left))
+    return wait if wait >= MIN_BATCH_WAIT else 0
 
 
 def list_bookings(since: datetime.datetime | str | None, limit: int | None, external_reference: str | None,

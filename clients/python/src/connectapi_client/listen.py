@@ -23,7 +23,7 @@ import httpx
 
 from . import models
 from .client import Client
-from .errors import ApiConnectionError, AuthenticationError, ConnectApiError, PermissionDeniedError
+from .errors import AuthenticationError, ConnectApiError, PermissionDeniedError, RateLimitedError
 from .webhooks import sign_webhook
 
 # Each ask holds at the service this long for an event (its limit is 30; the client's
@@ -71,6 +71,14 @@ def listen(*, api: str, key: str, forward_to: str, secret: str | None = None,
     Ctrl-C); answers the exit status. A live key is refused at once (status 2): only test
     data is forwarded."""
     secret = secret or new_secret()
+    try:  # what would fail at the first event fails now, before Ready
+        sign_webhook(b"{}", "evt_check", secret)
+        target = httpx.URL(forward_to)
+        if target.scheme not in ("http", "https") or not target.host:
+            raise ValueError("--forward-to is an http:// or https:// URL")
+    except (ValueError, httpx.InvalidURL) as wrong:
+        say(f"connectapi listen: {wrong}")
+        return 2
     with Client(base_url=api, api_key=key) as client, httpx.Client(timeout=FORWARD_TIMEOUT) as http:
         try:
             prop = client.property()
@@ -90,9 +98,13 @@ def listen(*, api: str, key: str, forward_to: str, secret: str | None = None,
         while keep_on():
             try:
                 found = client.test_helpers.events(after, wait=EVENTS_WAIT)
-            except ApiConnectionError as failed:
-                say(f"the service did not answer ({failed}); asking again in {AGAIN_AFTER:g} s")
-                sleep(AGAIN_AFTER)
+            except (AuthenticationError, PermissionDeniedError) as refused:
+                say(f"connectapi listen: the service refused the key: {refused}")
+                return 2
+            except ConnectApiError as failed:  # no answer, a 5xx, a budget spent: its retries used up
+                again = failed.retry_after if isinstance(failed, RateLimitedError) and failed.retry_after else AGAIN_AFTER
+                say(f"the service did not answer ({failed}); asking again in {again:g} s")
+                sleep(again)
                 continue
             for event in found.events:
                 say(forward(http, forward_to, event, secret).line())
