@@ -31,8 +31,12 @@ def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(tmp_path:
             [str(schemathesis), "run", f"{served.url}{OPENAPI_PATH}", "-H", f"Authorization: Bearer {key}",
              "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                          "response_schema_conformance",
-             "--max-examples", "100", "--workers", "1", "--seed", SEED],
+             "--max-examples", "100", "--workers", "1", "--seed", SEED,
+             # The long poll of test events holds an answer up to 30 s, past the fuzzer's
+             # request timeout; its inputs are tried by test_edge_values (every query, every
+             # edge value) and its behaviour by tests/api/test_test_events.py and tests/clients/test_listen.py.
+             "--exclude-operation-id", "testEvents"],
             capture_output=True, text=True, timeout=600, cwd=tmp_path,
             env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"})
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-    assert "21/21" in run.stdout  # every operation was reached
+    assert "Selected: 21/22" in run.stdout  # every operation but the long poll left out above
