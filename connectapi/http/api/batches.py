@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 
-import trio
 from quart import Blueprint, Response, request
 
 from ...domain.errors import ApiError
@@ -14,6 +13,7 @@ from ...storage import ari, channel_refusals
 from ...storage.channel_refusals import BatchRefusal
 from ..context import context
 from ..envelope import ok
+from ..shared.looking_again import look_until
 from .answers import BatchAnswer, ChannelRefusal
 from .gates import caller, rule
 
@@ -78,15 +78,9 @@ def _wait() -> int:
 async def _done_or_waited(property_id: int, batch: uuid.UUID, wait: int) -> ari.BatchView | None:
     """The batch once none of its cells is pending, or as it is after `wait` seconds (or
     when the service stops: a waiting request is answered, not cut off)."""
-    ctx = context()
-    deadline = trio.current_time() + wait
-    while True:
-        pushed = ctx.properties.wakeups.next_time("push", property_id)  # before the look: a push after it is seen
-        found = await ari.get_batch(ctx.db, property_id, batch)
-        if found is None or not found.pending_cells or trio.current_time() >= deadline or ctx.stopping.is_set():
-            return found
-        with trio.move_on_at(min(deadline, trio.current_time() + LOOK_AGAIN)):
-            await pushed.wait()
+    return await look_until("push", property_id, wait, LOOK_AGAIN,
+                            lambda: ari.get_batch(context().db, property_id, batch),
+                            lambda found: found is None or not found.pending_cells)
 
 
 def _channel_refusal(resource: str, r: BatchRefusal, field: str, messages: list[str]) -> ChannelRefusal:

@@ -5,7 +5,6 @@ desk's check-in, the channel manager's faults, and a fresh start."""
 
 from __future__ import annotations
 
-import trio
 from quart import Blueprint, Response, request
 
 from ...channel.sandbox.state import PropertyFault
@@ -18,6 +17,7 @@ from ...storage import properties, twins, webhooks
 from ..body import raw_body
 from ..context import context
 from ..envelope import ok
+from ..shared.looking_again import look_until
 from ..shared import property_actions, sandbox_bookings
 from .answers import TestCheckIn, TestEvents, TestFaults, TestReset
 from .gates import Caller, caller, rule
@@ -122,15 +122,9 @@ async def events() -> Response:
     if wait is not None and wait > MAX_EVENTS_WAIT:
         raise ApiError("VALIDATION", "query does not match the schema",
                        [{"path": "wait", "message": f"must be whole seconds from 0 to {MAX_EVENTS_WAIT}"}])
-    ctx = context()
-    deadline = trio.current_time() + (wait or 0)
-    while True:
-        recorded = ctx.properties.wakeups.next_time("revision", who.property.id)  # before the look
-        found, cursor = await webhooks.events_after(ctx.db, who.property.id, after)
-        if found or after is None or trio.current_time() >= deadline or ctx.stopping.is_set():
-            break
-        with trio.move_on_at(min(deadline, trio.current_time() + LOOK_AGAIN)):
-            await recorded.wait()
+    found, cursor = await look_until("revision", who.property.id, wait or 0, LOOK_AGAIN,
+                                     lambda: webhooks.events_after(context().db, who.property.id, after),
+                                     lambda got: bool(got[0]) or after is None)
     answer: TestEvents = {"events": [{"id": e.id, "type": e.type, "body": e.body} for e in found],
                           "after": str(cursor)}
     return ok(answer)

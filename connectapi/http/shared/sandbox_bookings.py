@@ -12,8 +12,6 @@ from __future__ import annotations
 from datetime import date, timedelta
 from decimal import Decimal
 
-import trio
-
 from ...channel.sandbox.bookings import Stay, StayChange, StayDetails
 from ...channel.sandbox.revision import Charge, Company, Guest, Revision, Service, Tax
 from ...channel.sandbox.state import SandboxState
@@ -25,6 +23,7 @@ from ...storage import ota, properties
 from ...storage.properties import ChannelIds
 from ..api.answers import TestOtaRevision
 from ..context import context
+from .looking_again import look_until
 
 
 def _guest(g: OtaGuestIn) -> Guest:
@@ -129,16 +128,9 @@ LOOK_AGAIN = 0.25
 async def _told(revision: Revision, property_id: int) -> TestOtaRevision:
     """The revision's answer, once the intake has settled it (or TOLD_WITHIN has passed, or
     the service stops): `reference` the booking's when it was applied, else None."""
-    ctx = context()
-    deadline = trio.current_time() + TOLD_WITHIN
-    while True:
-        settled = ctx.properties.wakeups.next_time("revision", property_id)  # before the look
-        found = await ota.told_reference(ctx.db, property_id, revision["id"])
-        if (found is not None and found[0] != "received") or trio.current_time() >= deadline \
-                or ctx.stopping.is_set():
-            break
-        with trio.move_on_at(min(deadline, trio.current_time() + LOOK_AGAIN)):
-            await settled.wait()
+    found = await look_until("revision", property_id, TOLD_WITHIN, LOOK_AGAIN,
+                             lambda: ota.told_reference(context().db, property_id, revision["id"]),
+                             lambda got: got is not None and got[0] != "received")
     return {"reference": found[1] if found is not None else None,
             "reservationCode": revision["ota_reservation_code"], "revisionId": revision["id"],
             "status": revision["status"]}
