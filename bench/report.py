@@ -50,6 +50,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              ("--seconds", "4", "--rounds", "2"),
              ("--seconds", "1", "--rounds", "1", "--windows", "2", "--workers", "2", "--properties", "3",
               "--pacing-seconds", "5")),
+    Scenario("traces", "what traces cost a request, off and on", "traces", "traces.json",
+             ("--seconds", "4", "--rounds", "3"), ("--seconds", "1", "--rounds", "1", "--connections", "4")),
     # Needs root (network namespaces): tests/hosts/topology.py. Quick: built and torn down.
     Scenario("hosts", "several hosts: a partition and a failover", "hosts", "hosts.json", (), ("--quick",)),
 )
@@ -169,6 +171,14 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                                  "req/s", "reported", None,
                                  f"{row['cpu_ms_per_request']:.2f} CPU-ms/req (workers, parent, record), "
                                  f"p50 {row['p50_ms']:.1f} ms, {row['errors']} errors"))
+    if (t := figures.get("traces")) is not None:
+        for route, cost in t["cost_cpu_ms"].items():
+            off, on = t["rows"]["off"][route], t["rows"]["on"][route]
+            found.append(_target("traces", f"{route}: CPU-ms a request added by traces on", round(cost, 3), "CPU-ms",
+                                 "reported", None,
+                                 f"off {off['cpu_ms_per_request']:.3f} CPU-ms/req, {off['rps']:.0f} req/s; on "
+                                 f"{on['cpu_ms_per_request']:.3f} CPU-ms/req, {on['rps']:.0f} req/s "
+                                 "(every span exported to a local collector)"))
     if (h := figures.get("hosts")) is not None and not h.get("quick"):
         cut, failed = h["partition"], h["failover"]
         found.append(_target("hosts", f"partition of {cut['cut_seconds']:.0f} s: seconds with errors seen by clients",

@@ -29,6 +29,8 @@ from tests.budget_ledger import BudgetLedger
 from connectapi.domain.admin_models import PropertyIn
 from connectapi.engine import SystemClock
 from connectapi.http.app import create_app
+from connectapi.tracing.asgi import traced_app
+from connectapi.tracing.setup import exporting
 from connectapi.http.envelope import ok
 from connectapi.service import EMBEDDED_DATABASE, open_front
 from connectapi.storage.embedded import ensure_database
@@ -95,28 +97,31 @@ async def main(port: int, dsn: str | None) -> None:
                 for i in range(int(os.environ.get("BENCH_PROPERTIES", "0"))):
                     makers.start_soon(make, i)
             counter = MemoryCounter() if os.environ.get("BENCH_MEMORY_BUDGETS") else None
-            async with open_front(settings, db, clock, "bench-operator", budget_counter=counter) as ctx:
-                app = create_app(ctx)
-                app.register_blueprint(bare)
-                config = HypercornConfig()
-                config.bind = [f"127.0.0.1:{port}"]
-                config.accesslog = None
-                config.errorlog = None
-                stop = trio.Event()
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(lambda task_status: serve(
-                        app, config, shutdown_trigger=stop.wait, task_status=task_status))
-                    if not os.environ.get("BENCH_GC_DEFAULTS"):  # as `connectapi serve` does once it serves
-                        tune_for_serving()
-                    print(json.dumps({"port": port, "key": secret, "dsn": app_dsn, "property": prop.id, "many": many,
-                                      "timezone": prop.timezone,
-                                      "ratePlans": [p.id for p in catalog.rate_plans]}), flush=True)
-                    if os.environ.get("BENCH_TRACEMALLOC"):
-                        nursery.start_soon(_memory_diffs)
-                    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                        async for _ in signals:
-                            break
-                    stop.set()
+            # Traced as `connectapi serve` is: only when an OTLP endpoint is set (bench/traces.py).
+            with exporting("bench"):
+                async with open_front(settings, db, clock, "bench-operator", budget_counter=counter) as ctx:
+                    app = create_app(ctx)
+                    app.register_blueprint(bare)
+                    served = traced_app(app)
+                    config = HypercornConfig()
+                    config.bind = [f"127.0.0.1:{port}"]
+                    config.accesslog = None
+                    config.errorlog = None
+                    stop = trio.Event()
+                    async with trio.open_nursery() as nursery:
+                        await nursery.start(lambda task_status: serve(
+                            served, config, shutdown_trigger=stop.wait, task_status=task_status))
+                        if not os.environ.get("BENCH_GC_DEFAULTS"):  # as `connectapi serve` does once it serves
+                            tune_for_serving()
+                        print(json.dumps({"port": port, "key": secret, "dsn": app_dsn, "property": prop.id,
+                                          "many": many, "timezone": prop.timezone,
+                                          "ratePlans": [p.id for p in catalog.rate_plans]}), flush=True)
+                        if os.environ.get("BENCH_TRACEMALLOC"):
+                            nursery.start_soon(_memory_diffs)
+                        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                            async for _ in signals:
+                                break
+                        stop.set()
 
 
 async def _memory_diffs() -> None:

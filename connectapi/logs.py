@@ -8,6 +8,8 @@ import sys
 
 from pythonjsonlogger.json import JsonFormatter
 
+from .tracing.log_fields import TraceFields
+
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TEXT_PID_FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
 
@@ -24,6 +26,8 @@ def configure(json_lines: bool, with_pid: bool = False) -> None:
                                            timestamp=False))
     else:
         handler.setFormatter(logging.Formatter(TEXT_PID_FORMAT if with_pid else TEXT_FORMAT))
+    # A line written inside a span names its trace (JSON lines only show it; nothing when off).
+    handler.addFilter(TraceFields())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

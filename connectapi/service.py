@@ -41,6 +41,9 @@ from .domain.addresses import TrustedProxies
 from .domain.mail_settings import SmtpSettings
 from .engine import Clock, Mailbox, Registry, RestartPolicy, Supervisor, SystemClock, Wake, open_supervisor
 from .http.app import create_app
+from .tracing.asgi import traced_app
+from .tracing.setup import exporting
+from . import __version__
 from .budgets.keeper import BudgetKeeper, SliceSource
 from .budgets.batcher import BudgetCounter, open_record_counter
 from .http.context import Budgeting, ChannelAccess, FrontContext, Operation, PropertyWork
@@ -475,21 +478,23 @@ async def _run_front(settings: Settings, db: Database, token: str, embedded: Emb
                      parent: trio.socket.SocketType | None = None) -> None:
     """The actors and hypercorn on `bind`, until SIGINT or SIGTERM (or the parent's end of
     `parent` closes); `serving` hears the binds once requests are answered."""
-    async with open_front(settings, db, SystemClock(), token, embedded=embedded) as ctx:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_wait_for_stop, ctx.stopping, parent)
-            binds = await nursery.start(serve_http, create_app(ctx),
-                                        hypercorn_config(
-                                            bind,
-                                            max_connections=connection_cap(settings.max_connections),
-                                            is_proxy=ctx.proxies.is_proxy,
-                                            idle_drain=idle_drain),
-                                        ctx.stopping)
-            tune_for_serving()
-            await serving(binds)
-            await ctx.stopping.wait()
-            log.info("stopping: finishing the requests in flight")
-        log.info("stopping: the actors finish their work or leave it in the record")
+    # Each process exports its own spans (off unless an OTLP endpoint is set).
+    with exporting(__version__):
+        async with open_front(settings, db, SystemClock(), token, embedded=embedded) as ctx:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_wait_for_stop, ctx.stopping, parent)
+                binds = await nursery.start(serve_http, traced_app(create_app(ctx)),
+                                            hypercorn_config(
+                                                bind,
+                                                max_connections=connection_cap(settings.max_connections),
+                                                is_proxy=ctx.proxies.is_proxy,
+                                                idle_drain=idle_drain),
+                                            ctx.stopping)
+                tune_for_serving()
+                await serving(binds)
+                await ctx.stopping.wait()
+                log.info("stopping: finishing the requests in flight")
+            log.info("stopping: the actors finish their work or leave it in the record")
 
 
 async def _wait_for_stop(stop: trio.Event, parent: trio.socket.SocketType | None) -> None:

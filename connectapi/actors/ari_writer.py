@@ -21,6 +21,7 @@ from ..domain.ari_write import WriteCatalog, check_write
 from ..storage import ari
 from ..storage.database import Database, RecordBusy
 from ..storage.idempotency import Stored
+from ..tracing import spans
 from .messages.property_writer import ApplyWrite, Refused, RejectedEntry, WriteAccepted, WriteOutcome
 
 # A catalog changed this often between a read and the write is an operator scripting it:
@@ -75,6 +76,9 @@ class AriWrites:
                 assert refused is not None
                 return refused
             case "written":
+                spans.note({"connectapi.property_id": self._property_id, "connectapi.batch_id": str(batch),
+                            "connectapi.resource": resource.value, "connectapi.cells_accepted": written.accepted,
+                            "connectapi.cells_noop": written.noop, "connectapi.entries_rejected": len(rejected)})
                 return WriteAccepted(batch, resource, plan.requested_cells, written.accepted, written.noop, rejected)
         raise RuntimeError(f"the record answered a write with {written.answer!r}")
 

@@ -39,6 +39,7 @@ from ..engine import (ActorCrashed, ActorError, ActorUnavailable, AskTimeout, Cl
                       RoundsActor, Wake)
 from ..storage import ota
 from ..storage.leases import LeaseKind
+from ..tracing import spans
 from ..storage.database import LOCK_NOT_AVAILABLE, RECORD_AWAY, RECORD_BUSY, Database, RecordRefused, StorageError
 from .lease_hold import HeldElsewhere, LeaseHolder
 from .messages.channel_manager import AckRevision, ChannelMessage, ReadFeed
@@ -98,7 +99,7 @@ class BookingIntake(RoundsActor[Wake]):
     async def round(self) -> NextRound:
         try:
             async with self._leases.hold(LeaseKind.ROUND, LEASE_NAME, LEASE.total_seconds(), RENEW_SECONDS) as held:
-                done = await self.pull()
+                done = await self.traced_pull()
         except HeldElsewhere as other:
             # Another process is in a round: it runs one more when it ends (the take asked
             # it to). Look again when its lease would run out, in case it died.
@@ -108,6 +109,14 @@ class BookingIntake(RoundsActor[Wake]):
         if held.lost:  # the process holding the lease now goes on
             return NextRound()
         return NextRound(more=done.more or held.again)
+
+    async def traced_pull(self) -> Round:
+        """`pull` in a span of its own: each revision's apply is served under it."""
+        with spans.span("booking intake round", attributes={"connectapi.mode": self._mode}) as traced:
+            done = await self.pull()
+            traced.set_attributes({"connectapi.stored": done.stored, "connectapi.acknowledged": done.acknowledged,
+                                   "connectapi.settled": sum(done.settled.values())})
+        return done
 
     async def pull(self) -> Round:
         done = Round()
@@ -278,4 +287,4 @@ class TwinsIntake(BookingIntake):
         super().__init__(db, clock, channel, writers, sweep_seconds, mode="test")
 
     async def round(self) -> NextRound:
-        return NextRound(more=(await self.pull()).more)
+        return NextRound(more=(await self.traced_pull()).more)

@@ -49,6 +49,7 @@ from ..metrics import CM_CALLS
 from ..budgets import pace_call
 from ..storage import properties
 from ..storage.database import Database, StorageUnavailable
+from ..tracing import spans
 from .messages.channel_manager import (AckRevision, Acked, ChannelMessage, Created, CreateProperty, CreateRatePlan,
                                        CreateRoomType, FeedRead, GridRead, Mode, Push, PushOutcome,
                                        ReadFeed, ReadGrid)
@@ -140,7 +141,12 @@ class ChannelManagerActor(Actor[ChannelMessage]):
         the seconds until it would."""
         if self.mode != "live":  # the test sandbox's budgets are its own, never the account's
             name = f"{self.mode}-{name}"
-        return await pace_call(self._db, self._clock.shared_time(), name, whose, limit, PACING_WINDOW)
+        # Its own span: a slow push shows whether it waited on the channel manager's budget.
+        with spans.span("channel budget", attributes={"connectapi.budget": name, "connectapi.limit": limit}) as paced:
+            wait = await pace_call(self._db, self._clock.shared_time(), name, whose, limit, PACING_WINDOW)
+            if wait is not None:
+                paced.set_attribute("connectapi.deferred_seconds", wait)
+        return wait
 
     async def _mode_of(self, property_id: int) -> str | None:
         """The property's mode as the record has it (None: no such property); a property's

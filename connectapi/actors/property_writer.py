@@ -24,6 +24,7 @@ from .messages.property_writer import (ApplyOtaRevision, ApplyWrite, BookingDone
                                        ModifyBooking, RefuseOtaRevision, RevisionSettled, WriteAccepted, WriterMessage)
 from .ota_writer import apply_revision, refuse_revision
 from .wakeups import Wakeups
+from ..tracing import spans
 
 log = logging.getLogger("connectapi.writer")
 
@@ -56,6 +57,10 @@ class PropertyWriter(Actor[WriterMessage]):
 
     async def handle(self, message: WriterMessage) -> Any:
         done = await self._apply(message)
+        if isinstance(done, RevisionSettled) and isinstance(message, (ApplyOtaRevision, RefuseOtaRevision)):
+            # The revision's apply, in the span the engine serves the intake's ask in.
+            spans.note({"connectapi.property_id": self.property_id, "connectapi.revision_id": message.revision.id,
+                        "connectapi.revision_state": done.state, "connectapi.events": done.events})
         await self._committed(done, message)
         return done
 

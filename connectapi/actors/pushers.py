@@ -25,8 +25,11 @@ import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import cast
+from typing import ContextManager, cast
 from zoneinfo import ZoneInfo
+
+from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
 
 from ..domain import emails
 from ..domain.channel_values import (AvailabilityValue, ChannelValues, OccupancyRateValue, RestrictionSetting,
@@ -40,6 +43,7 @@ from ..storage import channel_refusals, properties, pushes
 from ..storage.database import RECORD_AWAY, Database, RecordBusy
 from ..storage.properties import ChannelIds
 from ..storage.pushes import DirtyCell
+from ..tracing import spans
 from .channel_manager import CALL_ASK_TIMEOUT, ChannelManagerActor
 from .channel_routes import ChannelRoutes
 from .messages.channel_manager import CallKind, Push, PushOutcome
@@ -194,6 +198,7 @@ class _Pusher(Actor[Wake]):
         paused_until = ids.next_attempt_at
         if paused_until is not None and (wait := (paused_until - self._clock.now()).total_seconds()) > 0:
             # A failure recorded by this process or the one that pushed the property before.
+            spans.event("paused after a failure", {"connectapi.paused_seconds": wait})
             return PushOutcome(False, retry_at=self._clock.monotonic() + wait, deferred=True)
         lease_until = await self._leases.ensure(self.property_id, CALL_NEEDS)
         if lease_until is None:
@@ -224,6 +229,13 @@ class _Pusher(Actor[Wake]):
         error = f"not mapped to the channel manager: {what}"
         await pushes.record_outcome(self._db, self.property_id, self._clock.now(), "failed", error)
         return Round(0, 0, PushOutcome(False, error=error, retry_at=self._clock.monotonic() + RETRY_UNMAPPED))
+
+
+def _said_of(outcome: PushOutcome) -> str:
+    """A push's outcome in a word, for its span."""
+    if outcome.ok:
+        return "refusals" if outcome.answer is not None and outcome.answer.refusals else "ok"
+    return "deferred" if outcome.deferred else "failed"
 
 
 def _split(cells: list[DirtyCell]) -> tuple[list[DirtyCell], list[DirtyCell]]:
@@ -290,12 +302,18 @@ class _CellPusher(_Pusher):
             if ids is None or ids.property_id is None or missing:
                 what = "room types" if self.call == "availability" else "rate plans"
                 return await self._unmapped(f"{what} {missing}" if ids and ids.property_id else "property")
-            outcome = await self._send(self.call, self.values(ids, send), ids)
-            if outcome is None:
-                return LOST
-            if not outcome.ok:
-                return Round(0, 0, outcome)
-            refused = await self._settle(outcome, known, send, now, today, offered_refused)
+            with await self._push_span(send) as pushed:
+                outcome = await self._send(self.call, self.values(ids, send), ids)
+                if outcome is None:
+                    pushed.set_attribute("connectapi.outcome", "lease lost")
+                    return LOST
+                pushed.set_attribute("connectapi.outcome", _said_of(outcome))
+                if not outcome.ok:
+                    return Round(0, 0, outcome)
+                refused = await self._settle(outcome, known, send, now, today, offered_refused)
+                if outcome.answer is not None:
+                    pushed.set_attribute("channex.task_ids", list(outcome.answer.task_ids))
+                pushed.set_attribute("connectapi.cells_refused", len(refused))
         for resource, found in cells.items():
             taken = [c for c in found if (c.entity_id, c.night) not in refused]
             if resource == "availability":
@@ -308,6 +326,22 @@ class _CellPusher(_Pusher):
             self._wakeups.cells_pushed(self.property_id)
         return Round(sum(len(sent) for sent in send.values()), dropped, outcome,
                      complete=read_all and outcome is not None)
+
+    async def _push_span(self, send: dict[str, list[DirtyCell]]) -> ContextManager[Span]:
+        """The span of the call that carries these cells: under the request that wrote
+        them when they are one batch's, linked to each request when several's."""
+        if not spans.enabled():
+            return spans.span("")
+        batches = {c.batch for cells in send.values() for c in cells if c.batch is not None}
+        kept = await pushes.trace_parents(self._db, batches)
+        parents = [found for text in kept.values() if (found := spans.from_traceparent(text)) is not None]
+        attributes: dict[str, AttributeValue] = {
+            "connectapi.property_id": self.property_id, "connectapi.call": self.call,
+            "connectapi.batch_ids": sorted(str(b) for b in batches),
+            "connectapi.cells": sum(len(cells) for cells in send.values())}
+        if len(parents) == 1 and len(batches) == 1:
+            return spans.span(f"push {self.call}", parent=parents[0], attributes=attributes)
+        return spans.span(f"push {self.call}", links=parents, attributes=attributes)
 
     async def _settle(self, outcome: PushOutcome, known: dict[int, str], send: dict[str, list[DirtyCell]],
                       now: datetime, today: date, offered_refused: bool) -> dict[tuple[int, date], str]:

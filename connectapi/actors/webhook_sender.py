@@ -19,10 +19,12 @@ import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import ContextManager
 from urllib.parse import urlsplit
 
 import httpx
 import trio
+from opentelemetry.trace import Span
 
 from ..channel.client import retry_after_seconds
 from ..domain import emails
@@ -34,6 +36,7 @@ from ..metrics import WEBHOOK_FAILURES
 from ..storage import notifications, properties, webhooks
 from ..storage.database import RECORD_AWAY, RECORD_BUSY, Database, StorageUnavailable, Tx
 from ..storage.leases import Lease, LeaseKind
+from ..tracing import spans
 from .lease_hold import LeaseHolder
 
 log = logging.getLogger("connectapi.webhooks")
@@ -192,8 +195,12 @@ class WebhookSender(RoundsActor[Wake]):
             # on its way out, so the endpoint's next delivery need not wait for it to run out.
             pause_at = None
             async with self._leases.holding(lease, SENDING_LEASE.total_seconds()) as held:
-                attempt = await self._attempt(item)
-                pause = await self._record(item, attempt)
+                with _delivery_span(item) as sent:
+                    attempt = await self._attempt(item)
+                    sent.set_attribute("connectapi.delivered", attempt.error is None)
+                    if attempt.status is not None:
+                        sent.set_attribute("http.response.status_code", attempt.status)
+                    pause = await self._record(item, attempt)
                 held.given_back()  # with the record: nothing of the lease is this process's now
                 pause_at = attempt.at if pause else None
             if pause_at is not None:
@@ -308,3 +315,15 @@ class WebhookSender(RoundsActor[Wake]):
 
     def _elapsed(self, started: float) -> int:
         return int((self._clock.monotonic() - started) * 1000)
+
+
+def _delivery_span(item: webhooks.Due) -> ContextManager[Span]:
+    """One attempt as a client span, linked to what made its event (a revision's apply, a
+    booking's request). The endpoint by its id only: a receiver's URL may carry its own
+    secret."""
+    caused_by = spans.from_traceparent(item.trace_parent) if spans.enabled() else None
+    return spans.span("webhook delivery", kind=spans.CLIENT, links=[caused_by] if caused_by else (),
+                      attributes={"connectapi.event_id": item.event_id, "connectapi.event_type": item.event_type,
+                                  "connectapi.endpoint_id": item.endpoint.id,
+                                  "connectapi.property_id": item.endpoint.property_id,
+                                  "connectapi.attempt": item.attempts + 1})

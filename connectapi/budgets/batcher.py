@@ -16,6 +16,7 @@ import trio
 from .charges import Charge, Counted
 from . import record as stored
 from ..storage.database import Database, RecordRefused, StorageError, StorageUnavailable
+from ..tracing import spans
 
 
 class BudgetCounter(Protocol):
@@ -61,6 +62,11 @@ class RecordCounter:
         self.statements = 0  # sent so far (tests, metrics)
 
     async def charge(self, now: float | None, charges: Sequence[Charge]) -> list[Counted]:
+        # The request's wait for its budgets, in its own task (it may send the statement).
+        with spans.span("budgets charge", attributes={"connectapi.charges": len(charges)}):
+            return await self._charge(now, charges)
+
+    async def _charge(self, now: float | None, charges: Sequence[Charge]) -> list[Counted]:
         stored.check_stages(charges)
         if len(self._pending) >= self.MOST_WAITING:
             raise StorageUnavailable("too many requests are waiting for the record's budget counts")

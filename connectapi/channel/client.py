@@ -35,6 +35,8 @@ from urllib.parse import quote
 
 import httpx
 
+from ..tracing import spans
+from ..tracing.http_client import traced
 
 DEFAULT_TIMEOUT = 10.0
 FEED_PAGE_LIMIT = 100  # the largest page Channex hands out
@@ -748,7 +750,9 @@ def _tls() -> ssl.SSLContext:
 @asynccontextmanager
 async def open_channel_manager(base_url: str, api_key: str, *,
                                timeout: float = DEFAULT_TIMEOUT) -> AsyncIterator[ChannelManagerClient]:
+    # Traced, each call a client span, when tracing is on (the client as it was when off).
+    transport = traced(httpx.AsyncHTTPTransport(verify=_tls())) if spans.enabled() else None
     http = httpx.AsyncClient(base_url=base_url, headers={"user-api-key": api_key}, timeout=timeout,
-                             follow_redirects=False, verify=_tls())
+                             follow_redirects=False, verify=_tls(), transport=transport)
     async with http:
         yield ChannelManagerClient(http)

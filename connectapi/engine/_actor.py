@@ -6,11 +6,13 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Any, ClassVar, Generic, TypeVar
+from contextlib import nullcontext
+from typing import Any, ClassVar, ContextManager, Generic, TypeVar
 
 import outcome
 import trio
 
+from ..tracing import spans
 from ._errors import ActorCrashed, ActorUnavailable
 from ._mailbox import Envelope
 
@@ -246,9 +248,22 @@ class _Lanes(Generic[M]):
             del self._queues[lane]
 
 
+def _served_span(actor: Actor[Any], message: object, envelopes: list[Envelope[Any]]) -> ContextManager[Any]:
+    """The span an actor serves asks in: under the asker's (one ask), linked to the askers'
+    (a batch serves several); none when no asker was in a span (tracing off: no cost)."""
+    asked = [e.trace for e in envelopes if e.trace is not None]
+    if not asked:
+        return nullcontext()
+    name = f"{type(actor).__name__} {type(message).__name__}"
+    if len(envelopes) == 1:
+        return spans.span(name, parent=asked[0])
+    return spans.span(name, links=asked, attributes={"connectapi.batched": len(envelopes)})
+
+
 async def _deliver_batch(actor: Actor[M], envelopes: list[Envelope[M]]) -> None:
     try:
-        results = await actor.handle_batch([e.message for e in envelopes])
+        with _served_span(actor, envelopes[0].message, envelopes):
+            results = await actor.handle_batch([e.message for e in envelopes])
         if len(results) != len(envelopes):
             raise RuntimeError(f"handle_batch answered {len(results)} outcomes for {len(envelopes)} messages")
     except BaseException as crash:
@@ -263,7 +278,11 @@ async def _deliver_batch(actor: Actor[M], envelopes: list[Envelope[M]]) -> None:
 
 async def _deliver(actor: Actor[M], envelope: Envelope[M]) -> None:
     try:
-        result = await actor.handle(envelope.message)
+        if envelope.trace is None:
+            result = await actor.handle(envelope.message)
+        else:
+            with _served_span(actor, envelope.message, [envelope]):
+                result = await actor.handle(envelope.message)
     except actor.replied_errors as refusal:
         _reply(envelope, outcome.Error(refusal))
     except Exception as crash:

@@ -7,7 +7,9 @@ from typing import Any, Generic, TypeVar
 
 import outcome
 import trio
+from opentelemetry.trace import SpanContext
 
+from ..tracing import spans
 from ._errors import ActorUnavailable, AskTimeout
 from ._messages import Ask
 
@@ -40,6 +42,9 @@ class Reply:
 class Envelope(Generic[M]):
     message: M
     reply: Reply | None
+    # The asker's span, when tracing is on: the actor serves the ask in a span under it
+    # (a span is started and ended in one task; the context does not cross on its own).
+    trace: SpanContext | None = None
 
 
 class Mailbox(Generic[M]):
@@ -79,7 +84,7 @@ class Mailbox(Generic[M]):
         try:
             with trio.fail_after(timeout):
                 # An Ask of this actor's protocol (typing cannot say "an Ask and an M").
-                await self._send.send(Envelope(message, reply))  # type: ignore[arg-type]
+                await self._send.send(Envelope(message, reply, spans.carried()))  # type: ignore[arg-type]
                 answer: R = await reply.get()
                 return answer
         except trio.TooSlowError:

@@ -18,6 +18,7 @@ import outcome
 import trio
 
 from ..metrics import ACTOR_DOWN, ACTOR_RESTARTS
+from ..tracing import spans
 from ._actor import Actor, run_incarnation
 from ._errors import ActorUnavailable
 from ._mailbox import Mailbox
@@ -127,6 +128,9 @@ class Supervisor:
         return True
 
     async def _supervise(self, spec: _Spec[M], task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        # The task copied its spawner's context, which may be a request's (a property's
+        # writer is made by its first request): the actor's spans are not that request's.
+        spans.outside_any()
         policy, name = spec.policy, spec.name
         crashes: deque[float] = deque()
         started = False

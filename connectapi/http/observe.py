@@ -10,9 +10,13 @@ from __future__ import annotations
 import logging
 import time
 
+from typing import Any
+
+from opentelemetry import trace
 from quart import Response, g, request
 
 from ..metrics import LATENCY, RATE_LIMITED, REQUESTS
+from ..tracing import spans
 
 log = logging.getLogger("connectapi.access")
 
@@ -55,5 +59,18 @@ def answered(response: Response) -> None:
         line["code"] = g.error_code
     if scope:
         line["scope"] = scope
+    if spans.enabled():
+        _name_the_span(caller, status)
     log.info("request", extra=line)
+
+
+def _name_the_span(caller: Any, status: int) -> None:
+    """The request's server span learns whose request it was (ids only, never the key)."""
+    current = trace.get_current_span()
+    if caller is not None:
+        current.set_attribute("connectapi.property_id", caller.property.id)
+        current.set_attribute("connectapi.key_id", caller.key.id)
+        current.set_attribute("connectapi.key_mode", caller.key.mode)
+    if g.get("error_code"):
+        current.set_attribute("connectapi.error_code", g.error_code)
 

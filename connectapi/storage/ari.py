@@ -13,6 +13,7 @@ from typing import Any, Literal
 import asyncpg
 
 from ..domain.ari_write import RejectedCells, WriteCatalog
+from ..tracing import spans
 from . import idempotency
 from .database import Database
 from .records import AvailabilityNight, PropertyLock, RateNight, RestrictionFields, RestrictionNight
@@ -122,7 +123,7 @@ class CellsWritten:
 
 
 _WRITE_CELLS = ("SELECT * FROM connectapi_write_cells("
-                + ", ".join(f"${i}" for i in range(1, 25)) + ")")
+                + ", ".join(f"${i}" for i in range(1, 26)) + ")")
 
 
 async def write_cells(db: Database, property_id: int, catalog_version: int, resource: str, batch: uuid.UUID,
@@ -146,11 +147,16 @@ async def write_cells(db: Database, property_id: int, catalog_version: int, reso
         occupancies, numbers = [o for _, o, _ in priced], [r for _, _, r in priced]
     else:
         numbers = list(values.values())
-    row = await db.fetchrow(
-        _WRITE_CELLS, property_id, catalog_version, resource, batch, key_id, at, requested, ids, nights, numbers,
-        occupancies, restrictions, rejected, refusal, outcome, budget.now, budget.subject, budget.limit, budget.window,
-        key.route if key else None, key.key if key else None, key.body_hash if key else None,
-        key.replace_before if key else None, key.stale_before if key else None)
+    # The batch keeps the span it was written in (the writer's, under the request's): its
+    # push, later and maybe elsewhere, links to it.
+    trace_parent = spans.traceparent()
+    with spans.span("record connectapi_write_cells", kind=spans.CLIENT,
+                    attributes={"db.system": "postgresql", "db.operation": "connectapi_write_cells"}):
+        row = await db.fetchrow(
+            _WRITE_CELLS, property_id, catalog_version, resource, batch, key_id, at, requested, ids, nights, numbers,
+            occupancies, restrictions, rejected, refusal, outcome, budget.now, budget.subject, budget.limit,
+            budget.window, key.route if key else None, key.key if key else None, key.body_hash if key else None,
+            key.replace_before if key else None, key.stale_before if key else None, trace_parent)
     assert row is not None
     kept = None
     if row["answer"] == "kept":

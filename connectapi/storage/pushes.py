@@ -17,6 +17,7 @@ import asyncpg
 
 from ..domain.sell_modes import ROOM_PRICE
 from .ari import RESTRICTION_COLUMNS, hold_property
+from ..tracing.spans import trace_id_of
 from .database import Database
 
 Cell = tuple[int, date]
@@ -248,14 +249,15 @@ class PendingBatch:
     resource: str
     created_at: datetime
     pending_cells: int  # its own cells (last written by it) not yet pushed
+    trace_id: str | None = None  # the trace of the request that wrote it, when tracing was on
 
 
 async def _pending_batches(conn: asyncpg.Connection, property_id: int, limit: int) -> list[PendingBatch]:
     """Of the property's 50 newest batches that changed cells, those with cells still to
     push, newest first."""
     rows = await conn.fetch(
-        """SELECT id, resource, created_at, pending FROM (
-           SELECT b.id, b.resource, b.created_at,
+        """SELECT id, resource, created_at, pending, trace_parent FROM (
+           SELECT b.id, b.resource, b.created_at, b.trace_parent,
                   (SELECT count(*) FROM availability_cells c WHERE c.last_batch_id = b.id
                                                                AND c.version > c.pushed_version)
                   + (SELECT count(*) FROM rate_cells c WHERE c.last_batch_id = b.id
@@ -268,7 +270,8 @@ async def _pending_batches(conn: asyncpg.Connection, property_id: int, limit: in
            WHERE pending > 0 ORDER BY created_at DESC, id DESC LIMIT $2""",
         property_id, limit,
     )
-    return [PendingBatch(r["id"], r["resource"], r["created_at"], int(r["pending"])) for r in rows]
+    return [PendingBatch(r["id"], r["resource"], r["created_at"], int(r["pending"]), trace_id_of(r["trace_parent"]))
+            for r in rows]
 
 
 async def pending_batches(db: Database, property_id: int, limit: int = 50) -> list[PendingBatch]:
@@ -386,3 +389,13 @@ async def record_tasks(db: Database, kind: str, at: datetime, task_ids: tuple[st
            JOIN write_batches b ON b.id = w.batch
            ON CONFLICT DO NOTHING""",
         [b for b, _ in pairs], [t for _, t in pairs], kind, at)
+
+
+async def trace_parents(db: Database, batches: set[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The traceparent each batch was written under (asked only while tracing is on; a
+    batch written while it was off, or pruned since, has none)."""
+    if not batches:
+        return {}
+    rows = await db.fetch("SELECT id, trace_parent FROM write_batches WHERE id = ANY($1::uuid[])"
+                          " AND trace_parent IS NOT NULL", sorted(batches))
+    return {row["id"]: row["trace_parent"] for row in rows}

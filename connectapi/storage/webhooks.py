@@ -9,6 +9,7 @@ from datetime import datetime
 import asyncpg
 
 from ..domain.webhook_events import Event
+from ..tracing import spans
 from .database import Database
 from . import leases
 
@@ -46,6 +47,8 @@ class Due:
     event_id: str
     body: str
     endpoint: Endpoint
+    trace_parent: str | None = None  # the span that made the event (tracing on)
+    event_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,7 @@ class Delivery:
     duration_ms: int | None
     next_attempt_at: datetime | None
     last_error: str | None
+    trace_id: str | None = None  # the last attempt's trace, when tracing was on
 
 
 _ENDPOINT = """id, property_id, url, description, status, secret, previous_secret, rotated_at, failing_since,
@@ -128,9 +132,12 @@ async def record_event(conn: asyncpg.Connection, property_id: int, event: Event,
     property, paused ones included: they wait); answers how many were queued. Each is due at
     once on the database's clock (or at `shared`, a test's: Clock.shared_time), which every
     sender judges by: a host whose own clock runs ahead must not date one into the future."""
+    # The event keeps the span that caused it (a revision's apply, a booking's request): its
+    # deliveries, later and maybe elsewhere, link to it.
     seq = await conn.fetchval(
-        """INSERT INTO webhook_events (id, property_id, type, body, occurred_at) VALUES ($1, $2, $3, $4, $5)
-           RETURNING seq""", event.id, property_id, event.type, event.body, event.occurred_at)
+        """INSERT INTO webhook_events (id, property_id, type, body, occurred_at, trace_parent)
+           VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq""",
+        event.id, property_id, event.type, event.body, event.occurred_at, spans.traceparent())
     queued: int = await conn.fetchval(
         f"""WITH made AS (
                INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)
@@ -209,7 +216,7 @@ async def due(db: Database, holder: str, lease_seconds: float, busy: Sequence[in
                 ON CONFLICT (kind, key) DO UPDATE SET holder = excluded.holder, until = excluded.until, again = false
                 WHERE {leases.free("l", lease_at)} OR l.holder = excluded.holder
                 RETURNING l.key::bigint AS id)
-            SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body,
+            SELECT d.id AS delivery_id, d.attempts, d.first_attempt_at, d.event_id, ev.body, ev.trace_parent, ev.type,
                    {', '.join('e.' + n.strip() + ' AS e_' + n.strip() for n in _ENDPOINT.split(','))},
                    (SELECT p.mode FROM properties p WHERE p.id = e.property_id) AS mode,
                    (SELECT p.twin_of FROM properties p WHERE p.id = e.property_id) AS live_property_id
@@ -218,8 +225,8 @@ async def due(db: Database, holder: str, lease_seconds: float, busy: Sequence[in
                                 ORDER BY d.event_seq, d.id LIMIT 1) d
             JOIN webhook_events ev ON ev.id = d.event_id""",
         shared, holder, lease_seconds, list(busy), limit)
-    return [Due(r["delivery_id"], r["attempts"], r["first_attempt_at"], r["event_id"], r["body"], _endpoint(r, "e_"))
-            for r in rows]
+    return [Due(r["delivery_id"], r["attempts"], r["first_attempt_at"], r["event_id"], r["body"], _endpoint(r, "e_"),
+                r["trace_parent"], r["type"]) for r in rows]
 
 
 async def next_due_in(db: Database, busy: Sequence[int] = (), *, shared: float | None) -> float | None:
@@ -246,8 +253,8 @@ async def delivered(db: Database, delivery_id: int, endpoint_id: int, status: in
         await conn.execute(
             """UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, response_status = $2,
                       duration_ms = $3, delivered_at = $4, last_error = NULL,
-                      first_attempt_at = COALESCE(first_attempt_at, $4)
-               WHERE id = $1""", delivery_id, status, duration_ms, at)
+                      first_attempt_at = COALESCE(first_attempt_at, $4), trace_id = $5
+               WHERE id = $1""", delivery_id, status, duration_ms, at, spans.trace_id())
         await conn.execute("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1", endpoint_id)
         await _give_back_sending(conn, endpoint_id, holder)
 
@@ -263,8 +270,9 @@ async def failed(db: Database, delivery_id: int, endpoint_id: int, status: int |
         await conn.execute(
             f"""UPDATE webhook_deliveries SET attempts = attempts + 1, response_status = $2, duration_ms = $3,
                        last_error = $4, next_attempt_at = {leases.database_now("$7")} + make_interval(secs => $5),
-                       first_attempt_at = COALESCE(first_attempt_at, $6)
-                WHERE id = $1""", delivery_id, status, duration_ms, error[:500], wait_seconds, at, shared)
+                       first_attempt_at = COALESCE(first_attempt_at, $6), trace_id = $8
+                WHERE id = $1""", delivery_id, status, duration_ms, error[:500], wait_seconds, at, shared,
+            spans.trace_id())
         await conn.execute("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1",
                            endpoint_id, at)
         await _give_back_sending(conn, endpoint_id, holder)
@@ -281,11 +289,11 @@ async def _give_back_sending(conn: asyncpg.Connection, endpoint_id: int, holder:
 async def deliveries_of(db: Database, endpoint_id: int, limit: int = 100) -> list[Delivery]:
     rows = await db.fetch(
         """SELECT d.event_id, ev.type, d.attempts, d.status, d.response_status, d.duration_ms, d.last_error,
-                  CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS next_attempt_at
+                  CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.trace_id
            FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
            WHERE d.endpoint_id = $1 ORDER BY d.id DESC LIMIT $2""", endpoint_id, limit)
     return [Delivery(r["event_id"], r["type"], r["attempts"], r["status"], r["response_status"], r["duration_ms"],
-                     r["next_attempt_at"], r["last_error"]) for r in rows]
+                     r["next_attempt_at"], r["last_error"], r["trace_id"]) for r in rows]
 
 
 async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, since: datetime | None,

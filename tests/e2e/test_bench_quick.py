@@ -17,9 +17,9 @@ def test_the_quick_bench_writes_a_report_with_every_scenario(tmp_path: Path) -> 
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     progress = [line for line in run.stdout.splitlines() if line.startswith("[")]
-    assert len(progress) == 8  # a progress line per scenario
+    assert len(progress) == 9  # a progress line per scenario
     report = (tmp_path / "REPORT.md").read_text()
-    for scenario in ("front", "pipeline", "bookings", "webhooks", "actors", "soak", "scale"):
+    for scenario in ("front", "pipeline", "bookings", "webhooks", "actors", "soak", "scale", "traces"):
         assert f"| {scenario} |" in report, scenario
     assert "quick mode" in report and "cores" in report
     for plot in ("latency.png", "soak.png", "channel_calls.png"):
@@ -29,4 +29,9 @@ def test_the_quick_bench_writes_a_report_with_every_scenario(tmp_path: Path) -> 
     assert hosts["quick"] is True and hosts["built_seconds"] > 0
     latest = json.loads((tmp_path / "results" / "latest.json").read_text())
     assert latest["quick"] is True and {t["scenario"] for t in latest["targets"]} == {
-        "front", "pipeline", "bookings", "webhooks", "actors", "soak", "scale"}
+        "front", "pipeline", "bookings", "webhooks", "actors", "soak", "scale", "traces"}
+    # Traces on cost each route something, measured against the same routes with them off.
+    traces = json.loads((tmp_path / "results" / "traces.json").read_text())
+    assert set(traces["cost_cpu_ms"]) == {"GET /property", "PUT /rates, one cell"}
+    assert all(row["requests"] > 0 and row["errors"] == 0 for rows in traces["rows"].values()
+               for row in rows.values())

@@ -80,3 +80,11 @@ def test_no_module_of_the_service_is_named_like_a_test() -> None:
     patterns = patterns.split() if isinstance(patterns, str) else patterns
     named = [str(p.relative_to(PACKAGE)) for p in modules("") if any(fnmatch.fnmatch(p.name, n) for n in patterns)]
     assert named == []
+
+
+def test_tracing_imports_nothing_of_ours() -> None:
+    """Every layer may open a span (the engine, storage, actors, the front): the tracing
+    package is a leaf, so that none of them reaches another through it."""
+    for path in modules("tracing"):
+        ours = {m for m in imports_of(path) if m.startswith("connectapi.")}
+        assert all(m.startswith("connectapi.tracing") for m in ours), (path.name, ours)

@@ -76,7 +76,7 @@ async def deliveries(endpoint_id: int) -> Response:
     found = await webhooks.deliveries_of(context().db, endpoint_id)
     return ok([{"eventId": d.event_id, "type": d.type, "attempt": d.attempts, "status": d.status,
                 "responseStatus": d.response_status, "durationMs": d.duration_ms,
-                "nextAttemptAt": d.next_attempt_at, "lastError": d.last_error} for d in found])
+                "nextAttemptAt": d.next_attempt_at, "lastError": d.last_error, "traceId": d.trace_id} for d in found])
 
 
 @blueprint.post("/webhooks/<int:endpoint_id>/redeliver")

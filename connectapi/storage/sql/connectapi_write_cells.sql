@@ -29,7 +29,8 @@ CREATE OR REPLACE FUNCTION connectapi_write_cells(
     p_ids bigint[], p_nights date[], p_values bigint[], p_occupancies smallint[], p_restrictions jsonb,
     p_rejected jsonb, p_refusal jsonb, p_outcome jsonb,
     p_budget_now double precision, p_cells_subject text, p_cells_limit integer, p_cells_window double precision,
-    p_route text, p_key text, p_body_hash bytea, p_replace_before timestamptz, p_stale_before timestamptz
+    p_route text, p_key text, p_body_hash bytea, p_replace_before timestamptz, p_stale_before timestamptz,
+    p_trace_parent text
 ) RETURNS TABLE (
     answer text, accepted integer, noop integer, catalog bigint,
     used bigint, reset_after double precision, wait double precision,
@@ -182,9 +183,9 @@ BEGIN
     END IF;
 
     INSERT INTO write_batches (id, property_id, key_id, resource, created_at, requested_cells, accepted_cells,
-                               noop_cells, rejected)
+                               noop_cells, rejected, trace_parent)
     VALUES (p_batch, p_property, p_key_id, p_resource, p_at, p_requested, v_written, v_cells - v_written,
-            p_rejected);
+            p_rejected, p_trace_parent);
     IF p_key IS NOT NULL THEN
         UPDATE idempotency_keys k
         SET state = 'done',
