@@ -29,7 +29,12 @@ class Received:
     attributes: dict[str, Any]
     links: tuple[tuple[str, str], ...]  # (trace id, span id)
     resource: dict[str, Any]
-    events: tuple[str, ...] = field(default=())
+    events: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
+    status: tuple[int, str] = (0, "")  # (code, message)
+
+    def text(self) -> str:
+        """Everything the span says, as one string: to look for what it must not say."""
+        return repr((self.name, self.attributes, self.events, self.status, self.resource))
 
 
 def _value(found: AnyValue) -> Any:
@@ -67,7 +72,8 @@ class Collector(ThreadingHTTPServer):
                         span.name, span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex(),
                         KINDS[span.kind], _attributes(span.attributes),
                         tuple((link.trace_id.hex(), link.span_id.hex()) for link in span.links), resource,
-                        tuple(event.name for event in span.events)))
+                        tuple((event.name, _attributes(event.attributes)) for event in span.events),
+                        (span.status.code, span.status.message)))
         with self._lock:
             self.requests += 1
             self.spans.extend(found)

@@ -29,6 +29,7 @@ from ..metrics import SLICE_ADMISSIONS, SLICE_ASKS
 from .batcher import BudgetCounter
 from . import record_slices as stored_slices
 from ..storage.database import Database, StorageError
+from ..tracing import spans
 
 log = logging.getLogger("connectapi.budgets")
 
@@ -256,6 +257,7 @@ class BudgetKeeper:
 
     async def _reserve(self, db: Database, wants: Sequence[Want], give_backs: Sequence[GiveBack],
                        asked_at: float) -> None:
+        spans.outside_any()  # started by a request; serves the process, not that request
         try:
             sent = self._slices.ticket()
             grants = await stored_slices.reserve(db, self._clock.shared_time(), LEASE, wants, give_backs)

@@ -35,8 +35,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..tracing import spans
-from ..tracing.http_client import traced
+from ..tracing.http_client import trace_calls
 
 DEFAULT_TIMEOUT = 10.0
 FEED_PAGE_LIMIT = 100  # the largest page Channex hands out
@@ -750,9 +749,8 @@ def _tls() -> ssl.SSLContext:
 @asynccontextmanager
 async def open_channel_manager(base_url: str, api_key: str, *,
                                timeout: float = DEFAULT_TIMEOUT) -> AsyncIterator[ChannelManagerClient]:
-    # Traced, each call a client span, when tracing is on (the client as it was when off).
-    transport = traced(httpx.AsyncHTTPTransport(verify=_tls())) if spans.enabled() else None
     http = httpx.AsyncClient(base_url=base_url, headers={"user-api-key": api_key}, timeout=timeout,
-                             follow_redirects=False, verify=_tls(), transport=transport)
+                             follow_redirects=False, verify=_tls())
+    trace_calls(http)  # each call a client span, when tracing is on
     async with http:
         yield ChannelManagerClient(http)

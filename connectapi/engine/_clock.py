@@ -33,6 +33,10 @@ class Clock(Protocol):
         ...
 
 
+# The largest step back the clock is held through rather than taken (see SystemClock.now).
+HOLD_AT_MOST = timedelta(seconds=1)
+
+
 class SystemClock:
     """The host's clock, set to follow the database server's (`follow`): every host then
     dates records, pauses and retries alike, whatever its own clock says (the service's
@@ -40,6 +44,7 @@ class SystemClock:
 
     def __init__(self) -> None:
         self._offset = timedelta(0)
+        self._last: datetime | None = None  # the latest instant given
 
     def follow(self, offset_seconds: float) -> None:
         """From now on, wall time is the host's plus `offset_seconds` (the database's minus the host's)."""
@@ -50,7 +55,18 @@ class SystemClock:
         return self._offset.total_seconds()
 
     def now(self) -> datetime:
-        return datetime.now(UTC) + self._offset
+        """Later than any instant given before, when the step back is small: a new offset a
+        little behind the last (one measure's error: the follower trusts a measure over up
+        to half a second) or the host's clock slewed back would otherwise date a later
+        record before an earlier one (a client's three bookings listed newest first came
+        back out of order); the clock is held for that moment instead. A larger step back
+        is a wrong clock put right (a host minutes ahead of the database): followed at once."""
+        found = datetime.now(UTC) + self._offset
+        last = self._last
+        if last is not None and last - HOLD_AT_MOST < found <= last:
+            found = last + timedelta(microseconds=1)
+        self._last = found
+        return found
 
     def monotonic(self) -> float:
         return trio.current_time()

@@ -67,6 +67,7 @@ def answered(response: Response) -> None:
 def _name_the_span(caller: Any, status: int) -> None:
     """The request's server span learns whose request it was (ids only, never the key)."""
     current = trace.get_current_span()
+    current.set_attribute("connectapi.request_id", g.get("request_id") or "")
     if caller is not None:
         current.set_attribute("connectapi.property_id", caller.property.id)
         current.set_attribute("connectapi.key_id", caller.key.id)

@@ -24,9 +24,10 @@ Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 
 _AS_SENT = "connectapi.scope_as_sent"
-# What the middleware is shown of a request's headers: the trace it continues, and what it
-# names the client by. A key, a token or a cookie is never among them.
-SHOWN_HEADERS = frozenset({b"host", b"user-agent", b"traceparent", b"tracestate"})
+# What the middleware is shown of a request's headers: the trace it continues (its
+# `traceparent`; a caller's `tracestate` and baggage are not carried on to the channel
+# manager), the host and the client's software. A key, a token or a cookie never.
+SHOWN_HEADERS = frozenset({b"host", b"user-agent", b"traceparent"})
 UNMATCHED = "unmatched"
 
 
@@ -65,7 +66,8 @@ class TracedApp:
             return
         route = route_of(self._routes, scope.get("method", "GET"), scope.get("path", "/"))
         shown = dict(scope)
-        shown.update(path=route, raw_path=route.encode(), query_string=b"", route=route,
+        # Nor the caller's address: a console user's is a person's.
+        shown.update(path=route, raw_path=route.encode(), query_string=b"", route=route, client=None,
                      headers=[(name, value) for name, value in scope.get("headers", ()) if name in SHOWN_HEADERS])
         shown[_AS_SENT] = scope
         await self._middleware(shown, receive, send)

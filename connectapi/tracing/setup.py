@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -22,9 +23,11 @@ log = logging.getLogger("connectapi.tracing")
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 DEFAULT_SERVICE_NAME = "connectapi"
-# What the exporter may take to send what is left as the process stops: a collector that
-# is away must not hold a stop (the spans are lost, the stop is not).
-FLUSH_AT_STOP_MILLIS = 5000
+# What sending what is left may take as the process stops: a collector that is away must
+# not hold a stop (its spans are lost, the stop is not). The SDK's own bound does not hold:
+# its processor waits up to 30 s for an export retrying with backoff.
+FLUSH_AT_STOP_SECONDS = 5.0
+SUPPORTED_PROTOCOL = "http/protobuf"
 
 
 def wanted(environ: Mapping[str, str] = os.environ) -> bool:
@@ -55,11 +58,28 @@ def exporting(version: str, exporter: object | None = None) -> Iterator[bool]:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         exporter = OTLPSpanExporter()
     assert isinstance(exporter, SpanExporter)
-    provider.add_span_processor(BatchSpanProcessor(exporter, export_timeout_millis=FLUSH_AT_STOP_MILLIS))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     spans.enable(provider)
     log.info("exporting traces over OTLP/HTTP as service %s", resource.attributes.get("service.name"))
+    protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+                or SUPPORTED_PROTOCOL)
+    if protocol.strip() != SUPPORTED_PROTOCOL:
+        log.warning("OTEL_EXPORTER_OTLP_PROTOCOL is %r: traces are sent as %s all the same", protocol[:40],
+                    SUPPORTED_PROTOCOL)
     try:
         yield True
     finally:
         spans.disable()
-        provider.shutdown()
+        stop_within(provider, exporter, FLUSH_AT_STOP_SECONDS)
+
+
+def stop_within(provider: object, exporter: object, seconds: float) -> None:
+    """The provider flushed and shut down, in at most about `seconds`: past them the
+    exporter is shut down too, which ends its retries, and what it held is lost."""
+    stopping = threading.Thread(target=provider.shutdown, name="traces-shutdown", daemon=True)  # type: ignore[attr-defined]
+    stopping.start()
+    stopping.join(seconds)
+    if stopping.is_alive():
+        log.warning("the trace collector did not take the last spans within %.0f s: they are dropped", seconds)
+        exporter.shutdown()  # type: ignore[attr-defined]
+        stopping.join(1.0)

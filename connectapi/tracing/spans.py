@@ -13,12 +13,13 @@ statuses and route templates only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import ContextManager
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.propagation import set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
@@ -69,9 +70,29 @@ def span(name: str, *, kind: SpanKind = INTERNAL, attributes: Mapping[str, Attri
     serves). An exception leaving the block is recorded on it. Off: costs a call."""
     if _tracer is None:
         return _OFF
+    return _current(_tracer, name, kind, attributes, parent, links)
+
+
+@contextmanager
+def _current(tracer: trace.Tracer, name: str, kind: SpanKind, attributes: Mapping[str, AttributeValue] | None,
+             parent: SpanContext | None, links: Iterable[SpanContext]) -> Iterator[Span]:
     context = set_span_in_context(NonRecordingSpan(parent)) if parent is not None else None
-    return _tracer.start_as_current_span(name, context=context, kind=kind, attributes=attributes,
-                                         links=[Link(c) for c in links if c.is_valid])
+    # Not the SDK's record_exception: an exception's text may hold what a span must not (a
+    # record's DETAIL quotes a row, a guest's name in it; an HTTP error a header's value).
+    with tracer.start_as_current_span(name, context=context, kind=kind, attributes=attributes,
+                                      links=[Link(c) for c in links if c.is_valid], record_exception=False,
+                                      set_status_on_exception=False) as opened:
+        try:
+            yield opened
+        except Exception as exc:
+            failed(opened, type(exc).__name__)
+            raise
+
+
+def failed(opened: Span, what: str) -> None:
+    """The span ended in an error, named by its kind alone (an exception's type, a status)."""
+    opened.set_status(Status(StatusCode.ERROR, what))
+    opened.set_attribute("error.type", what)
 
 
 def outside_any() -> None:

@@ -127,7 +127,8 @@ def test_a_rate_and_an_ota_booking_are_traced_from_the_request_to_the_channel_ca
             thread.start()
         for thread in threads:
             thread.join()
-        batches = {r.json()["data"]["batchId"] for r in puts}
+        batch_of = {r.headers["X-Request-Id"]: r.json()["data"]["batchId"] for r in puts}
+        batches = set(batch_of.values())
         assert len(batches) == 8
         applies = collector.wait_for(lambda: (found := [s for s in collector.named("PropertyWriter ApplyWrite")
                                                          if s.attributes["connectapi.batch_id"] in batches])
@@ -138,8 +139,24 @@ def test_a_rate_and_an_ota_booking_are_traced_from_the_request_to_the_channel_ca
                                      and all(a.parent_id in found for a in applies) and found)
         assert len({a.trace_id for a in applies}) == 8
         for apply in applies:
+            # Under its own request's span: the request that was answered with its batch.
             parent = servers[apply.parent_id]
             assert parent.trace_id == apply.trace_id
+            assert batch_of[parent.attributes["connectapi.request_id"]] == apply.attributes["connectapi.batch_id"]
+        # Their pushes: one batch's joins its trace; one carrying several is linked to each
+        # of their writes (eight writes within the gathering window: at least one such).
+        carrying = collector.wait_for(lambda: (found := [p for p in collector.named("push restrictions")
+                                                         if set(p.attributes["connectapi.batch_ids"]) & batches])
+                                      and set().union(*(p.attributes["connectapi.batch_ids"] for p in found))
+                                      >= batches and found)
+        apply_of = {a.attributes["connectapi.batch_id"]: a for a in applies}
+        for pushed in carrying:
+            carried = [apply_of[b] for b in pushed.attributes["connectapi.batch_ids"]]
+            if len(carried) == 1:
+                assert (pushed.trace_id, pushed.parent_id) == (carried[0].trace_id, carried[0].span_id)
+            else:
+                assert pushed.parent_id == "" and set(pushed.links) == {(a.trace_id, a.span_id) for a in carried}
+        assert any(len(p.attributes["connectapi.batch_ids"]) > 1 for p in carrying)
 
         # An OTA booking: the intake's round applies the revision; its event's delivery to
         # the test endpoint is a client span linked to that apply, with its attempt and status.
@@ -173,17 +190,21 @@ def test_a_rate_and_an_ota_booking_are_traced_from_the_request_to_the_channel_ca
         served.proc.wait(30)
         receiver.shutdown()
         collector.shutdown()
-    # No attribute of any span carries a key, a token or a secret, nor the receiver's query.
+    # Nothing a span says (name, attributes, events, status, resource) holds a key, a token,
+    # a secret, the receiver's query, or the guest's name; no header is recorded.
     for span in collector.spans:
-        text = json.dumps(span.attributes)
-        for secret in secrets + ["receiver-own-secret"]:
+        text = span.text()
+        for secret in secrets + ["receiver-own-secret", "Ana Silva", "Silva"]:
             assert secret not in text, (span.name, secret[:6])
         assert not any("header" in name for name in span.attributes), span.attributes
+        assert "client.address" not in span.attributes and "net.peer.ip" not in span.attributes
+    # A log line written inside a request's span names that request's span.
+    by_request = {s.attributes["connectapi.request_id"]: s for s in collector.spans if s.kind == "server"}
     # A log line written inside a span names its trace: each access line of the rates
     # written names its request's server span.
     logged = [json.loads(line) for line in lines if line.startswith("{")]
     access = [entry for entry in logged if entry.get("message") == "request" and entry.get("route") == f"{API}/rates"]
     assert len(access) >= 9, [entry.get("message") for entry in logged][:20]
-    server_spans = {(s.trace_id, s.span_id) for s in collector.spans if s.kind == "server"}
     for entry in access:
-        assert (entry["trace_id"], entry["span_id"]) in server_spans, entry
+        own = by_request[entry["requestId"]]
+        assert (entry["trace_id"], entry["span_id"]) == (own.trace_id, own.span_id), entry

@@ -7,10 +7,16 @@ the route's template and no header of the caller's."""
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 import trio
 from opentelemetry.sdk.trace import ReadableSpan
@@ -20,8 +26,9 @@ from werkzeug.routing import Map, Rule
 from connectapi.engine import Actor, Ask, open_supervisor
 from connectapi.tracing import spans
 from connectapi.tracing.asgi import UNMATCHED, TracedApp, route_of
+from connectapi.tracing.http_client import TracedTransport, trace_calls
 from connectapi.tracing.log_fields import TraceFields
-from connectapi.tracing.setup import exporting, wanted
+from connectapi.tracing.setup import exporting, stop_within, wanted
 
 
 @pytest.fixture
@@ -202,3 +209,75 @@ async def test_the_middleware_is_shown_the_template_and_no_header_of_the_callers
     assert server.name == "GET /console/setup/<token>"
     assert server.attributes is not None and server.attributes["http.route"] == "/console/setup/<token>"
     assert "s3cr3t" not in repr(dict(server.attributes))
+    assert not {"client.address", "net.peer.ip", "http.client_ip"} & set(server.attributes)
+
+
+def test_off_the_sdk_the_exporter_and_the_middleware_are_never_imported() -> None:
+    script = ("import sys, connectapi.service, connectapi.http.app, connectapi.channel.client\n"
+              "from connectapi.tracing.setup import exporting\n"
+              "with exporting('x') as on: assert on is False\n"
+              "loaded = sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter',"
+              " 'opentelemetry.instrumentation')))\n"
+              "print(loaded)")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    ran = subprocess.run([sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "[]"
+
+
+def test_a_collector_that_is_away_holds_a_stop_for_the_bound_only() -> None:
+    """An exporter retrying with backoff (1, 2, 4 s) against a refusing port: the SDK's
+    shutdown waited up to 30 s; the stop gives up at its bound and drops what is left."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    with socket.socket() as sock:  # a port that refuses: bound, then closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    for n in range(1500):
+        tracer.start_span(f"span {n}").end()
+    started = time.monotonic()
+    stop_within(provider, exporter, 0.5)
+    assert time.monotonic() - started < 4.0  # the bound and the exporter's stop; not its backoff's 7 s or more
+
+
+async def test_a_channel_call_is_a_client_span_that_says_no_header_and_no_error_text(
+        exported: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path == "/broken":
+            raise httpx.LocalProtocolError("Illegal header value b'SECRETKEY123\\n'")
+        return httpx.Response(429 if request.url.path == "/busy" else 200)
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # httpx mounts a proxy for it: traced too
+    http = httpx.AsyncClient(base_url="https://cm.example", headers={"user-api-key": "SECRETKEY123"})
+    trace_calls(http)
+    assert isinstance(http._transport, TracedTransport)
+    assert http._mounts and all(isinstance(t, TracedTransport) for t in http._mounts.values() if t is not None)
+    http._mounts = {}
+    http._transport = TracedTransport(httpx.MockTransport(answer))
+    with spans.span("push"):
+        assert (await http.get("/api/v1/ari?filter[date]=2026-12-01")).status_code == 200
+        assert (await http.post("/busy")).status_code == 429
+        with pytest.raises(httpx.LocalProtocolError):
+            await http.get("/broken")
+    assert all("traceparent" in r.headers and "tracestate" not in r.headers for r in seen)
+    found = finished(exported)
+    calls = [s for s in found if s.kind.name == "CLIENT"]
+    assert [(s.name, s.attributes and s.attributes.get("url.path")) for s in calls] == [
+        ("GET", "/api/v1/ari"), ("POST", "/busy"), ("GET", "/broken")]
+    push = by_name(found, "push")
+    assert all(s.parent is not None and s.parent.span_id == push.context.span_id for s in calls)
+    assert calls[0].attributes is not None and calls[0].attributes["http.response.status_code"] == 200
+    assert calls[1].status.description == "429"
+    assert calls[2].status.description == "LocalProtocolError"
+    for span in found:
+        assert "SECRETKEY" not in repr((span.attributes, span.events, span.status.description))
+        assert not span.events
