@@ -37,15 +37,30 @@ def free_port() -> int:
 @contextmanager
 def bench_server(env: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
     """The server's ready line (port, key, dsn, property, rate plans) and its pid while it runs."""
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "bench.server", str(port)], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).parents[1], env={**os.environ, **(env or {})})
+    with bench_servers(env or {}) as (ready,):
+        yield ready
+
+
+@contextmanager
+def bench_servers(*envs: dict[str, str]) -> Iterator[list[dict[str, Any]]]:
+    """Servers started side by side (each its own record: their starts overlap), one per
+    environment, as `bench_server` gives one."""
+    servers: list[subprocess.Popen[str]] = []
     try:
-        assert server.stdout is not None
-        yield {**json.loads(server.stdout.readline()), "pid": server.pid}
+        for env in envs:
+            servers.append(subprocess.Popen([sys.executable, "-m", "bench.server", str(free_port())],
+                                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
+                                            env={**os.environ, **env}))
+        found = []
+        for server in servers:
+            assert server.stdout is not None
+            found.append({**json.loads(server.stdout.readline()), "pid": server.pid})
+        yield found
     finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        for server in servers:
+            server.send_signal(signal.SIGINT)
+        for server in servers:
+            try:
+                server.wait(60)
+            except subprocess.TimeoutExpired:
+                server.kill()

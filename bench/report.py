@@ -51,7 +51,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              ("--seconds", "1", "--rounds", "1", "--windows", "2", "--workers", "2", "--properties", "3",
               "--pacing-seconds", "5")),
     Scenario("traces", "what traces cost a request, off and on", "traces", "traces.json",
-             ("--seconds", "4", "--rounds", "3"), ("--seconds", "1", "--rounds", "1", "--connections", "4")),
+             ("--seconds", "4", "--rounds", "3"),
+             ("--seconds", "1", "--rounds", "1", "--connections", "4", "--warm-up", "0.2")),
     # Needs root (network namespaces): tests/hosts/topology.py. Quick: built and torn down.
     Scenario("hosts", "several hosts: a partition and a failover", "hosts", "hosts.json", (), ("--quick",)),
 )

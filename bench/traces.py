@@ -23,7 +23,7 @@ import trio
 
 from . import front_profile
 from .load import Run, load
-from .process import bench_server, free_port
+from .process import bench_servers, free_port
 from .results_dir import results_dir
 
 PROPERTY = "/api/v1/connect-api/v1/property"
@@ -67,6 +67,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=4.0, help="length of one measured round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--warm-up", type=float, default=1.0, help="seconds of each route on each server first")
     args = parser.parse_args()
 
     sink_port = free_port()
@@ -76,13 +77,13 @@ def main() -> int:
     results: dict[str, dict[str, list[tuple[Run, float]]]] = {
         mode: {"GET /property": [], "PUT /rates, one cell": []} for mode in ("off", "on")}
     try:
-        with bench_server(off_env) as off, bench_server(on_env) as on:
+        with bench_servers(off_env, on_env) as (off, on):
             servers = {"off": off, "on": on}
 
             async def measure() -> None:
                 for mode, ready in servers.items():  # warm-up
                     for route in results[mode]:
-                        await _round(ready, route, args.connections, 1.0)
+                        await _round(ready, route, args.connections, args.warm_up)
                 for _ in range(args.rounds):
                     for route in results["off"]:
                         for mode, ready in servers.items():
