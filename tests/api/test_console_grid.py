@@ -75,6 +75,13 @@ async def test_a_rate_not_pushed_yet_is_marked_with_its_pending_batch(api: Harne
     batches = page.text.split('id="batches"', 1)[1]
     assert f"<code>{written['batchId']}</code>" in batches and "<td>rates</td>" in batches
     assert "<td>1</td>" in batches  # its one cell still to push
+    assert "trace <code>" not in batches  # written with tracing off: no trace to name
+    # Written under a traced request (decision 0141): the trace's id shows beside the batch, to copy.
+    await api.ctx.db.execute("UPDATE write_batches SET trace_parent = $2 WHERE id = $1::uuid", written["batchId"],
+                             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    page = await visitor.get(f"/console/properties/{prop['id']}/grid?from=2026-11-23&to=2026-11-25")
+    batches = page.text.split('id="batches"', 1)[1]
+    assert "trace <code>4bf92f3577b34da6a3ce929d0e0e4736</code>" in batches
 
 
 async def test_the_range_is_validated(api: Harness) -> None:

@@ -99,6 +99,12 @@ async def test_registering_pings_signed_and_the_secret_is_shown_once(api: Harnes
     deliveries = await visitor.get(f"{hooks(prop)}/{endpoint_id}")
     assert EVENT.findall(deliveries.text) == [headers["webhook-id"]] and "whsec_" not in deliveries.text
     assert " ms" in deliveries.text and "Since (UTC)" in deliveries.text and 'class="table-wrap"' in deliveries.text
+    assert "trace <code>" not in deliveries.text  # attempted with tracing off
+    # An attempt made under tracing (decision 0141) keeps its trace's id: shown to copy.
+    await api.ctx.db.execute("UPDATE webhook_deliveries SET trace_id = '4bf92f3577b34da6a3ce929d0e0e4736' "
+                             "WHERE endpoint_id = $1", endpoint_id)
+    deliveries = await visitor.get(f"{hooks(prop)}/{endpoint_id}")
+    assert "trace <code>4bf92f3577b34da6a3ce929d0e0e4736</code>" in deliveries.text
 
 
 @pytest.mark.parametrize("env", [{}])
