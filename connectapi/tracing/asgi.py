@@ -3,10 +3,11 @@
 The middleware is the contrib one (it imports no asyncio, and starts and ends its span in
 the task hypercorn runs the request in); what it is shown is not the request as sent: the
 path is the route's template (a console setup link carries its token in the path), the
-query is left out, and no header is captured, whatever OTEL_INSTRUMENTATION_HTTP_CAPTURE_*
-says (a key travels in a header): it sees the few headers SHOWN_HEADERS names. The app itself gets the request untouched. The
-property and key a request was answered for are added by the front once the gates know
-them (http/observe.py).
+query and the client's address are left out, and of the headers it sees only those
+SHOWN_HEADERS names, so none is captured whatever OTEL_INSTRUMENTATION_HTTP_CAPTURE_* says
+(a key travels in a header). The app itself gets the request untouched. The property and
+key a request was answered for are added by the front once the gates know them
+(http/observe.py).
 """
 
 from __future__ import annotations
