@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from . import front_profile
+from .front import summary
 from .load import Run, load
 from .process import bench_servers, free_port
 from .results_dir import results_dir
@@ -53,13 +54,9 @@ async def _round(ready: dict[str, Any], route: str, connections: int, seconds: f
 
 
 def _row(runs: list[tuple[Run, float]]) -> dict[str, float]:
-    seconds = sum(r.seconds for r, _ in runs)
-    requests = sum(r.requests for r, _ in runs)
-    merged = Run(runs[0][0].path, seconds, requests, sum(r.errors for r, _ in runs),
-                 [x for r, _ in runs for x in r.latencies])
+    row = summary([run for run, _ in runs])
     cpu = sum(c for _, c in runs)
-    return {"rps": merged.rps, "p50_ms": merged.percentile(50) * 1000, "requests": requests,
-            "errors": merged.errors, "cpu_ms_per_request": cpu * 1000 / requests if requests else float("nan")}
+    return {**row, "cpu_ms_per_request": cpu * 1000 / row["requests"] if row["requests"] else float("nan")}
 
 
 def main() -> int:

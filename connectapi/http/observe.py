@@ -23,7 +23,7 @@ log = logging.getLogger("connectapi.access")
 # Labels and log fields come from fixed sets: a client's own method or path copied into a
 # label made a new time series per request (a 3,000-character method grew /metrics without
 # bound, on routes that charge no budget).
-KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+KNOWN_METHODS = spans.KNOWN_METHODS
 LOGGED_TEXT_LIMIT = 200
 
 

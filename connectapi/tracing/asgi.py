@@ -77,12 +77,8 @@ class TracedApp:
         await self._app(shown[_AS_SENT], receive, send)
 
 
-KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-
-
 def _span_details(scope: Scope) -> tuple[str, dict[str, Any]]:
-    # A client's own method is not copied into a name: the names stay a small set.
-    method = scope.get("method") if scope.get("method") in KNOWN_METHODS else "HTTP"
+    method = scope.get("method") if scope.get("method") in spans.KNOWN_METHODS else "HTTP"
     return f"{method} {scope['route']}", {"http.route": scope["route"]}
 
 

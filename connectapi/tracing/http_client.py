@@ -26,7 +26,7 @@ class TracedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        method = request.method if request.method in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD") else "HTTP"
+        method = request.method if request.method in spans.KNOWN_METHODS else "HTTP"
         with spans.span(method, kind=spans.CLIENT, attributes={
                 "http.request.method": method, "server.address": url.host,
                 "server.port": url.port or DEFAULT_PORTS.get(url.scheme, 0), "url.path": url.path}) as called:

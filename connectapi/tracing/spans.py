@@ -27,6 +27,9 @@ _tracer: trace.Tracer | None = None
 _provider: trace.TracerProvider | None = None
 
 NOT_RECORDING: Span = NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+# The HTTP methods a name or a label may copy; any other is named as one word, so that a
+# client's own method never makes a new name.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 SERVER, CLIENT, INTERNAL = SpanKind.SERVER, SpanKind.CLIENT, SpanKind.INTERNAL
 
 

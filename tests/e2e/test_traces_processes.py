@@ -9,41 +9,29 @@ import json
 import signal
 import threading
 from datetime import date, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from ..otlp_collector import Collector, Received
 from .live import EVERY_SCOPE, LIFTED
+from .test_ota_webhooks_processes import Receiver as WebhookReceiver
 from .test_serve_process import Served, free_port
 
 API = "/api/v1/connect-api/v1"
 
 
-class Receiver(ThreadingHTTPServer):
+class Receiver(WebhookReceiver):
+    """The OTA e2e test's receiver, up, at a URL carrying a token of the receiver's own."""
+
     def __init__(self) -> None:
-        self.received: list[str] = []
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__()
+        self.down = False
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/hook?token=receiver-own-secret"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:  # noqa: N802 (the http.server API)
-        self.server.received.append(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode())
-        self.send_response(204)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        return super().url + "?token=receiver-own-secret"
 
 
 def _in_trace(collector: Collector, trace_id: str) -> list[Received]:
