@@ -17,6 +17,7 @@ and HAProxy from Debian (`make test` installs haproxy and faketime as root).
 from __future__ import annotations
 
 import ctypes
+import glob
 import json
 import os
 import secrets
@@ -52,12 +53,19 @@ def missing() -> str | None:
     """Why this machine cannot build the topology, or None."""
     if os.geteuid() != 0:
         return "the hosts are network namespaces: root is needed (CI runs as root)"
-    for tool in ("ip", "haproxy", "faketime"):
+    for tool in ("ip", "haproxy"):
         if shutil.which(tool) is None:
             return f"{tool} is missing (make test installs it as root: apt-get install iproute2 haproxy faketime)"
+    if _libfaketime() is None:
+        return "libfaketime is missing (make test installs it as root: apt-get install faketime)"
     if not (PG_BIN / "postgres").exists():
         return f"PostgreSQL 15 is missing at {PG_BIN} (apt-get install postgresql-15)"
     return None
+
+
+def _libfaketime() -> str | None:
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1") + glob.glob("/usr/lib/faketime/libfaketime.so.1"))
+    return found[0] if found else None
 
 
 def sh(*args: str, check: bool = True, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -233,9 +241,14 @@ class Topology:
     def start_service(self, host: str) -> None:
         args = [sys.executable, "-m", "connectapi", "serve", "--host", self.hosts[host].address, "--port",
                 str(SERVICE_PORT), "--workers", "2"]
+        env = self.service_env(host)
         if host == self.skewed:
-            args = ["faketime", "-f", "+10m", *args]
-        self.spawn(host, args, self.service_env(host), label="serve")
+            # libfaketime preloaded, not the `faketime` wrapper: the wrapper makes a semaphore
+            # and a shared-memory segment named by its pid and leaves them when killed, so a
+            # later run given the same pid failed to start ("sem_open: File exists"). A fixed
+            # offset needs no state shared between the service's processes.
+            env = {**env, "LD_PRELOAD": str(_libfaketime()), "FAKETIME": "+10m"}
+        self.spawn(host, args, env, label="serve")
         self.wait_http(host, f"http://{self.hosts[host].address}:{SERVICE_PORT}/readyz", timeout=120)
 
     def restart_service(self, host: str) -> None:
@@ -427,6 +440,7 @@ backend services
     # ---- tearing down --------------------------------------------------------------------
 
     def teardown(self) -> None:
+        skewed_pids = self._skewed_pids()
         for host in self.hosts.values():
             for proc in host.procs:
                 _kill_group(proc, signal.SIGTERM)
@@ -448,6 +462,18 @@ backend services
         sh("ip", "netns", "del", self._switch, check=False)
         if getattr(self, "_pgbase", None) is not None:
             shutil.rmtree(self._pgbase, ignore_errors=True)
+        # libfaketime names a semaphore and a segment by the pid of a process that forks, and
+        # leaves them: they would pile up in /dev/shm run after run.
+        for pid in skewed_pids:
+            for name in (f"sem.faketime_sem_{pid}", f"faketime_shm_{pid}"):
+                Path("/dev/shm", name).unlink(missing_ok=True)
+
+    def _skewed_pids(self) -> list[str]:
+        if self.skewed is None or self.skewed not in self.hosts:
+            return []
+        host = self.hosts[self.skewed]
+        listed = sh("ip", "netns", "pids", host.ns, check=False).stdout.split()
+        return sorted({*listed, *(str(proc.pid) for proc in host.procs)})
 
 
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
