@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -163,3 +164,31 @@ def test_an_address_in_use_is_refused_in_a_line_before_the_record_starts(tmp_pat
     assert f"connectapi: cannot listen on 127.0.0.1:{port}: Address already in use\n" in printed
     assert not any("Traceback" in line for line in printed), printed
     assert postmaster_pid(data_dir) is None and not (data_dir / "pgdata").exists(), "the record was never started"
+
+
+@pytest.mark.parametrize("args", [(), ("--workers", "2")], ids=["one-process", "workers"])
+def test_a_second_stop_signal_neither_cuts_the_stop_short_nor_leaves_the_record_running(
+        tmp_path: Path, args: tuple[str, ...]) -> None:
+    """A double Ctrl-C, or `make run` passing its own SIGTERM on beside the terminal's: the
+    second signal, a few milliseconds after the first, used to end the process by default
+    mid-stop, with the embedded PostgreSQL still running."""
+    data_dir = tmp_path / "var"
+    served = Served(data_dir, free_port(), args=args)
+    pg = None
+    try:
+        served.wait_for("listening on")
+        pg = postmaster_pid(data_dir)
+        assert pg is not None and running(pg)
+        served.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.005)
+        served.proc.send_signal(signal.SIGTERM)
+        served.proc.send_signal(signal.SIGINT)
+        assert served.proc.wait(60) == 0, "".join(served.read_until_blocked()[-20:])
+        assert not running(pg), "the embedded server is stopped"
+        assert postmaster_pid(data_dir) is None
+    finally:
+        if served.proc.poll() is None:
+            served.proc.kill()
+            served.proc.wait(10)
+        if pg is not None and running(pg):  # left by a failure: not left to the machine
+            os.kill(pg, signal.SIGTERM)
