@@ -17,7 +17,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 # check`. The files go in __pycache__, which git ignores.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: install dist client-packages client-docs run chromium hosts-tools check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
+.PHONY: install dist client-packages client-docs run chromium nodejs hosts-tools check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
 install: $(STAMP)
 
@@ -72,6 +72,16 @@ chromium:
 		echo "make: chromium is missing; install it as root (apt-get install chromium), or tests/browser skip" >&2; \
 	fi
 
+# tests/clients and the Postman run build and drive the TypeScript client with Node.js and
+# npm: as root with apt-get (CI) they are installed when missing (Debian's nodejs is 18).
+nodejs:
+	@command -v node >/dev/null && command -v npm >/dev/null || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm; \
+	else \
+		echo "make: Node.js 18+ and npm are missing; install them, or tests/clients fail" >&2; \
+	fi
+
 # tests/hosts build hosts of network namespaces with Debian's PostgreSQL 15, HAProxy and
 # faketime: as root with apt-get (CI) what is missing is installed; elsewhere they skip.
 hosts-tools:
@@ -98,7 +108,7 @@ check: $(TEST_STAMP)
 # wait on their processes; three at a time kept two cores 1.4 busy on average and ended
 # 80 s sooner than two); then the several-hosts tests alone, since what they measure
 # (seconds of errors, of takeover) is what they assert on.
-test: $(DIST_STAMP) chromium hosts-tools
+test: $(DIST_STAMP) chromium nodejs hosts-tools
 	$(BIN)/ruff check connectapi tests bench docs clients/python clients/generate_models.py
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py clients/generate_models.py
