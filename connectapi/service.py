@@ -51,7 +51,7 @@ from .http.serving.connections import connection_cap
 from .http.serving.server import bound_socket, hypercorn_config, serve_http
 from .storage.database import Database, StorageError, open_database
 from .storage.embedded import EmbeddedPostgres, ensure_database
-from .stop_signals import let_later_stops_go
+from . import stop_signals
 from .storage.key_directory import KeyDirectory
 from .storage.migrations import migrate
 
@@ -513,8 +513,7 @@ async def _wait_for_signal(stop: trio.Event) -> None:
     # SIGHUP is `serve --workers N`'s reload (workers.py); a single process has nothing to
     # reload it with, and SIGHUP's default, dying undrained, is the worst answer to a
     # `systemctl reload` sent to a one-core host's `--workers auto`.
-    let_later_stops_go()  # once this receiver closes, the stop is under way
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+    with stop_signals.receiving(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async for signum in signals:
             if signum == signal.SIGHUP:
                 log.warning("SIGHUP: a single process does not reload; restart it to run a new version, or serve "

@@ -45,7 +45,7 @@ from .service import EMBEDDED_DATABASE, SERVICE_POLICY, WORKER_READY, announce, 
 from .storage.database import open_database
 from .storage.embedded import EmbeddedPostgres, ensure_database
 from .storage.migrations import migrate
-from .stop_signals import let_later_stops_go
+from . import stop_signals
 
 log = logging.getLogger("connectapi.workers")
 
@@ -71,8 +71,7 @@ def run_workers(settings: Settings, count: int) -> int:
 
 async def _supervise(settings: Settings, count: int, dsn: str, embedded: EmbeddedPostgres | None, token: str,
                      generated: bool, listener: socket.socket) -> int:
-    let_later_stops_go()  # once this receiver closes, the record is stopped next
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+    with stop_signals.receiving(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         app_dsn = await _prepare_record(dsn, embedded)
         if not settings.cm_url:
             log.warning("no CONNECTAPI_CM_URL: each of the %d workers runs its own in-process sandbox channel "

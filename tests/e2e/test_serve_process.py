@@ -169,9 +169,9 @@ def test_an_address_in_use_is_refused_in_a_line_before_the_record_starts(tmp_pat
 @pytest.mark.parametrize("args", [(), ("--workers", "2")], ids=["one-process", "workers"])
 def test_a_second_stop_signal_neither_cuts_the_stop_short_nor_leaves_the_record_running(
         tmp_path: Path, args: tuple[str, ...]) -> None:
-    """A double Ctrl-C, or `make run` passing its own SIGTERM on beside the terminal's: the
-    second signal, a few milliseconds after the first, used to end the process by default
-    mid-stop, with the embedded PostgreSQL still running."""
+    """`make run` passes its own SIGTERM on beside the terminal's SIGINT, and a closing
+    terminal sends SIGHUP: a signal a few milliseconds after the first used to end the
+    process by its default action mid-stop, with the embedded PostgreSQL still running."""
     data_dir = tmp_path / "var"
     served = Served(data_dir, free_port(), args=args)
     pg = None
@@ -182,6 +182,7 @@ def test_a_second_stop_signal_neither_cuts_the_stop_short_nor_leaves_the_record_
         served.proc.send_signal(signal.SIGTERM)
         time.sleep(0.005)
         served.proc.send_signal(signal.SIGTERM)
+        served.proc.send_signal(signal.SIGHUP)
         served.proc.send_signal(signal.SIGINT)
         assert served.proc.wait(60) == 0, "".join(served.read_until_blocked()[-20:])
         assert not running(pg), "the embedded server is stopped"
