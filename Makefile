@@ -17,7 +17,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 # check`. The files go in __pycache__, which git ignores.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: install dist client-packages client-docs run chromium nodejs hosts-tools check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
+.PHONY: install dist client-packages client-docs run tools check test typecheck bench bench-pipeline bench-bookings bench-webhooks docs-screenshots clean
 
 install: $(STAMP)
 
@@ -61,36 +61,28 @@ client-packages: $(DIST_STAMP)
 run: install
 	$(BIN)/connectapi serve $(if $(filter command line,$(origin PORT)),--port $(PORT))
 
-# tests/browser drive Debian's chromium through Playwright (no browser download). As root
-# with apt-get (CI) a missing chromium is installed; elsewhere install it yourself, or the
-# browser tests skip (under CI they fail instead: tests/browser/conftest.py).
-chromium:
-	@command -v chromium >/dev/null || \
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
-	else \
-		echo "make: chromium is missing; install it as root (apt-get install chromium), or tests/browser skip" >&2; \
-	fi
+# What tests need beyond Python, as `command:package` pairs (a command, or a file that must
+# be executable): tests/browser drive Debian's chromium through Playwright (no browser
+# download); tests/clients and the Postman run build the TypeScript client with Node.js and
+# npm (Debian's nodejs is 18); tests/hosts build hosts of network namespaces with Debian's
+# PostgreSQL 15, HAProxy and libfaketime. As root with apt-get (CI), the missing packages
+# are installed in one go; elsewhere install them yourself, or the browser and hosts tests
+# skip (tests/clients fail without Node.js; under CI the browser tests fail instead).
+TEST_TOOLS := chromium:chromium node:nodejs npm:npm haproxy:haproxy faketime:faketime \
+	/usr/lib/postgresql/15/bin/postgres:postgresql-15 ip:iproute2
+test: TOOLS := $(TEST_TOOLS)
+docs-screenshots: TOOLS := chromium:chromium
 
-# tests/clients and the Postman run build and drive the TypeScript client with Node.js and
-# npm: as root with apt-get (CI) they are installed when missing (Debian's nodejs is 18).
-nodejs:
-	@command -v node >/dev/null && command -v npm >/dev/null || \
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm; \
-	else \
-		echo "make: Node.js 18+ and npm are missing; install them, or tests/clients fail" >&2; \
-	fi
-
-# tests/hosts build hosts of network namespaces with Debian's PostgreSQL 15, HAProxy and
-# faketime: as root with apt-get (CI) what is missing is installed; elsewhere they skip.
-hosts-tools:
-	@if command -v haproxy >/dev/null && command -v faketime >/dev/null && [ -x /usr/lib/postgresql/15/bin/postgres ]; then :; \
+tools:
+	@missing=""; \
+	for pair in $(TOOLS); do \
+		command -v "$${pair%%:*}" >/dev/null || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-			haproxy faketime postgresql-15 iproute2; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	else \
-		echo "make: haproxy, faketime or PostgreSQL 15 is missing; tests/hosts skip (they need root)" >&2; \
+		echo "make: missing:$$missing (apt-get install them as root); the tests that need them skip or fail" >&2; \
 	fi
 
 # The quick loop: lint, types, and the tests that need neither processes nor a browser nor
@@ -108,7 +100,7 @@ check: $(TEST_STAMP)
 # wait on their processes; three at a time kept two cores 1.4 busy on average and ended
 # 80 s sooner than two); then the several-hosts tests alone, since what they measure
 # (seconds of errors, of takeover) is what they assert on.
-test: $(DIST_STAMP) chromium nodejs hosts-tools
+test: $(DIST_STAMP) tools
 	$(BIN)/ruff check connectapi tests bench docs clients/python clients/generate_models.py
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py clients/generate_models.py
@@ -128,7 +120,7 @@ client-docs: $(TEST_STAMP)
 
 # docs/console/*.png, shown in docs/console.md: the browser journey's screens, saved there
 # only when asked (a test run writes them to a scratch directory).
-docs-screenshots: $(TEST_STAMP) chromium
+docs-screenshots: $(TEST_STAMP) tools
 	DOCS_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_console_journey.py
 
 typecheck: $(TEST_STAMP)

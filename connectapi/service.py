@@ -15,6 +15,7 @@ from typing import Any
 import trio
 import trio_asyncio
 
+from . import stop_signals
 from .actors.booking_intake import BookingIntake, TwinsIntake
 from .actors.channel_manager import CallCounters, ChannelManagerActor
 from .actors.clock_follower import ClockFollower
@@ -51,7 +52,6 @@ from .http.serving.connections import connection_cap
 from .http.serving.server import bound_socket, hypercorn_config, serve_http
 from .storage.database import Database, StorageError, open_database
 from .storage.embedded import EmbeddedPostgres, ensure_database
-from . import stop_signals
 from .storage.key_directory import KeyDirectory
 from .storage.migrations import migrate
 

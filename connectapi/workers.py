@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import trio
 import trio_asyncio
 
+from . import stop_signals
 from .actors.record_watchdog import RecordWatchdog
 from .bundle import own_command, own_environment
 from .config import Settings, resolve_admin_token
@@ -45,7 +46,6 @@ from .service import EMBEDDED_DATABASE, SERVICE_POLICY, WORKER_READY, announce, 
 from .storage.database import open_database
 from .storage.embedded import EmbeddedPostgres, ensure_database
 from .storage.migrations import migrate
-from . import stop_signals
 
 log = logging.getLogger("connectapi.workers")
 
