@@ -24,7 +24,7 @@ import httpx
 import trio
 
 from .mixed_load import (LIFTED, ROOMS, MixedLoad, Property, check_bookings, check_writes, eventually, in_sync,
-                         make_property, nights, record_of)
+                         load_client, make_property, nights, record_of)
 from .test_serve_process import Served, free_port
 
 CM_KEY = "chaos-sandbox-key-000001"
@@ -81,7 +81,7 @@ async def test_chaos_five_kills_lose_nothing_answered(tmp_path: Path) -> None:
     served: list[Served] = []
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cm_port}", headers={"user-api-key": CM_KEY},
-                                     timeout=10) as cm, httpx.AsyncClient(timeout=30) as http:
+                                     timeout=10) as cm, load_client() as http:
             await eventually(lambda: _answers(cm), "the sandbox to listen", 30)
             served.append(Served(data_dir, port, service_env))
             await trio.to_thread.run_sync(served[-1].wait_for, "listening on")

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import trio
 
-from .mixed_load import LIFTED, MixedLoad, make_property
+from .mixed_load import LIFTED, MixedLoad, load_client, make_property
 from .test_serve_process import Served, free_port, postmaster_pid, running
 
 STOP_WITHIN = 15.0
@@ -46,7 +46,7 @@ async def test_sigterm_finishes_in_flight_work_and_exits_0_in_seconds(tmp_path: 
     host, port = "127.0.0.1", int(served.url.rsplit(":", 1)[1])
     token = (data_dir / "admin-token").read_text().strip()
     async with httpx.AsyncClient(base_url=f"{served.url}/api/v1/admin", headers={"Authorization": f"Bearer {token}"},
-                                 timeout=30) as admin, httpx.AsyncClient(timeout=30) as http:
+                                 timeout=30) as admin, load_client() as http:
         prop = await make_property(admin)
         # Keep-alive connections, used once before the signal and then left open.
         idle = [socket.create_connection((host, port), timeout=20) for _ in range(3)]
