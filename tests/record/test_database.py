@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import pytest
 import trio
 import trio.testing
+import trio_asyncio
 
-from connectapi.storage.database import StorageUnavailable, open_database
+from connectapi.storage.database import StorageUnavailable, _closed, open_database
 
 
 async def test_a_query_past_its_command_timeout_is_storage_unavailable(mock_clock: trio.testing.MockClock,
@@ -209,3 +210,78 @@ async def test_a_transaction_left_idle_gives_its_locks_back(fresh_dsn: str, monk
                 await other.execute("UPDATE t SET v = 2 WHERE id = 1")
             nursery.cancel_scope.cancel()
         assert await other.fetchval("SELECT v FROM t WHERE id = 1") == 2  # the idle one rolled back
+
+
+async def test_a_statement_that_went_well_leaves_its_connection_for_the_next(fresh_dsn: str) -> None:
+    """Kept beside the pool (asyncpg's acquire and release cost more than a short
+    statement), but only after work that went well: a failed statement's connection goes
+    back to the pool. Before the pool closes, every kept one is given back to it."""
+    from connectapi.storage.database import RecordRefused, Tx
+
+    async with open_database(fresh_dsn, min_size=1, max_size=3) as db:
+        pids = [await db.fetchval("SELECT pg_backend_pid()") for _ in range(5)]
+        assert len(set(pids)) == 1
+        assert db._pool.get_idle_size() == db._pool.get_size() - 1  # lent, as far as the pool knows
+        with pytest.raises(RecordRefused):
+            await db.execute("SELECT 1/0")
+        assert db._warm == [] and db._pool.get_idle_size() == db._pool.get_size()
+
+        async def in_a_transaction(tx: Tx) -> bool:
+            return bool(tx.is_in_transaction())
+
+        assert await db.transaction(in_a_transaction) is True
+        assert len(db._warm) == 1  # committed: kept
+        assert await db.run(in_a_transaction) is False  # and the next statement runs outside it
+
+        await trio_asyncio.aio_as_trio(db.give_back_warm)()
+        assert db._warm == [] and db._pool.get_idle_size() == db._pool.get_size()
+        assert await db.fetchval("SELECT 1") == 1
+        assert db._warm == []  # none kept once the pool is closing
+
+
+async def test_a_caller_waiting_on_the_pool_gets_the_connection_a_statement_gives_back(fresh_dsn: str) -> None:
+    """With every connection lent, a caller waits on the pool: a statement that ends gives its
+    connection to it rather than keep it (kept, the caller would wait out its 5 s and fail)."""
+    from connectapi.storage.database import Tx
+
+    async with open_database(fresh_dsn, min_size=1, max_size=1) as db:
+        go_on = trio.Event()
+        answers: list[object] = []
+
+        async def holding(tx: Tx) -> object:
+            pid = await tx.fetchval("SELECT pg_backend_pid()")
+            await trio_asyncio.trio_as_aio(go_on.wait)()
+            return pid
+
+        async def first() -> None:
+            answers.append(await db.run(holding))
+
+        async def second() -> None:
+            answers.append(await db.fetchval("SELECT pg_backend_pid()"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(first)
+            with trio.fail_after(5):
+                while db._pool.get_idle_size():
+                    await trio.sleep(0.01)
+            nursery.start_soon(second)
+            with trio.fail_after(5):
+                while not db._waiting_for_pool:
+                    await trio.sleep(0.01)
+            go_on.set()
+        assert len(answers) == 2 and answers[0] == answers[1]  # one connection, handed on
+        assert len(db._warm) == 1  # the second kept it: nobody was waiting any more
+
+
+async def test_a_kept_connection_whose_server_ended_it_while_idle_is_passed_over(fresh_dsn: str,
+                                                                                pg_server: str) -> None:
+    async with open_database(fresh_dsn, min_size=1, max_size=2) as db, \
+            open_database(pg_server, min_size=1, max_size=1) as admin:
+        first = await db.fetchval("SELECT pg_backend_pid()")
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", first)
+        with trio.fail_after(5):  # the driver hears of it: the connection died while kept
+            while not _closed(db._warm[-1]):
+                await trio.sleep(0.01)
+        second = await db.fetchval("SELECT pg_backend_pid()")
+        assert second != first
+        assert db._pool.get_size() <= 2 and len(db._warm) == 1
