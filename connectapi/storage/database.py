@@ -159,6 +159,19 @@ def _closed(conn: asyncpg.Connection) -> bool:
         return True
 
 
+def _clean(conn: asyncpg.Connection) -> bool:
+    """Whether the next statement may have the connection as it is: open, no transaction
+    open (nor one of asyncpg's own begun), and no query of its still being cancelled (a work
+    that caught its own statement's `timeout=`: the pool's release waits for that cancel, in
+    the work's own time; kept, the next statement would wait for it in its). asyncpg's
+    private state, as its own release reads it; anything unknown there is not clean."""
+    try:
+        return not (_closed(conn) or conn.is_in_transaction() or conn._top_xact is not None
+                    or conn._protocol._is_cancelling())
+    except AttributeError:
+        return False
+
+
 def _ours(exc: Exception) -> Exception:
     return translated(exc) or exc
 
@@ -257,10 +270,12 @@ class Database:
     async def _keep_or_give_back(self, conn: asyncpg.Connection) -> None:
         """After work that went well: kept for the next statement, unless a caller waits on
         the pool for one (it gets this one), the warm ones are enough, it is its turn to
-        pass through the pool, or it is not clean (closed, or a transaction left open)."""
+        pass through the pool, or it is not clean. The work is done with it: nothing may
+        use a connection, or a statement or transaction of it, after its work returned (the
+        pool's release would have made that fail; kept, it would run in another's work)."""
         self._given_back += 1
         if (self._waiting_for_pool or self._closing or len(self._warm) >= self._warm_most
-                or self._given_back % THROUGH_THE_POOL_EVERY == 0 or _closed(conn) or conn.is_in_transaction()):
+                or self._given_back % THROUGH_THE_POOL_EVERY == 0 or not _clean(conn)):
             await self._give_back(conn)
             return
         self._warm.append(conn)

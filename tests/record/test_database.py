@@ -233,10 +233,25 @@ async def test_a_statement_that_went_well_leaves_its_connection_for_the_next(fre
         assert len(db._warm) == 1  # committed: kept
         assert await db.run(in_a_transaction) is False  # and the next statement runs outside it
 
+        async def timed_out(tx: Tx) -> str:
+            try:
+                await tx.fetchval("SELECT pg_sleep(5)", timeout=0.05)
+            except TimeoutError:
+                return "gave up"  # the work went well, but its connection is still cancelling that query
+            return "slept"
+
+        assert await db.run(timed_out) == "gave up"
+        assert db._warm == []
+        assert await db.fetchval("SELECT 1") == 1 and len(db._warm) == 1
+
         await trio_asyncio.aio_as_trio(db.give_back_warm)()
         assert db._warm == [] and db._pool.get_idle_size() == db._pool.get_size()
         assert await db.fetchval("SELECT 1") == 1
         assert db._warm == []  # none kept once the pool is closing
+    with trio.fail_after(2):  # the pool's close did not wait out its timeout for a kept connection
+        async with open_database(fresh_dsn, min_size=1, max_size=1) as db:
+            await db.fetchval("SELECT 1")
+            assert len(db._warm) == 1
 
 
 async def test_a_caller_waiting_on_the_pool_gets_the_connection_a_statement_gives_back(fresh_dsn: str) -> None:
@@ -268,9 +283,13 @@ async def test_a_caller_waiting_on_the_pool_gets_the_connection_a_statement_give
             with trio.fail_after(5):
                 while not db._waiting_for_pool:
                     await trio.sleep(0.01)
+            # A caller that gives up its wait is no longer counted as waiting.
+            with trio.move_on_after(0.2) as given_up:
+                await db.fetchval("SELECT 1")
+            assert given_up.cancelled_caught and db._waiting_for_pool == 1
             go_on.set()
         assert len(answers) == 2 and answers[0] == answers[1]  # one connection, handed on
-        assert len(db._warm) == 1  # the second kept it: nobody was waiting any more
+        assert len(db._warm) == 1 and db._waiting_for_pool == 0  # the second kept it: nobody waits any more
 
 
 async def test_a_kept_connection_whose_server_ended_it_while_idle_is_passed_over(fresh_dsn: str,
@@ -284,4 +303,5 @@ async def test_a_kept_connection_whose_server_ended_it_while_idle_is_passed_over
                 await trio.sleep(0.01)
         second = await db.fetchval("SELECT pg_backend_pid()")
         assert second != first
-        assert db._pool.get_size() <= 2 and len(db._warm) == 1
+        assert len(db._warm) == 1 and not _closed(db._warm[0])  # the new one kept in its place
+        assert db._pool.get_idle_size() == db._pool.get_size() - 1
