@@ -30,6 +30,11 @@ def test_the_quick_bench_writes_a_report_with_every_scenario(tmp_path: Path) -> 
     latest = json.loads((tmp_path / "results" / "latest.json").read_text())
     assert latest["quick"] is True and {t["scenario"] for t in latest["targets"]} == {
         "front", "pipeline", "bookings", "webhooks", "actors", "soak", "scale", "traces"}
+    # The one-cell PUT's CPU as a multiple of GET /property's, from the same run's rows.
+    scale = json.loads((tmp_path / "results" / "scale.json").read_text())
+    cpu = {row["route"]: row["cpu_ms_per_request"] for row in scale["workers"] if row["workers"] == 1}
+    share = [t for t in latest["targets"] if t["name"].startswith("one-cell PUT /rates CPU over GET")]
+    assert [t["value"] for t in share] == [round(cpu["PUT /rates (1 cell)"] / cpu["GET /property"], 2)]
     # Traces on cost each route something, measured against the same routes with them off.
     traces = json.loads((tmp_path / "results" / "traces.json").read_text())
     assert set(traces["cost_cpu_ms"]) == {"GET /property", "PUT /rates, one cell"}
