@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import resource
+import select
 import socket
 from collections import Counter
 from importlib import metadata
@@ -214,7 +215,7 @@ class GuardedConnection(TCPServer):
         if getattr(self, "_given_up", False):
             return
         config = self.config
-        if not isinstance(config, ServingConfig) or not config.idle_drain:
+        if not isinstance(config, ServingConfig):
             await super()._idle_timeout()
             return
         with trio.move_on_after(config.keep_alive_timeout):
@@ -223,8 +224,35 @@ class GuardedConnection(TCPServer):
             # A request arriving meanwhile cancels this task (the connection is no longer
             # idle); it is answered with `Connection: close`, and the connection ends after it.
             await trio.sleep(config.idle_drain)
+        elif self._bytes_waiting() or self._request_in_hand():
+            # A request came in as the keep-alive time ran out, and the read loop has not got
+            # to it yet, or not as far as stopping this timer (a busy loop runs a due timer and
+            # a ready read in either order).
+            # Closed now, the client would get no answer to a request it sent on a connection
+            # it rightly took to be open (a client keeping connections as long as we do, as
+            # httpx's default does, meets this under load). The request, once begun, stops
+            # this task; bytes that never make one are given a request's read time.
+            await trio.sleep(config.request_read_limit)
         with trio.CancelScope(shield=True):
             await self._initiate_server_close()
+
+    def _request_in_hand(self) -> bool:
+        """Whether the read loop has read bytes of a next request (parsed or not)."""
+        protocol = self.protocol.protocol
+        if not isinstance(protocol, H11Protocol):
+            return False
+        connection = protocol.connection
+        return connection.their_state is not h11.IDLE or bool(connection.trailing_data[0])
+
+    def _bytes_waiting(self) -> bool:
+        """Whether the client has sent something the read loop has not read yet (or closed
+        the connection, or reset it: the read loop hears that and ends the connection)."""
+        try:
+            waiting = select.poll()
+            waiting.register(self.stream.socket.fileno(), select.POLLIN)
+            return bool(waiting.poll(0))
+        except (OSError, ValueError, AttributeError):
+            return False
 
     async def _read_data(self) -> None:
         config = self.config
