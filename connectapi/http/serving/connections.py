@@ -231,8 +231,10 @@ class GuardedConnection(TCPServer):
             # Closed now, the client would get no answer to a request it sent on a connection
             # it rightly took to be open (a client keeping connections as long as we do, as
             # httpx's default does, meets this under load). The request, once begun, stops
-            # this task; bytes that never make one are given a request's read time.
-            await trio.sleep(config.request_read_limit)
+            # this task; bytes that never make one are given a request's read time, or until
+            # the service stops.
+            with trio.move_on_after(config.request_read_limit):
+                await self._terminated.wait()
         with trio.CancelScope(shield=True):
             await self._initiate_server_close()
 
