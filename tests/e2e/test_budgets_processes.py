@@ -97,12 +97,16 @@ def check_exact(answers: list[Answered], admitted_status: int, scope: str) -> No
 
     The record counts a request at some instant between its send and its answer: a window
     shortened by the slowest round trip holds only requests the record counted in one window.
+    Half a window, at most, is taken off that way: driven at three times the budget, what
+    is left still holds half again the budget's worth of requests, so a budget counted per
+    process (three times it admitted) still shows. (A quarter was asked before; one booking
+    answered in 0.61 s on a CI machine running three test files at once failed that.)
     """
     assert {a.status for a in answers} <= {admitted_status, 429}, {a.status for a in answers}
     assert {a.scope for a in answers if a.status == 429} == {scope}
     admitted = [a for a in answers if a.status == admitted_status]
     slowest = max(a.received - a.sent for a in answers)
-    assert slowest < WINDOW / 4, slowest
+    assert slowest < WINDOW / 2, slowest
     for first in admitted:
         inside = [a for a in admitted if first.sent <= a.sent < first.sent + WINDOW - slowest]
         assert len(inside) <= LIMIT, (len(inside), LIMIT)
