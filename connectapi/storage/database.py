@@ -187,16 +187,14 @@ THROUGH_THE_POOL_EVERY = 1000
 
 
 class Database:
-    def __init__(self, pool: asyncpg.Pool, dsn: str, acquire_timeout: float | None = ACQUIRE_TIMEOUT,
-                 warm_most: int = 10) -> None:
+    def __init__(self, pool: asyncpg.Pool, dsn: str, acquire_timeout: float | None = ACQUIRE_TIMEOUT) -> None:
         self._pool = pool
         self.dsn = dsn  # for the few things that need a connection of their own (LISTEN)
         self._acquire_timeout = acquire_timeout
         self._held: list[HeldConnection] = []
         # Connections of the pool, taken and not in use, for the next statement (see
-        # THROUGH_THE_POOL_EVERY). The pool counts them as in use: its size still bounds all.
+        # THROUGH_THE_POOL_EVERY). The pool counts them as lent, so its size bounds them too.
         self._warm: list[asyncpg.Connection] = []
-        self._warm_most = warm_most
         self._waiting_for_pool = 0  # a connection given back goes to these, not to `_warm`
         self._given_back = 0
         self._closing = False
@@ -269,13 +267,13 @@ class Database:
 
     async def _keep_or_give_back(self, conn: asyncpg.Connection) -> None:
         """After work that went well: kept for the next statement, unless a caller waits on
-        the pool for one (it gets this one), the warm ones are enough, it is its turn to
-        pass through the pool, or it is not clean. The work is done with it: nothing may
+        the pool for one (it gets this one), it is its turn to pass through the pool, or it
+        is not clean. The work is done with it: nothing may
         use a connection, or a statement or transaction of it, after its work returned (the
         pool's release would have made that fail; kept, it would run in another's work)."""
         self._given_back += 1
-        if (self._waiting_for_pool or self._closing or len(self._warm) >= self._warm_most
-                or self._given_back % THROUGH_THE_POOL_EVERY == 0 or not _clean(conn)):
+        if (self._waiting_for_pool or self._closing or self._given_back % THROUGH_THE_POOL_EVERY == 0
+                or not _clean(conn)):
             await self._give_back(conn)
             return
         self._warm.append(conn)
@@ -463,7 +461,7 @@ async def open_database(dsn: str, *, min_size: int = 2, max_size: int = 10,
         connect=connect, server_settings={
             "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_TIMEOUT, **CLIENT_GONE_AFTER},
     )
-    db = Database(pool, dsn, acquire_timeout, warm_most=max_size)
+    db = Database(pool, dsn, acquire_timeout)
     try:
         yield db
     finally:
