@@ -73,12 +73,17 @@ async def test_a_request_head_trickled_a_byte_at_a_time_is_cut_off(address: tupl
                 pass
 
         nursery.start_soon(trickle)
-        answer = await read_all(stream, within=5)
+        try:
+            answer = await read_all(stream, within=5)
+        except trio.BrokenResourceError:
+            # Closed while a byte of ours sat unread: the kernel answers with a reset, not
+            # a FIN. Cut off all the same; when is checked below.
+            answer = b""
         nursery.cancel_scope.cancel()
     # closed without an answer, about when the head's time was up (hypercorn's own idle timer
     # would have taken 5 s)
     assert b"HTTP/1.1 200" not in answer
-    assert trio.current_time() - started < READ_LIMIT + 1.5
+    assert READ_LIMIT - 0.5 < trio.current_time() - started < READ_LIMIT + 1.5
 
 
 async def test_a_refusal_does_not_wait_for_a_body_that_is_not_coming(address: tuple[str, int]) -> None:
