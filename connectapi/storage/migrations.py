@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -163,7 +164,9 @@ async def migrate(db: Database, through: int | None = None) -> list[int]:
             await make_id_keys(conn)
         return applied
 
-    return await db.transaction(work)
+    # The lock's wait and each migration carry their own timeout (MIGRATION_TIMEOUT): not
+    # cut off at the command timeout as a whole.
+    return await db.transaction(work, within=math.inf)
 
 
 async def make_id_keys(conn: asyncpg.Connection) -> None:

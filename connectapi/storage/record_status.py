@@ -1,9 +1,10 @@
 """What `connectapi status` reads from the record: migrations, each property's push state,
 webhook endpoints and deliveries, the e-mail outbox, and each table's size and oldest row.
 
-Read-only, a statement at a time; each is bounded by the pool's command timeout, and the
-oldest row of a growing table by its own (a table without an index on its time column is
-scanned): one that runs out is shown without its oldest row, not as a failure.
+Read-only, a statement at a time, in one call bounded by the pool's command timeout and,
+on top of it, each growing table's oldest-row read by its own (a table without an index on
+its time column is scanned): one that runs out is shown without its oldest row, not as a
+failure.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ async def read_record_facts(db: Database) -> RecordFacts:
                            Deliveries(d["pending"], d["due"], d["held"], d["oldest_due"]),
                            Outbox(o["unsent"], o["retrying"], o["oldest"]), tables)
 
-    return await db.run(work)
+    return await db.run(work, within=db.command_timeout + len(GROWING_TABLES) * OLDEST_ROW_TIMEOUT)
 
 
 async def _tables(conn: asyncpg.Connection) -> tuple[Table, ...]:

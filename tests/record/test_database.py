@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 import trio
 import trio.testing
 import trio_asyncio
 
-from connectapi.storage.database import StorageUnavailable, _closed, open_database
+from connectapi.storage.database import StorageUnavailable, Tx, _closed, open_database
 
 
 async def test_a_query_past_its_command_timeout_is_storage_unavailable(mock_clock: trio.testing.MockClock,
@@ -30,12 +32,75 @@ async def test_a_query_past_its_command_timeout_is_storage_unavailable(mock_cloc
                     if await watcher.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'"):
                         break
                     await trio.sleep(0)
-                mock_clock.jump(6)  # asyncpg's timeout runs on the loop's clock: Trio's
+                mock_clock.jump(6)  # the bound is kept on Trio's clock
     assert len(caught) == 1  # translated at the boundary, not a bare TimeoutError
 
 
+async def test_a_transaction_past_its_command_timeout_is_storage_unavailable_and_writes_nothing(
+        mock_clock: trio.testing.MockClock, fresh_dsn: str) -> None:
+    """The bound covers a work of several statements too: cut off in the middle, its
+    connection is dropped, what it wrote is rolled back, and the pool serves after."""
+    async with open_database(fresh_dsn, min_size=1, max_size=2, command_timeout=5) as db:
+        async with open_database(fresh_dsn, min_size=1, max_size=1, command_timeout=None) as watcher:
+            await watcher.execute("CREATE TABLE written (id int)")
+            caught: list[BaseException] = []
+
+            async def slow(tx: Tx) -> None:
+                await tx.execute("INSERT INTO written VALUES (1)")
+                await tx.execute("SELECT pg_sleep(2)")
+
+            async def write() -> None:
+                try:
+                    await db.transaction(slow)
+                except StorageUnavailable as exc:
+                    caught.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(write)
+                for _ in range(50_000):
+                    if await watcher.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'"):
+                        break
+                    await trio.sleep(0)
+                mock_clock.jump(6)
+            assert len(caught) == 1 and "within 5 s" in str(caught[0])
+            assert await db.fetchval("SELECT count(*) FROM written") == 0
+            assert await db.fetchval("SELECT 1") == 1
+
+
+async def test_a_statement_arms_no_timer_on_the_asyncio_loop(fresh_dsn: str) -> None:
+    """The command timeout is kept on Trio's clock, not as asyncpg's per-statement timer:
+    under trio-asyncio a timer cancelled when its statement ends stayed queued for its 10 s,
+    two more turns of the loop and the caller's context held meanwhile (decision 0143).
+    (asyncpg arms one when a statement enters a connection's cache: those are made first.)"""
+    loop = asyncio.get_event_loop()
+    armed: list[float] = []
+    real = loop.call_later
+
+    def counting(delay: float, callback: Callable[..., object], *args: object, **kwargs: Any) -> asyncio.TimerHandle:
+        armed.append(delay)
+        return real(delay, callback, *args, **kwargs)
+
+    async with open_database(fresh_dsn, min_size=1, max_size=2) as db:  # the default command timeout
+        held = db.held()
+
+        async def statements() -> None:
+            assert await db.fetchval("SELECT 1") == 1
+            assert await db.transaction(lambda c: c.fetchval("SELECT 2")) == 2
+            assert await held.run(lambda c: c.fetchval("SELECT 3")) == 3
+
+        for _ in range(2):  # each in its connection's statement cache (the held one took the first)
+            await statements()
+        loop.call_later = counting  # type: ignore[method-assign]
+        try:
+            for _ in range(5):
+                await statements()
+        finally:
+            del loop.call_later
+    assert armed == []
+
+
 async def test_what_the_record_refuses_is_told_apart_from_it_being_away(fresh_dsn: str) -> None:
-    from connectapi.storage.database import RECORD_AWAY, RecordRefused, Tx
+    from connectapi.storage.database import RECORD_AWAY, RecordRefused
 
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
         await db.execute("CREATE TABLE t (id int PRIMARY KEY)")
@@ -78,7 +143,7 @@ async def test_a_connection_that_fails_its_reset_never_replaces_the_works_own_an
     it); that error came out of our `finally` instead of the work's result or error."""
     import asyncpg
 
-    from connectapi.storage.database import RecordRefused, Tx
+    from connectapi.storage.database import RecordRefused
 
     async with open_database(fresh_dsn, min_size=1, max_size=2) as db:
         release = asyncpg.pool.Pool.release
@@ -112,7 +177,6 @@ async def test_a_connection_whose_server_ended_it_mid_statement_is_not_handed_on
     restarting server does to every session: the request gets StorageUnavailable, and the
     connection, still mid-error when the error is raised, is dropped. Handed on, the next
     request on it met "another operation is in progress" (a 500)."""
-    from connectapi.storage.database import Tx
 
     async with open_database(fresh_dsn, min_size=1, max_size=1) as db, \
             open_database(fresh_dsn, min_size=1, max_size=1) as killer:
@@ -216,7 +280,7 @@ async def test_a_statement_that_went_well_leaves_its_connection_for_the_next(fre
     """Kept beside the pool (asyncpg's acquire and release cost more than a short
     statement), but only after work that went well: a failed statement's connection goes
     back to the pool. Before the pool closes, every kept one is given back to it."""
-    from connectapi.storage.database import RecordRefused, Tx
+    from connectapi.storage.database import RecordRefused
 
     async with open_database(fresh_dsn, min_size=1, max_size=3) as db:
         pids = [await db.fetchval("SELECT pg_backend_pid()") for _ in range(5)]
@@ -257,7 +321,6 @@ async def test_a_statement_that_went_well_leaves_its_connection_for_the_next(fre
 async def test_a_caller_waiting_on_the_pool_gets_the_connection_a_statement_gives_back(fresh_dsn: str) -> None:
     """With every connection lent, a caller waits on the pool: a statement that ends gives its
     connection to it rather than keep it (kept, the caller would wait out its 5 s and fail)."""
-    from connectapi.storage.database import Tx
 
     async with open_database(fresh_dsn, min_size=1, max_size=1) as db:
         go_on = trio.Event()
