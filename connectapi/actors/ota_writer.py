@@ -10,6 +10,7 @@ lock still keep each revision to one apply, or one refusal, and one set of event
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import date, datetime
@@ -113,7 +114,9 @@ async def _under_the_lock(db: Database, work: Callable[[Tx, Callable[[], None]],
             held = True
             bounded.deadline = trio.current_time() + within
 
-        return await db.transaction(lambda tx: work(tx, locked))
+        # Bounded here, both ways: not also by the command timeout, whose 10 s counted from
+        # the connection would end a lock held `within` before it is up, as "the record away".
+        return await db.transaction(lambda tx: work(tx, locked), within=math.inf)
     if held:
         raise RecordBusy(past, QUERY_CANCELED)
     raise RecordBusy(f"waited {LOCK_WAIT:g} s for the property's lock", LOCK_NOT_AVAILABLE)

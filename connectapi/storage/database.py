@@ -222,12 +222,18 @@ class Database:
         return await self.bounded(self._run_aio, work, True, within=within)
 
     async def bounded(self, call: Callable[..., Awaitable[T]], *args: Any, within: float | None = None) -> T:
-        """`call(*args)` run in asyncio, cut off past the command timeout (or `within`): its
-        statement is cancelled, its connection dropped, and the record is away for the
-        caller (StorageUnavailable), as a statement past asyncpg's own timeout was."""
+        """`call(*args, started)` run in asyncio, cut off past the command timeout (or
+        `within`) counted from when it calls `started()`, once it has its connection (the
+        wait for one has a bound of its own): its statement is cancelled, its connection
+        dropped, and the record is away for the caller (StorageUnavailable), as a statement
+        past asyncpg's own timeout was."""
         limit = self._command_timeout if within is None else within
-        with trio.move_on_after(limit) as bound:
-            result: T = await trio_asyncio.aio_as_trio(call)(*args)
+        with trio.CancelScope() as bound:
+            def started() -> None:
+                # Called from asyncio, through trio-asyncio, on this thread and this run.
+                bound.deadline = trio.current_time() + limit
+
+            result: T = await trio_asyncio.aio_as_trio(call)(*args, started)
             return result
         assert bound.cancelled_caught
         raise StorageUnavailable(f"the record did not answer within {limit:g} s")
@@ -257,8 +263,9 @@ class Database:
             self._waiting_for_pool -= 1
         return conn
 
-    async def _run_aio(self, work: Work[T], in_transaction: bool) -> T:
+    async def _run_aio(self, work: Work[T], in_transaction: bool, started: Callable[[], None]) -> T:
         conn = await self._acquire()
+        started()
         went_well = False
         try:
             if not in_transaction:
@@ -286,7 +293,14 @@ class Database:
             raise
         finally:
             if went_well:
-                await self._keep_or_give_back(conn)
+                try:
+                    await self._keep_or_give_back(conn)
+                except asyncio.CancelledError:
+                    # Cut off (the bound, or the caller gone) while the connection went back:
+                    # the work is done and committed, and its answer stands. asyncpg's release
+                    # goes on, shielded.
+                    if (task := asyncio.current_task()) is not None:
+                        task.uncancel()
             else:
                 await self._give_back(conn)
 
@@ -371,13 +385,14 @@ class HeldConnection:
             self._busy = False
         return result
 
-    async def _run_aio(self, work: Work[T]) -> T:
+    async def _run_aio(self, work: Work[T], started: Callable[[], None]) -> T:
         if self._conn is not None and _closed(self._conn):
             # Its server went away while it sat here (a failover): the pool has detached it
             # already; a new one, rather than a statement sent to fail.
             self._conn = None
         if self._conn is None:
             self._conn = await self._db._acquire()
+        started()
         conn = self._conn
         try:
             return await work(conn)

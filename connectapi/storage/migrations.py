@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -164,9 +163,9 @@ async def migrate(db: Database, through: int | None = None) -> list[int]:
             await make_id_keys(conn)
         return applied
 
-    # The lock's wait and each migration carry their own timeout (MIGRATION_TIMEOUT): not
-    # cut off at the command timeout as a whole.
-    return await db.transaction(work, within=math.inf)
+    # The lock's wait and each migration carry their own timeout (MIGRATION_TIMEOUT): the
+    # whole is not cut off at the command timeout, but at twice that (a wait, then the work).
+    return await db.transaction(work, within=2 * MIGRATION_TIMEOUT)
 
 
 async def make_id_keys(conn: asyncpg.Connection) -> None:

@@ -106,7 +106,9 @@ async def reset(db: Database, twin_id: int, today: date) -> None:
                WHERE id = $1""", twin_id)
         await _seed_availability(conn, twin_id, today)
 
-    await db.transaction(work)
+    # Bulk deletes of a test record that may be large: each has the command timeout, as each
+    # statement had before the bound was one per call (decision 0143).
+    await db.transaction(work, within=(len(_RESET) + 3) * db.command_timeout)
 
 
 async def _seed_availability(conn: asyncpg.Connection, twin_id: int, today: date) -> None:
