@@ -15,6 +15,8 @@ import trio_asyncio
 import connectapi.storage.database as database
 from connectapi.storage.database import StorageError, StorageUnavailable, Tx, _closed, open_database
 
+from .statements import until_sleeping
+
 
 async def test_a_query_past_its_command_timeout_is_storage_unavailable(mock_clock: trio.testing.MockClock,
                                                                        fresh_dsn: str) -> None:
@@ -30,10 +32,7 @@ async def test_a_query_past_its_command_timeout_is_storage_unavailable(mock_cloc
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(slow)
-                for _ in range(50_000):  # until the query is running (the mock clock stands still)
-                    if await watcher.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'"):
-                        break
-                    await trio.sleep(0)
+                await until_sleeping(watcher)
                 mock_clock.jump(6)  # the bound is kept on Trio's clock
     assert len(caught) == 1  # translated at the boundary, not a bare TimeoutError
 
@@ -59,10 +58,7 @@ async def test_a_transaction_past_its_command_timeout_is_storage_unavailable_and
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(write)
-                for _ in range(50_000):
-                    if await watcher.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'"):
-                        break
-                    await trio.sleep(0)
+                await until_sleeping(watcher)
                 mock_clock.jump(6)
             assert len(caught) == 1 and "within 5 s" in str(caught[0])
             assert await db.fetchval("SELECT count(*) FROM written") == 0

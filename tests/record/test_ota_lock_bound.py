@@ -12,6 +12,8 @@ import trio.testing
 from connectapi.actors.ota_writer import _under_the_lock
 from connectapi.storage.database import QUERY_CANCELED, RecordBusy, StorageError, Tx, open_database
 
+from .statements import until_sleeping
+
 
 async def test_an_apply_past_its_time_under_the_lock_is_a_try_not_the_record_away(
         mock_clock: trio.testing.MockClock, fresh_dsn: str) -> None:
@@ -36,10 +38,7 @@ async def test_an_apply_past_its_time_under_the_lock_is_a_try_not_the_record_awa
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(apply)
-            for _ in range(50_000):
-                if await watcher.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'"):
-                    break
-                await trio.sleep(0)
+            await until_sleeping(watcher)
             mock_clock.jump(9.9995)  # 10 s since the connection was in hand; the lock held a little less
             for _ in range(2000):
                 if caught:
