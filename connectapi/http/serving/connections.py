@@ -41,6 +41,7 @@ from hypercorn.typing import AppWrapper, LifespanState
 
 from ...budgets.subjects import budget_subject
 from ...domain.errors import ApiError
+from .idle import IdleTimer
 from .sends import SEND_LIMIT, SendBounds
 
 log = logging.getLogger("connectapi.http")
@@ -140,8 +141,10 @@ class GuardedConnection(TCPServer):
                  stream: trio.SSLStream[trio.SocketStream]) -> None:
         super().__init__(app, config, context, state, stream)
         self._terminated = context.terminated
-        if isinstance(config, ServingConfig) and config.idle_drain:
-            self.context = _KeptOpenContext(context)
+        if isinstance(config, ServingConfig):
+            self.idle_task = IdleTimer()
+            if config.idle_drain:
+                self.context = _KeptOpenContext(context)
 
     async def run(self) -> None:
         config = self.config
@@ -189,7 +192,17 @@ class GuardedConnection(TCPServer):
         if not isinstance(config, ServingConfig) or not isinstance(event, RawData):
             await super().protocol_send(event)
             return
-        async with self.send_lock:
+        if not event.data:
+            # The end of an answer of known length (h11 has nothing to write): a pass of
+            # the lock and the socket would be two more turns of the scheduler for nothing.
+            return
+        # Taken without a turn of the scheduler when free, as it nearly always is (the send
+        # itself is one).
+        try:
+            self.send_lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self.send_lock.acquire()
+        try:
             # Shielded as hypercorn's own send is (the app's cancellation must not cut an
             # answer in half), but bounded.
             with config.sends.bounded(config.send_limit) as sending:
@@ -198,6 +211,8 @@ class GuardedConnection(TCPServer):
                     return
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
+        finally:
+            self.send_lock.release()
         # The client went away, or does not read: the connection is over. The read loop may
         # be parked until this answer is out (a pipelined request behind it): ended too.
         if sending.cancelled_caught:
@@ -267,6 +282,8 @@ class GuardedConnection(TCPServer):
                 await self._read_until_done(config)
         finally:
             self._reading.set()
+            if isinstance(self.idle_task, IdleTimer):
+                self.idle_task.end()
 
     async def _read_until_done(self, config: ServingConfig) -> None:
         deadline = math.inf

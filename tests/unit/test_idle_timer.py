@@ -1,0 +1,113 @@
+"""The keep-alive timer a connection runs with one task for its life (http/serving/idle.py):
+it keeps hypercorn's `restart` and `stop` as they were, without a task per idle spell."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+from hypercorn.trio.task_group import TaskGroup
+
+from connectapi.http.serving.idle import IdleTimer
+
+KEEP_ALIVE = 5.0
+
+
+class Closes:
+    """A connection's idle timeout: waits KEEP_ALIVE, then says when it closed."""
+
+    def __init__(self) -> None:
+        self.at: list[float] = []
+
+    async def __call__(self) -> None:
+        await trio.sleep(KEEP_ALIVE)
+        self.at.append(trio.current_time())
+
+
+class Spawned(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.names.append(task.name)
+
+
+async def test_the_timeout_runs_from_the_latest_restart(autojump_clock: trio.testing.MockClock) -> None:
+    closes, timer = Closes(), IdleTimer()
+    async with TaskGroup() as group:
+        start = trio.current_time()
+        await timer.restart(group, closes)
+        await trio.sleep(3)
+        await timer.stop()  # a request arrives,
+        await trio.sleep(1)
+        await timer.restart(group, closes)  # and is answered: idle again from here
+        await trio.sleep(KEEP_ALIVE + 1)
+        timer.end()
+    assert closes.at == [start + 4 + KEEP_ALIVE]
+
+
+async def test_a_restart_while_the_timeout_runs_starts_it_again(autojump_clock: trio.testing.MockClock) -> None:
+    closes, timer = Closes(), IdleTimer()
+    async with TaskGroup() as group:
+        start = trio.current_time()
+        await timer.restart(group, closes)
+        await trio.sleep(3)
+        await timer.restart(group, closes)
+        await trio.sleep(KEEP_ALIVE * 3)
+        timer.end()
+    assert closes.at == [start + 3 + KEEP_ALIVE]
+
+
+async def test_a_request_arriving_stops_the_timeout(autojump_clock: trio.testing.MockClock) -> None:
+    closes, timer = Closes(), IdleTimer()
+    async with TaskGroup() as group:
+        await timer.restart(group, closes)
+        await trio.sleep(KEEP_ALIVE - 1)
+        await timer.stop()
+        await trio.sleep(KEEP_ALIVE * 3)
+        timer.end()
+    assert closes.at == []
+
+
+async def test_a_restart_then_a_stop_before_the_task_runs_runs_nothing(autojump_clock: trio.testing.MockClock) -> None:
+    closes, timer = Closes(), IdleTimer()
+    async with TaskGroup() as group:
+        await timer.restart(group, closes)
+        await timer.stop()
+        await trio.sleep(KEEP_ALIVE * 3)
+        timer.end()
+    assert closes.at == []
+
+
+async def test_the_task_ends_with_the_reading_and_a_later_restart_still_times_out(
+        autojump_clock: trio.testing.MockClock) -> None:
+    closes, timer = Closes(), IdleTimer()
+    with trio.move_on_after(KEEP_ALIVE * 10) as never:
+        async with TaskGroup() as group:
+            await timer.restart(group, closes)
+            await timer.stop()
+            timer.end()  # nothing is left in the group to wait for an idle spell
+    assert not never.cancelled_caught
+    with trio.move_on_after(KEEP_ALIVE * 10) as never:
+        async with TaskGroup() as group:
+            await timer.restart(group, closes)  # an answer finished after the reading ended
+            start = trio.current_time()
+    assert not never.cancelled_caught
+    assert closes.at == [start + KEEP_ALIVE]
+
+
+async def test_a_connection_spawns_one_task_for_all_its_idle_spells(autojump_clock: trio.testing.MockClock) -> None:
+    closes, timer, spawned = Closes(), IdleTimer(), Spawned()
+    trio.lowlevel.add_instrument(spawned)
+    try:
+        async with TaskGroup() as group:
+            for _ in range(100):  # a hundred requests on one keep-alive connection
+                await timer.restart(group, closes)
+                await trio.sleep(0.01)
+                await timer.stop()
+            await timer.restart(group, closes)
+            await trio.sleep(KEEP_ALIVE + 1)
+            timer.end()
+    finally:
+        trio.lowlevel.remove_instrument(spawned)
+    assert len(spawned.names) == 1, spawned.names
+    assert len(closes.at) == 1
