@@ -84,7 +84,13 @@ class Mailbox(Generic[M]):
         try:
             with trio.fail_after(timeout):
                 # An Ask of this actor's protocol (typing cannot say "an Ask and an M").
-                await self._send.send(Envelope(message, reply, spans.carried()))  # type: ignore[arg-type]
+                envelope = Envelope(message, reply, spans.carried())
+                try:
+                    # Queued without a turn of the scheduler when there is room (waiting
+                    # for the reply is one).
+                    self._send.send_nowait(envelope)  # type: ignore[arg-type]
+                except trio.WouldBlock:
+                    await self._send.send(envelope)  # type: ignore[arg-type]
                 answer: R = await reply.get()
                 return answer
         except trio.TooSlowError:

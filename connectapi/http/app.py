@@ -176,7 +176,7 @@ async def _drain_body() -> bool:
     in a loop). A body already there is read at once; one still coming is not waited for
     (a refusal waited up to 60 s on a slow sender): True, and the connection is closed.
     Quart's size limit still bounds what is read."""
-    if not (request.content_length or request.headers.get("Transfer-Encoding")):
+    if g.get("body_read") or not (request.content_length or request.headers.get("Transfer-Encoding")):
         return False
     with trio.move_on_after(DRAIN_LIMIT_SECONDS) as waiting:
         try:
