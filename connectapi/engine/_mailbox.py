@@ -85,9 +85,11 @@ class Mailbox(Generic[M]):
             with trio.fail_after(timeout):
                 # An Ask of this actor's protocol (typing cannot say "an Ask and an M").
                 envelope = Envelope(message, reply, spans.carried())
+                # Queued without a turn of the scheduler when there is room (waiting for the
+                # reply is one); an asker already cancelled or out of time queues nothing,
+                # as `send` would have refused it.
+                await trio.lowlevel.checkpoint_if_cancelled()
                 try:
-                    # Queued without a turn of the scheduler when there is room (waiting
-                    # for the reply is one).
                     self._send.send_nowait(envelope)  # type: ignore[arg-type]
                 except trio.WouldBlock:
                     await self._send.send(envelope)  # type: ignore[arg-type]

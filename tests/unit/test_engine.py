@@ -178,6 +178,20 @@ async def test_ask_timeout(autojump_clock: object) -> None:
             await box.ask(Hang(), timeout=3)
 
 
+async def test_an_ask_from_a_caller_already_cancelled_or_out_of_time_queues_nothing(
+        autojump_clock: object) -> None:
+    async with open_supervisor(shutdown_grace=0) as sup:
+        box = await sup.spawn("c", Counter)
+        with trio.CancelScope() as gone:
+            gone.cancel()  # the client went away before the route asked
+            await box.ask(Add(5), timeout=3)
+        with pytest.raises(AskTimeout):
+            await box.ask(Add(7), timeout=0)
+        await trio.testing.wait_all_tasks_blocked()
+        assert gone.cancelled_caught
+        assert await box.ask(Add(0), timeout=3) == 0  # neither was carried out
+
+
 async def test_bounded_mailbox_applies_backpressure() -> None:
     async with open_supervisor(shutdown_grace=0) as sup:
         box = await sup.spawn("c", Counter, mailbox_size=1)

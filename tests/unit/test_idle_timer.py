@@ -111,3 +111,41 @@ async def test_a_connection_spawns_one_task_for_all_its_idle_spells(autojump_clo
         trio.lowlevel.remove_instrument(spawned)
     assert len(spawned.names) == 1, spawned.names
     assert len(closes.at) == 1
+
+
+async def test_a_restart_or_the_end_during_the_shielded_close_does_not_cut_it(
+        autojump_clock: trio.testing.MockClock) -> None:
+    closed: list[float] = []
+
+    async def closes_slowly() -> None:
+        await trio.sleep(KEEP_ALIVE)
+        with trio.CancelScope(shield=True):  # as the connection's close is
+            await trio.sleep(1)
+            closed.append(trio.current_time())
+
+    timer = IdleTimer()
+    async with TaskGroup() as group:
+        start = trio.current_time()
+        await timer.restart(group, closes_slowly)
+        await trio.sleep(KEEP_ALIVE + 0.5)  # inside the close
+        await timer.restart(group, closes_slowly)
+        await trio.sleep(0.1)
+        timer.end()
+    assert closed == [start + KEEP_ALIVE + 1]
+
+
+async def test_an_error_in_the_timeout_ends_the_connection_as_hypercorns_did(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async def fails() -> None:
+        await trio.sleep(KEEP_ALIVE)
+        raise OSError("the socket went away")
+
+    timer = IdleTimer()
+    try:
+        async with TaskGroup() as group:
+            await timer.restart(group, fails)
+            await trio.sleep_forever()
+    except BaseExceptionGroup as failed:
+        assert failed.subgroup(OSError) is not None
+    else:
+        raise AssertionError("the error was lost")

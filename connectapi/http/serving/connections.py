@@ -197,7 +197,8 @@ class GuardedConnection(TCPServer):
             # the lock and the socket would be two more turns of the scheduler for nothing.
             return
         # Taken without a turn of the scheduler when free, as it nearly always is (the send
-        # itself is one).
+        # itself is one); a sender already cancelled sends nothing, as with `acquire`.
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
             self.send_lock.acquire_nowait()
         except trio.WouldBlock:
