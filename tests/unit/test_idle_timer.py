@@ -3,6 +3,7 @@ it keeps hypercorn's `restart` and `stop` as they were, without a task per idle 
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 from hypercorn.trio.task_group import TaskGroup
@@ -31,30 +32,24 @@ class Spawned(trio.abc.Instrument):
         self.names.append(task.name)
 
 
-async def test_the_timeout_runs_from_the_latest_restart(autojump_clock: trio.testing.MockClock) -> None:
+@pytest.mark.parametrize(("answered_after", "idle_again_at"), [
+    (1.0, 4.0),  # a request arrives (stop) and is answered a second later (restart)
+    (None, 3.0),  # a restart while the timeout runs, with no stop before it
+])
+async def test_the_timeout_runs_from_the_latest_restart(autojump_clock: trio.testing.MockClock,
+                                                        answered_after: float | None, idle_again_at: float) -> None:
     closes, timer = Closes(), IdleTimer()
     async with TaskGroup() as group:
         start = trio.current_time()
         await timer.restart(group, closes)
         await trio.sleep(3)
-        await timer.stop()  # a request arrives,
-        await trio.sleep(1)
-        await timer.restart(group, closes)  # and is answered: idle again from here
-        await trio.sleep(KEEP_ALIVE + 1)
-        timer.end()
-    assert closes.at == [start + 4 + KEEP_ALIVE]
-
-
-async def test_a_restart_while_the_timeout_runs_starts_it_again(autojump_clock: trio.testing.MockClock) -> None:
-    closes, timer = Closes(), IdleTimer()
-    async with TaskGroup() as group:
-        start = trio.current_time()
-        await timer.restart(group, closes)
-        await trio.sleep(3)
+        if answered_after is not None:
+            await timer.stop()
+            await trio.sleep(answered_after)
         await timer.restart(group, closes)
         await trio.sleep(KEEP_ALIVE * 3)
         timer.end()
-    assert closes.at == [start + 3 + KEEP_ALIVE]
+    assert closes.at == [start + idle_again_at + KEEP_ALIVE]
 
 
 async def test_a_request_arriving_stops_the_timeout(autojump_clock: trio.testing.MockClock) -> None:
