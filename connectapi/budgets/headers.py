@@ -10,6 +10,9 @@ import http_sf
 
 from .window import WindowState, whole_seconds
 
+# RFC 8941, 3.3.1: the largest magnitude a structured-field Integer may have.
+SF_INTEGER_MOST = 999_999_999_999_999
+
 
 def policy_header(policies: Sequence[tuple[str, WindowState]]) -> str:
     """`"requests";q=120;w=60, "writes";q=30;w=60`"""
@@ -24,14 +27,23 @@ def _policy_text(policies: tuple[tuple[str, int, int], ...]) -> str:
 
 
 def ratelimit_header(policies: Sequence[tuple[str, WindowState]]) -> str:
-    """`"requests";r=117;t=42`: remaining and seconds until quota starts to return."""
-    return _ratelimit_text(tuple((name, state.remaining, whole_seconds(state.reset_after))
-                                 for name, state in policies))
+    """`"requests";r=117;t=42`: remaining and seconds until quota starts to return.
+
+    Its remaining units change with every request, so a cache of whole values missed on
+    nearly every answer and http-sf serialised it each time (most of what the header
+    cost): the budget's name is serialised by http-sf once, and its two parameters, which
+    are Integers, are written as RFC 8941 writes one (4.1.4: the decimal digits).
+    """
+    return ", ".join(f"{_member(name)};r={_sf_integer(state.remaining)};t={_sf_integer(whole_seconds(state.reset_after))}"
+                     for name, state in policies)
 
 
-@lru_cache(maxsize=4096)
-def _ratelimit_text(states: tuple[tuple[str, int, int], ...]) -> str:
-    # Every answer carries one, and a key's remaining units and whole seconds repeat from
-    # window to window: serialised once each (http-sf's checks cost more than the lookup).
-    members: list[Any] = [(name, {"r": remaining, "t": seconds}) for name, remaining, seconds in states]
-    return str(http_sf.ser(members))
+@lru_cache(maxsize=64)
+def _member(name: str) -> str:
+    return str(http_sf.ser([(name, {})]))
+
+
+def _sf_integer(value: int) -> str:
+    if not -SF_INTEGER_MOST <= value <= SF_INTEGER_MOST:
+        raise ValueError(f"{value} is out of a structured-field Integer's range")
+    return str(value)

@@ -124,9 +124,9 @@ class BudgetKeeper:
         self._source = slices
         self._slices = Slices()
         self._complained_at = float("-inf")
-        # The charges of a known caller's request, built once per address, key and kind:
-        # the same few on every request.
-        self._known: dict[tuple[str, int, int, RequestKind], tuple[Charge, ...]] = {}
+        # The charges of a known caller's request, and those of them its RateLimit headers
+        # show, built once per address, key and kind: the same few on every request.
+        self._known: dict[tuple[str, int, int, RequestKind], tuple[tuple[Charge, ...], tuple[Charge, ...]]] = {}
 
     @staticmethod
     def _subject(address: str, mode: str) -> str:
@@ -227,11 +227,10 @@ class BudgetKeeper:
         asked_at = self._clock.monotonic()
         if (held := self._held_ip(subject, asked_at)) is not None:
             return Admitted((("ip", held.ip),), held.refusal)
-        charges = self._known_charges(subject, key_id, property_id, kind, mode)
+        charges, shown = self._known_charges(subject, key_id, property_id, kind, mode)
         if self._source is not None and self._slices.take(charges, asked_at):
             SLICE_ADMISSIONS.inc()
-            return Admitted(tuple((charge.name, self._slices.state(charge, asked_at))
-                                  for charge in self._shown_charges(charges, kind)), None)
+            return Admitted(tuple([(charge.name, self._slices.state(charge, asked_at)) for charge in shown]), None)
         sent = self._slices.ticket()
         counted = await self._count(charges)
         self._note_ip(subject, asked_at, charges, counted)
@@ -286,16 +285,17 @@ class BudgetKeeper:
                         exc, exc_info=not isinstance(exc, StorageError))
 
     def _known_charges(self, subject: str, key_id: int, property_id: int, kind: RequestKind,
-                       mode: str) -> tuple[Charge, ...]:
+                       mode: str) -> tuple[tuple[Charge, ...], tuple[Charge, ...]]:
+        """A known caller's charges, and those of them the RateLimit headers show."""
         wanted = (subject, key_id, property_id, kind)  # the subject carries the mode
         found = self._known.get(wanted)
         if found is None:
             if len(self._known) >= _HeldRefusals.MOST:  # a bound on memory: past it, built anew
                 self._known.clear()
-            found = (self._charge("ip", subject, 1, 1, 1), self._charge("global", self._global(mode), 1, 1, 1),
-                     self._charge("ip-auth", subject, 2, 1, 0),
-                     *self._request_charges(key_id, property_id, kind, stage=3))
-            self._known[wanted] = found
+            charges = (self._charge("ip", subject, 1, 1, 1), self._charge("global", self._global(mode), 1, 1, 1),
+                       self._charge("ip-auth", subject, 2, 1, 0),
+                       *self._request_charges(key_id, property_id, kind, stage=3))
+            found = self._known[wanted] = (charges, tuple(self._shown_charges(charges, kind)))
         return found
 
     def _request_charges(self, key_id: int, property_id: int, kind: RequestKind, stage: int) -> list[Charge]:

@@ -133,13 +133,17 @@ class Slices:
     def take(self, charges: Sequence[Charge], now: float) -> bool:
         """One more ask of each of the charges' subjects; and when their slices admit the
         request, a unit spent of each charged subject's (all or none): True."""
-        subjects = [self._counted(charge.subject, now) for charge in charges]
-        lives = []
-        for charge, subject in zip(charges, subjects):
-            live = self._live(subject, now, charge)
-            if live is None:
-                return False
-            lives.append(live)
+        lives: list[_Slice] | None = []
+        for charge in charges:
+            subject = self._counted(charge.subject, now)  # every subject, admitted or not
+            if lives is not None:
+                live = self._live(subject, now, charge)
+                if live is None:
+                    lives = None
+                else:
+                    lives.append(live)
+        if lives is None:
+            return False
         for charge, live in zip(charges, lives):
             live.tokens -= charge.amount
         return True

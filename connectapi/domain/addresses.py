@@ -24,6 +24,13 @@ def parse_address(text: str) -> IPAddress | None:
     return address
 
 
+@lru_cache(maxsize=4096)  # as parse_address: writing an address out costs more than the lookup
+def canonical_address(text: str) -> str | None:
+    """The address's canonical text (parse_address's, written out), or None."""
+    address = parse_address(text)
+    return None if address is None else str(address)
+
+
 def parse_network(text: str) -> IPNetwork:
     """An address or CIDR range; host bits of a range are cleared. Raises ValueError."""
     text = text.strip()
@@ -92,10 +99,13 @@ class TrustedProxies:
         return parsed is not None and self._trusted(parsed)
 
     def client_address(self, peer: str, forwarded_for: str | None) -> str:
+        if not forwarded_for or not self._networks:
+            peer_text = canonical_address(peer)
+            return peer if peer_text is None else peer_text
         peer_address = parse_address(peer)
         if peer_address is None:
             return peer
-        if not forwarded_for or not self._networks or not self._trusted(peer_address):
+        if not self._trusted(peer_address):
             return str(peer_address)
         hops = [h.strip() for h in forwarded_for.split(",")]
         for hop in reversed(hops):

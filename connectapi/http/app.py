@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 import trio
 from quart import Response, g, request
+from quart.wrappers import Request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
+
+if TYPE_CHECKING:
+    from quart.ctx import _AppCtxGlobals
 
 from ..domain.errors import ApiError
 from ..domain.paths import ADMIN_PREFIX, CONNECT_PREFIX
@@ -33,7 +38,7 @@ from .api import sync as sync_routes
 from .api import testmode_helpers as test_helper_routes
 from .api.gates import MAX_BODY_BYTES, run_gates
 from .console.session import error_page, is_console_path
-from .context import FrontContext, context
+from .context import FrontContext, context, current_globals, current_request
 from .converters import IdConverter
 from .public import documents, health, notify
 
@@ -82,25 +87,29 @@ def create_app(ctx: FrontContext) -> QuartTrio:
 
     @app.before_request
     async def gate() -> None:
-        g.request_id = uuid.uuid4().hex
-        observe.started()
-        path = request.path
+        store = current_globals()  # one context lookup, not one a use
+        store.request_id = uuid.uuid4().hex
+        observe.started(store)
+        req = current_request()
+        path = req.path
         if path.startswith(CONNECT_PREFIX + "/") or path == CONNECT_PREFIX:
-            await run_gates()
+            await run_gates(context(), req)
         elif path.startswith(ADMIN_PREFIX + "/"):
             await check_admin_token()
 
     @app.after_request
     async def headers(response: Response) -> Response:
-        close = await _drain_body()
-        request_id = g.get("request_id")
+        store = current_globals()
+        req = current_request()
+        close = await _drain_body(store, req)
+        request_id = store.get("request_id")
         if request_id:
             response.headers["X-Request-Id"] = request_id
-        policies = g.get("ratelimit")
+        policies = store.get("ratelimit")
         if policies:
             response.headers["RateLimit-Policy"] = policy_header(policies)
             response.headers["RateLimit"] = ratelimit_header(policies)
-        observe.answered(response)
+        observe.answered(store, req, response)
         if close or context().stopping.is_set():
             # Stopping: the client goes elsewhere for its next request. A body not read in
             # time: the connection is not worth keeping, and no refusal waits on a slow body.
@@ -169,18 +178,18 @@ def create_app(ctx: FrontContext) -> QuartTrio:
     return app
 
 
-async def _drain_body() -> bool:
+async def _drain_body(store: _AppCtxGlobals, req: Request) -> bool:
     """Read what is left of a body the answer did not need (a refusal, a 405, a GET with a
     body): answering on a keep-alive connection while the body still streams in left a
     request in about three hundred hanging (found by schemathesis, measured with requests
     in a loop). A body already there is read at once; one still coming is not waited for
     (a refusal waited up to 60 s on a slow sender): True, and the connection is closed.
     Quart's size limit still bounds what is read."""
-    if g.get("body_read") or not (request.content_length or request.headers.get("Transfer-Encoding")):
+    if store.get("body_read") or not (req.content_length or req.headers.get("Transfer-Encoding")):
         return False
     with trio.move_on_after(DRAIN_LIMIT_SECONDS) as waiting:
         try:
-            await request.get_data(cache=False)
+            await req.get_data(cache=False)
         except Exception:  # noqa: BLE001 - a broken or oversized body: the answer stands
             return True
     return waiting.cancelled_caught

@@ -10,10 +10,14 @@ from __future__ import annotations
 import logging
 import time
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from quart import Response, g, request
+from quart import Response
+from quart.wrappers import Request
+
+if TYPE_CHECKING:
+    from quart.ctx import _AppCtxGlobals
 
 from ..metrics import LATENCY, RATE_LIMITED, REQUESTS
 from ..tracing import spans
@@ -37,41 +41,44 @@ def clipped(text: str, limit: int = LOGGED_TEXT_LIMIT) -> str:
     return cut + "..." if len(text) > limit else cut
 
 
-def started() -> None:
-    g.started = time.perf_counter()
+def started(store: _AppCtxGlobals) -> None:
+    """`store`: the request's `g` (the object, not its proxy)."""
+    store.started = time.perf_counter()
 
 
-def answered(response: Response) -> None:
-    elapsed = time.perf_counter() - g.get("started", time.perf_counter())
-    rule = request.url_rule
+def answered(store: _AppCtxGlobals, req: Request, response: Response) -> None:
+    elapsed = time.perf_counter() - store.get("started", time.perf_counter())
+    rule = req.url_rule
     route = rule.rule if rule is not None else "unmatched"  # a bounded set of labels
     status = response.status_code
-    method = method_label(request.method)
+    method = method_label(req.method)
     REQUESTS.labels(method, route, str(status)).inc()
     LATENCY.labels(method, route).observe(elapsed)
-    scope = g.get("error_scope")
+    scope = store.get("error_scope")
     if status == 429 and scope:
         RATE_LIMITED.labels(scope).inc()
-    caller = g.get("caller")
-    line = {"requestId": g.get("request_id"), "method": method, "route": route, "status": status,
+    caller = store.get("caller")
+    request_id = store.get("request_id")
+    error_code = store.get("error_code")
+    line = {"requestId": request_id, "method": method, "route": route, "status": status,
             "durationMs": round(elapsed * 1000, 2), "propertyId": caller.property.id if caller else None}
-    if g.get("error_code"):
-        line["code"] = g.error_code
+    if error_code:
+        line["code"] = error_code
     if scope:
         line["scope"] = scope
     if spans.enabled():
-        _name_the_span(caller, status)
+        _name_the_span(caller, request_id, error_code)
     log.info("request", extra=line)
 
 
-def _name_the_span(caller: Any, status: int) -> None:
+def _name_the_span(caller: Any, request_id: str | None, error_code: str | None) -> None:
     """The request's server span learns whose request it was (ids only, never the key)."""
     current = trace.get_current_span()
-    current.set_attribute("connectapi.request_id", g.get("request_id") or "")
+    current.set_attribute("connectapi.request_id", request_id or "")
     if caller is not None:
         current.set_attribute("connectapi.property_id", caller.property.id)
         current.set_attribute("connectapi.key_id", caller.key.id)
         current.set_attribute("connectapi.key_mode", caller.key.mode)
-    if g.get("error_code"):
-        current.set_attribute("connectapi.error_code", g.error_code)
+    if error_code:
+        current.set_attribute("connectapi.error_code", error_code)
 

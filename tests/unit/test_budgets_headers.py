@@ -1,9 +1,13 @@
+from typing import Any
+
 import http_sf
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from connectapi.budgets.rules import DEFAULT_LIMITS, Budgets
-from connectapi.budgets.headers import policy_header, ratelimit_header
-from connectapi.budgets.window import WindowState
+from connectapi.budgets.headers import SF_INTEGER_MOST, policy_header, ratelimit_header
+from connectapi.budgets.window import WindowState, whole_seconds
 
 
 def test_defaults_are_the_spec_limits() -> None:
@@ -32,3 +36,20 @@ def test_headers_parse_back_with_http_sf() -> None:
     assert policy == [("requests", {"q": 120, "w": 60}), ("writes", {"q": 30, "w": 60})]
     limit = http_sf.parse(ratelimit_header(states).encode(), tltype="list")
     assert limit == [("requests", {"r": 117, "t": 42}), ("writes", {"r": 0, "t": 1})]
+
+
+@given(st.lists(st.tuples(st.sampled_from(sorted(DEFAULT_LIMITS)),
+                          st.integers(0, SF_INTEGER_MOST), st.integers(0, SF_INTEGER_MOST),
+                          st.floats(0, 1e9, allow_nan=False)), min_size=1, max_size=4))
+def test_ratelimit_header_is_what_http_sf_writes(budgets: list[tuple[str, int, int, float]]) -> None:
+    # The header is written without http-sf's serialiser per answer: it must be, byte for
+    # byte, what that serialiser writes.
+    states = [(name, WindowState(limit, 60, used, reset_after)) for name, limit, used, reset_after in budgets]
+    members: list[Any] = [(name, {"r": state.remaining, "t": whole_seconds(state.reset_after)})
+                          for name, state in states]
+    assert ratelimit_header(states) == str(http_sf.ser(members))
+
+
+def test_a_count_past_a_structured_integer_is_refused_not_written() -> None:
+    with pytest.raises(ValueError):
+        ratelimit_header([("requests", WindowState(SF_INTEGER_MOST + 1, 60, 0, 1.0))])

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, NoReturn
 
-from quart import current_app, g, request
+from quart import current_app, g
+from quart.wrappers import Request
 
 from ...domain import api_keys as keyfmt
 from ...domain.addresses import Allowlist
@@ -20,7 +21,7 @@ from ...domain.errors import ApiError
 from ...storage import api_keys
 from ...storage.records import ApiKey, KeyWithProperty, Property
 from ...budgets.keeper import Admitted
-from ..context import FrontContext, client_address, context
+from ..context import FrontContext, address_of, client_address, context, current_globals
 
 from ...domain.paths import CONNECT_PREFIX as CONNECT_PREFIX
 from ...domain.query_text import not_utf8
@@ -157,10 +158,10 @@ def judge(route: RouteRule, length: int | None, presented: bytes | None, found: 
     return Caller(key, prop, address)
 
 
-def _presented_key() -> tuple[bytes | None, str]:
+def _presented_key(req: Request) -> tuple[bytes | None, str]:
     """The digest of the well-formed key the request presents (or None), and the mode that
     key claims (`live` when none is presented)."""
-    token = keyfmt.bearer_token(request.headers.get("Authorization"))
+    token = keyfmt.bearer_token(req.headers.get("Authorization"))
     if token is None:
         return None, "live"
     mode = keyfmt.mode_of(token)
@@ -169,7 +170,7 @@ def _presented_key() -> tuple[bytes | None, str]:
     return keyfmt.digest(token), mode
 
 
-async def run_gates() -> None:
+async def run_gates(ctx: FrontContext, req: Request) -> None:
     """The gates of a Connect API request, in the contract's order.
 
     The key is looked up in this process's cache first (no I/O). When it is there and
@@ -177,22 +178,21 @@ async def run_gates() -> None:
     the request goes gate by gate, each budget charged where the contract puts it and a
     refusal of the caller counted against its address.
     """
-    ctx = context()
-    route = _route_rule()
-    length = request.content_length
-    presented, mode = _presented_key()
+    route = _route_rule(req)
+    length = req.content_length
+    presented, mode = _presented_key(req)
     if route is None:  # nothing under the prefix matched: the router's 404 or 405 follows
         await admit(needs_key=False, mode=mode)
         if (too_large := body_refusal(length)) is not None:
             raise too_large
         return
-    address = client_address()
+    address = address_of(ctx, req)
     cached = ctx.keys.cached(presented) if presented is not None else None
     if cached is not None:
         verdict = judge(route, length, presented, cached, address)
         if isinstance(verdict, Caller):
-            await _admitted(ctx, await ctx.budgets.keeper.admit_known(address, verdict.key.id, verdict.property.id,
-                                                                   route.kind, mode), verdict)
+            await _admitted(ctx, req, await ctx.budgets.keeper.admit_known(
+                address, verdict.key.id, verdict.property.id, route.kind, mode), verdict)
             return
     arrival = await admit(needs_key=True, address=address, mode=mode)
     if (too_large := body_refusal(length)) is not None:
@@ -210,30 +210,31 @@ async def run_gates() -> None:
         await authenticated(arrival)
         raise verdict.error
     await authenticated(arrival)
-    await _admitted(ctx, await ctx.budgets.keeper.admit_request(verdict.key.id, verdict.property.id, route.kind),
+    await _admitted(ctx, req, await ctx.budgets.keeper.admit_request(verdict.key.id, verdict.property.id, route.kind),
                     verdict)
 
 
-def _route_rule() -> RouteRule | None:
+def _route_rule(req: Request) -> RouteRule | None:
     """The matched route's rule; None when nothing under the prefix matched (404/405)."""
-    if request.routing_exception is not None:
+    if req.routing_exception is not None:
         return None
-    assert request.url_rule is not None and request.url_rule.endpoint is not None
-    view = current_app.view_functions[request.url_rule.endpoint]
-    route = getattr(view, "connect_rule", None)
+    rule = req.url_rule
+    assert rule is not None and rule.endpoint is not None
+    route = getattr(current_app.view_functions[rule.endpoint], "connect_rule", None)
     if not isinstance(route, RouteRule):
-        raise RuntimeError(f"{request.url_rule.endpoint} is under the API prefix without a rule()")
+        raise RuntimeError(f"{rule.endpoint} is under the API prefix without a rule()")
     return route
 
 
-async def _admitted(ctx: FrontContext, admitted: Admitted, who: Caller) -> None:
-    g.ratelimit = admitted.policies
+async def _admitted(ctx: FrontContext, req: Request, admitted: Admitted, who: Caller) -> None:
+    store = current_globals()  # set twice: one context lookup
+    store.ratelimit = admitted.policies
     if admitted.refusal is not None:
         raise admitted.refusal
-    g.caller = who
+    store.caller = who
     now = ctx.clock.now()
     if ctx.keys.due_for_touch(who.key.id, who.key.last_used_at, now, LAST_USED_EVERY):
         await api_keys.touch_last_used(ctx.db, who.key.id, now, LAST_USED_EVERY)
-    if request.query_string and (issues := not_utf8(request.query_string)):
+    if req.query_string and (issues := not_utf8(req.query_string)):
         # Before any route reads `request.args`, which would see U+FFFD.
         raise ApiError("VALIDATION", "query does not match the schema", issues)
