@@ -17,7 +17,7 @@ import trio
 
 
 from .charges import Charge, Counted, Verdict, refusal, state_of
-from .slices import LEASE, GiveBack, Slices, Want
+from .slices import LEASE, GiveBack, Slices, Taken, Want
 from .subjects import budget_subject
 from .rules import (BOOKING_CHANGE_KEY_BUDGETS, BOOKING_CHANGE_PROPERTY_BUDGETS, BOOKING_KEY_BUDGETS,
                               BOOKING_PROPERTY_BUDGETS, KEY_BUDGETS, PROPERTY_BUDGETS, Budgets,
@@ -228,8 +228,13 @@ class BudgetKeeper:
         if (held := self._held_ip(subject, asked_at)) is not None:
             return Admitted((("ip", held.ip),), held.refusal)
         charges, shown = self._known_charges(subject, key_id, property_id, kind, mode)
-        if self._source is not None and self._slices.take(charges, asked_at):
+        if self._source is not None and (taken := self._slices.take(charges, asked_at)):
             SLICE_ADMISSIONS.inc()
+            if taken is Taken.RENEW:
+                # The next slices asked before these end or run out: otherwise every slice's
+                # end made requests miss, each waiting for a statement, until the ask that
+                # the first miss sent was answered.
+                self._ask_slices(self._source, charges)
             return Admitted(tuple([(charge.name, self._slices.state(charge, asked_at)) for charge in shown]), None)
         sent = self._slices.ticket()
         counted = await self._count(charges)

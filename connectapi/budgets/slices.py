@@ -26,6 +26,7 @@ import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from .charges import Charge
 from .window import WindowState
@@ -41,6 +42,20 @@ MOST_SUBJECTS = 10_000  # a bound on memory: past it, subjects without a slice a
 # counted one by one meanwhile, as they would be anyway.
 QUIET_AFTER_REFUSAL = LEASE
 QUIET_AFTER_FAILURE = 4 * LEASE
+# A slice in the last quarter of its life here, or of its units, is worth following with
+# the next (as `Slices.wanted` judges "enough").
+RENEW_LIFE = LEASE * SPEND_SHARE / 4
+RENEW_SHARE = 4
+
+
+class Taken(IntEnum):
+    """What `Slices.take` did. MISSED is falsy: the request goes to the record."""
+
+    MISSED = 0
+    TAKEN = 1
+    # Taken, and a slice it spent from is the newest of its subject and in the last quarter
+    # of its life or units: the next is worth asking for now, before requests miss.
+    RENEW = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +97,7 @@ class _Slice:
     until: float  # spent here until then (the process's clock)
     limit: int
     window: float
+    renew_below: int = 0  # units left under which the next slice is worth asking for
     over: bool = False  # ended or dropped: its unspent units were given back
 
 
@@ -130,10 +146,11 @@ class Slices:
         subject.asks += 1
         return subject
 
-    def take(self, charges: Sequence[Charge], now: float) -> bool:
+    def take(self, charges: Sequence[Charge], now: float) -> Taken:
         """One more ask of each of the charges' subjects; and when their slices admit the
-        request, a unit spent of each charged subject's (all or none): True."""
+        request, a unit spent of each charged subject's (all or none)."""
         lives: list[_Slice] | None = []
+        renew = False
         for charge in charges:
             subject = self._counted(charge.subject, now)  # every subject, admitted or not
             if lives is not None:
@@ -142,11 +159,15 @@ class Slices:
                     lives = None
                 else:
                     lives.append(live)
+                    # Only the newest slice of a subject asks for the next: an older one
+                    # ending is followed already.
+                    renew = renew or (live is subject.slices[-1] and (
+                        live.until - now < RENEW_LIFE or live.tokens - charge.amount < live.renew_below))
         if lives is None:
-            return False
+            return Taken.MISSED
         for charge, live in zip(charges, lives):
             live.tokens -= charge.amount
-        return True
+        return Taken.RENEW if renew else Taken.TAKEN
 
     def state(self, charge: Charge, now: float) -> WindowState:
         """A charge's window after a request `take` admitted, as `shown` says."""
@@ -222,7 +243,8 @@ class Slices:
                 if grant.tokens > 0:  # granted for nothing: back to the record
                     self._give_backs.append(GiveBack(want.subject, grant.at, grant.tokens))
                 continue
-            made = _Slice(grant.tokens, grant.at, asked_at + LEASE * SPEND_SHARE, want.limit, want.window)
+            made = _Slice(grant.tokens, grant.at, asked_at + LEASE * SPEND_SHARE, want.limit, want.window,
+                          grant.tokens // RENEW_SHARE)
             subject.slices.append(made)
             self._know(subject, grant.used, asked_at + grant.reset_after, sent)
             heapq.heappush(self._ending, (made.until, next(self._order), want.subject, made))
@@ -303,7 +325,7 @@ class Slices:
     def _enough(subject: _Subject, now: float, tokens: int) -> bool:
         """A live slice with a quarter of what is wanted left, and a quarter of its life."""
         for live in subject.slices:
-            if live.until - now >= LEASE * SPEND_SHARE / 4 and (tokens == 0 or live.tokens >= tokens / 4):
+            if live.until - now >= RENEW_LIFE and (tokens == 0 or live.tokens >= tokens / RENEW_SHARE):
                 return True
         return False
 

@@ -4,7 +4,10 @@ by one, and every admitted request counted in the record."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+import trio
 
 from connectapi.budgets.slices import HOT, LEASE
 
@@ -107,3 +110,28 @@ async def test_the_units_a_closing_front_did_not_spend_go_back(db: Database) -> 
         assert counter.statements == before  # type: ignore[attr-defined]  # from slices: units were held
     rows = await db.fetch("SELECT subject, used FROM budget_windows WHERE subject LIKE 'property:%'")
     assert {row["subject"]: row["used"] for row in rows} == {f"property:{prop['id']}": 101}
+
+
+async def asks_answered(api: Harness) -> None:
+    """Until no ask for slices is out (it runs in a task of its own, on the real record)."""
+    subjects_kept = api.ctx.budgets.keeper._slices._subjects
+    waited_since = time.monotonic()
+    while any(subject.reserving for subject in subjects_kept.values()):
+        assert time.monotonic() - waited_since < 10, "an ask for slices was not answered"
+        await trio.sleep(0)
+
+
+async def test_a_busy_keys_slices_are_followed_before_they_end(api: Harness) -> None:
+    _, key = await api.keyed_property()
+    counter = api.ctx.budgets.keeper._counter
+    for _ in range(60):
+        remaining(await api.call("GET", f"{API}/property", key=key))
+        await asks_answered(api)
+    before = counter.statements  # type: ignore[attr-defined]
+    # Six slice lives at twenty requests each: each slice's next is asked in its last
+    # quarter, so no request finds none and waits for a statement of its own.
+    for _ in range(120):
+        api.advance(LEASE / 20)
+        remaining(await api.call("GET", f"{API}/property", key=key))
+        await asks_answered(api)
+    assert counter.statements == before  # type: ignore[attr-defined]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from connectapi.budgets.charges import Charge
-from connectapi.budgets.slices import HOT, LEASE, QUIET_AFTER_FAILURE, SHARE, SPEND_SHARE, Grant, Slices, Want
+from connectapi.budgets.slices import (HOT, LEASE, QUIET_AFTER_FAILURE, RENEW_LIFE, SHARE, SPEND_SHARE, Grant, Slices,
+                                       Taken, Want)
 from connectapi.budgets.window import WindowState
 
 LIMIT = 10_000
@@ -222,3 +223,26 @@ def test_an_answer_that_raced_a_grant_shows_the_later_count() -> None:
     # An answer to an ask sent after the grant arrived is the record's latest: taken as it is.
     later = slices.ticket()
     assert slices.shown(key, WindowState(LIMIT, 60.0, 90 + 79, 30.0), 0.0, later).used == 90
+
+
+def test_a_take_from_a_slice_near_its_end_says_the_next_is_worth_asking_for() -> None:
+    slices, charges = busy_key()
+    grant_all(slices, slices.wanted(charges, 0.0), 0.0)  # 80 units each, spent until LEASE * SPEND_SHARE
+    assert slices.take(charges, 0.0) is Taken.TAKEN
+    assert slices.take(charges, LEASE * SPEND_SHARE - RENEW_LIFE - 0.001) is Taken.TAKEN
+    assert slices.take(charges, LEASE * SPEND_SHARE - RENEW_LIFE + 0.001) is Taken.RENEW  # its last quarter of life
+
+    by_units, charges = busy_key()
+    grant_all(by_units, by_units.wanted(charges, 0.0), 0.0)
+    taken = [by_units.take(charges, 0.1) for _ in range(80)]
+    assert taken[:60] == [Taken.TAKEN] * 60 and taken[60:] == [Taken.RENEW] * 20  # under a quarter of 80 left
+    assert by_units.take(charges, 0.1) is Taken.MISSED and not Taken.MISSED
+
+
+def test_a_slice_followed_by_a_newer_one_asks_for_none() -> None:
+    slices, charges = busy_key()
+    grant_all(slices, slices.wanted(charges, 0.0), 0.0)
+    late = LEASE * SPEND_SHARE - RENEW_LIFE + 0.001
+    assert slices.take(charges, late) is Taken.RENEW
+    grant_all(slices, slices.wanted(charges, late), late)  # the next, asked in time
+    assert slices.take(charges, late) is Taken.TAKEN  # still spending the older one, followed already
