@@ -50,6 +50,8 @@ def main() -> int:
     parser.add_argument("--write-rounds", type=int, default=20, help="PUT /rates rounds of ~5000 cells")
     parser.add_argument("--profile-seconds", type=float, default=5.0,
                         help="py-spy's look at each route, after the measured rounds")
+    parser.add_argument("--profile-rounds", type=int, default=3,
+                        help="looks at each route, alternating as the measured rounds do")
     args = parser.parse_args()
 
     with bench_server() as ready:
@@ -65,7 +67,8 @@ def main() -> int:
                 results["api"].append(await load(port, API_PATH, auth, args.connections, args.seconds))
 
         trio.run(measure)
-        profile = trio.run(_profile, port, auth, ready["pid"], args.connections, args.profile_seconds)
+        profile = trio.run(_profile, port, auth, ready["pid"], args.connections, args.profile_seconds,
+                           args.profile_rounds)
         writes = ari_write.measure(ready, args.write_rounds)
 
     bare, api = summary(results["bare"]), summary(results["api"])
@@ -108,21 +111,27 @@ def main() -> int:
 
 
 async def _profile(port: int, auth: dict[str, str], pid: int, connections: int,
-                   seconds: float) -> dict[str, dict[str, float]]:
-    """Each route under the same load while py-spy samples the server."""
-    found = {}
+                   seconds: float, rounds: int) -> dict[str, dict[str, float]]:
+    """Each route under the same load while py-spy samples the server, in alternating
+    rounds (one look each left a difference of 80 µs under the drift of a shared machine:
+    one route's framework came out 50 µs cheaper than the other's): each bucket is the
+    rounds' mean, weighted by their requests."""
+    looks: dict[str, list[tuple[int, dict[str, float]]]] = {"api": [], "bare": []}
     with tempfile.TemporaryDirectory(prefix="connectapi-front-profile-") as scratch:
-        for name, path, headers in (("api", API_PATH, auth), ("bare", BARE_PATH, {})):
-            raw = Path(scratch) / f"{name}.txt"
-            # Recording from before the load starts to after it ends: every request's samples.
-            recording = front_profile.start_recording(pid, seconds + 1.5, raw)
-            await trio.sleep(0.5)
-            cpu_before = front_profile.process_cpu_seconds(pid)
-            run = await load(port, path, headers, connections, seconds)
-            cpu_seconds = front_profile.process_cpu_seconds(pid) - cpu_before
-            await trio.to_thread.run_sync(front_profile.finish_recording, recording)
-            found[name] = front_profile.buckets(raw, run.requests, cpu_seconds)
-    return found
+        for n in range(rounds):
+            for name, path, headers in (("api", API_PATH, auth), ("bare", BARE_PATH, {})):
+                raw = Path(scratch) / f"{name}-{n}.txt"
+                # Recording from before the load starts to after it ends: every request's samples.
+                recording = front_profile.start_recording(pid, seconds + 1.5, raw)
+                await trio.sleep(0.5)
+                cpu_before = front_profile.process_cpu_seconds(pid)
+                run = await load(port, path, headers, connections, seconds)
+                cpu_seconds = front_profile.process_cpu_seconds(pid) - cpu_before
+                await trio.to_thread.run_sync(front_profile.finish_recording, recording)
+                looks[name].append((run.requests, front_profile.buckets(raw, run.requests, cpu_seconds)))
+    return {name: {bucket: sum(requests * found[bucket] for requests, found in taken)
+                   / max(1, sum(requests for requests, _ in taken)) for bucket in front_profile.BUCKETS}
+            for name, taken in looks.items()}
 
 
 if __name__ == "__main__":

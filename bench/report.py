@@ -30,7 +30,7 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("front", "front overhead and the ARI write path", "front", "front.json",
              ("--seconds", "4", "--rounds", "2", "--write-rounds", "10"),
-             ("--seconds", "1", "--rounds", "1", "--write-rounds", "2", "--profile-seconds", "1")),
+             ("--seconds", "1", "--rounds", "1", "--write-rounds", "2", "--profile-seconds", "1", "--profile-rounds", "1")),
     Scenario("pipeline", "push latency and coalescing (one property, 200 properties)", "pipeline", "pipeline.json",
              ("--properties", "200", "--idle-writes", "2", "--idle-gap", "3", "--steady-seconds", "10"),
              ("--properties", "5", "--idle-writes", "2", "--idle-gap", "1", "--steady-seconds", "3",
