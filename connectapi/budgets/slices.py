@@ -237,6 +237,19 @@ class Slices:
                       for want, grant in zip(wants, grants, strict=True))
         if refused:
             self.failed(wants, asked_at, QUIET_AFTER_REFUSAL)
+            for want in wants:
+                # Asked while a slice was still held (`Taken.RENEW`), the record counted that
+                # slice's unspent units against the share too: near the share it refuses an
+                # ask it would grant once they are given back. Quiet only until that slice
+                # ends, then, when the first request to miss asks again with them given back
+                # (a whole quiet period after it sent every request to the record, one
+                # statement each: found by an independent review).
+                subject = self._subjects.get(want.subject)
+                if subject is None:
+                    continue
+                held = [s.until for s in subject.slices if s.until > asked_at and not s.over]
+                if held:
+                    subject.quiet_until = min(subject.quiet_until, max(held))
         for want, grant in zip(wants, grants, strict=True):
             subject = self._subjects.get(want.subject)
             if subject is None or subject.generation != want.generation or refused:
