@@ -80,16 +80,13 @@ async def test_prune_keeps_a_subject_while_a_slice_of_it_is_in_its_window(db: Da
     assert await budgets.prune(db, START + 90) == 1
 
 
-async def ask_slices(db: Database, slices: Slices, charges: list[Charge], now: float) -> bool:
-    """As the keeper asks (`_ask_slices`), answered at once: False when the record refused."""
+async def ask_slices(db: Database, slices: Slices, charges: list[Charge], now: float) -> None:
+    """As the keeper asks (`_ask_slices`), answered at once."""
     wants = slices.wanted(charges, now)
     give_backs = slices.give_backs(now)
-    granted = True
     if wants or give_backs:
-        granted = slices.granted(wants, await budget_slices.reserve(db, now, LEASE, wants, give_backs), now,
-                                 slices.ticket())
+        slices.granted(wants, await budget_slices.reserve(db, now, LEASE, wants, give_backs), now, slices.ticket())
         slices.settled(wants)
-    return granted
 
 
 async def test_processes_spending_slices_never_admit_more_than_the_budget_in_any_window(db: Database) -> None:
