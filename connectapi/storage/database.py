@@ -19,6 +19,7 @@ import trio
 import trio_asyncio
 
 from ..domain.database_hosts import hosts_of
+from . import builtin_arrays
 from .primary import PrimaryFinder
 
 T = TypeVar("T")
@@ -431,6 +432,7 @@ CLIENT_CHECK_INTERVAL = "1s"
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog")
+    await builtin_arrays.teach(conn)
     if conn.get_server_version() >= (14,):
         # A setting of the session for its whole life, as the others; set here rather than
         # as a startup parameter, which a server before 14 refuses.
