@@ -40,15 +40,16 @@ class Served:
 
 
 @asynccontextmanager
-async def served_sandbox(limits: Limits | None = None, timezone: str = "UTC") -> AsyncIterator[Served]:
+async def served_sandbox(limits: Limits | None = None, timezone: str = "UTC", key: str = KEY,
+                         start: str = START) -> AsyncIterator[Served]:
     state = SandboxState(limits)
-    clock = FakeClock(datetime.fromisoformat(START))
+    clock = FakeClock(datetime.fromisoformat(start))
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        url = await nursery.start(serve_sandbox, state, KEY, clock, "127.0.0.1", 0, stop)
+        url = await nursery.start(serve_sandbox, state, key, clock, "127.0.0.1", 0, stop)
         # A connection each: a connection kept over a jump of the mock clock past a minute is
         # left hanging by hypercorn (its idle close runs on the jumped clock).
-        async with httpx.AsyncClient(base_url=url, headers={"user-api-key": KEY}, timeout=10,
+        async with httpx.AsyncClient(base_url=url, headers={"user-api-key": key}, timeout=10,
                                      limits=httpx.Limits(max_keepalive_connections=0)) as http:
             served = Served(state, clock, http, {})
             pid = await served.create("property", title="Test Property - connectapi", currency="USD",

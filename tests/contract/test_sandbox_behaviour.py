@@ -16,6 +16,7 @@ import trio.testing
 
 from connectapi.channel.sandbox.bookings import Stay
 from connectapi.channel.sandbox.serve import REMIND_EVERY_SECONDS, Webhook, subscribe
+from connectapi.channel.sandbox.state import Limits
 from connectapi.domain.ota_bookings import parse_revision
 
 from ..channex_documented import BOOKING_COM_CANCELLED, attributes
@@ -340,6 +341,66 @@ async def test_a_body_no_handler_reads_is_read_before_the_answer() -> None:
                 while b"HTTP/1.1 200" not in answers:
                     answers += await stream.receive_some()
             assert b"connection: close" not in answers.lower()
+
+
+async def test_two_sandboxes_served_at_once_each_answer_for_their_own(mock_clock: trio.testing.MockClock) -> None:
+    """One app serves every sandbox of a process: each request answers for the sandbox it
+    was sent to, its key, its state and its clock, whatever the other is doing meanwhile."""
+    roomy = Limits(1000, 1000, 1000)
+    async with served_sandbox(roomy, key="first-sandbox-key-0123") as first, \
+            served_sandbox(roomy, key="second-sandbox-key-0123", start="2027-12-01T10:00:00+00:00") as second:
+
+        async def pushes() -> None:
+            for night in range(20):
+                await write(first, "availability", {**ROOM, "date": f"2027-06-{night + 1:02d}", "availability": 2})
+
+        async def reads() -> None:
+            for _ in range(20):
+                answer = await second.http.get("/_sandbox/stats")
+                assert answer.json()["stats"]["availabilityCalls"] == 0
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pushes)
+            nursery.start_soon(reads)
+        assert first.state.stats.availability_calls == 20 and second.state.stats.availability_calls == 0
+        # A key opens its own sandbox alone, and one's ids are unknown to the other.
+        crossed = await second.http.get("/_sandbox/stats", headers={"user-api-key": "first-sandbox-key-0123"})
+        assert crossed.status_code == 401
+        unknown = await second.http.get("/api/v1/availability", params={
+            "filter[property_id]": first.names["property_id"], "filter[date]": "2027-06-01"})
+        assert unknown.status_code == 404
+        # Each answers on its own clock: a night in 2027 is past for the second alone.
+        late = await write(second, "availability", {**ROOM, "date": "2027-06-01", "availability": 1})
+        assert late["meta"]["warnings"] and not (await write(first, "availability", {
+            **ROOM, "date": "2027-06-01", "availability": 1}))["meta"]["warnings"]
+
+
+async def test_a_sandbox_stopped_first_leaves_one_started_after_it_serving(mock_clock: trio.testing.MockClock) -> None:
+    """Stopping a sandbox (its app's lifespan ended) leaves another, started after it on an
+    app of the same process, answering and stopping in its turn."""
+    roomy = Limits(1000, 1000, 1000)
+    stops = [trio.Event(), trio.Event()]
+    stopped = [trio.Event(), trio.Event()]
+    opened: list[Served] = []
+
+    async def serve(key: str, n: int, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with served_sandbox(roomy, key=key) as served:
+            opened.append(served)
+            task_status.started()
+            await stops[n].wait()
+        stopped[n].set()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve, "first-sandbox-key-0123", 0)
+        await nursery.start(serve, "second-sandbox-key-0123", 1)
+        stops[0].set()
+        await stopped[0].wait()
+        later = opened[1]
+        for night in range(1, 4):
+            await write(later, "availability", {**ROOM, "date": f"2027-06-{night:02d}", "availability": 2})
+        assert later.state.stats.availability_calls == 3
+        stops[1].set()
+    assert stopped[1].is_set()
 
 
 # -- per-person rate plans (issue 44) -------------------------------------------------------

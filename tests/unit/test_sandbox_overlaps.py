@@ -6,7 +6,7 @@ from typing import Any
 
 import trio
 
-from connectapi.channel.sandbox.server import create_sandbox_app
+from connectapi.channel.sandbox.server import Served, sandbox_app, serving
 from connectapi.channel.sandbox.state import Limits, SandboxState
 from connectapi.engine import SystemClock
 
@@ -15,7 +15,7 @@ KEY = "sandbox-overlap-key"
 
 async def test_pushes_for_one_property_that_overlap_are_counted() -> None:
     state = SandboxState(Limits(1000, 1000, 1000), call_seconds=0.2)
-    client = create_sandbox_app(state, KEY, SystemClock()).test_client()
+    client = sandbox_app().test_client()
     pids = [state.create_property(f"Casa {n}", "EUR") for n in range(3)]
     rooms = {pid: state.create_room_type(pid, "Double", 2) for pid in pids}
     plans = {pid: state.create_rate_plan(pid, rooms[pid], "Flexible") for pid in pids}
@@ -30,14 +30,15 @@ async def test_pushes_for_one_property_that_overlap_are_counted() -> None:
         assert answer.status_code == 200, await answer.get_data(as_text=True)
         assert (await answer.get_json())["meta"]["warnings"] == []
 
-    async with trio.open_nursery() as nursery:  # three properties at once: no overlap
-        for pid in pids:
-            nursery.start_soon(push, pid)
-    assert state.stats.overlapping_calls == 0
-    async with trio.open_nursery() as nursery:  # one property twice at once: one overlap
-        nursery.start_soon(push, pids[0])
-        await trio.sleep(0.05)
-        nursery.start_soon(push, pids[0], "restrictions")
-    assert state.stats.overlapping_calls == 1
-    await push(pids[0])  # one after the other: none
-    assert state.stats.overlapping_calls == 1 and state.stats.view()["overlappingCalls"] == 1
+    with serving(Served(state, KEY, SystemClock())):  # the app answers for this sandbox
+        async with trio.open_nursery() as nursery:  # three properties at once: no overlap
+            for pid in pids:
+                nursery.start_soon(push, pid)
+        assert state.stats.overlapping_calls == 0
+        async with trio.open_nursery() as nursery:  # one property twice at once: one overlap
+            nursery.start_soon(push, pids[0])
+            await trio.sleep(0.05)
+            nursery.start_soon(push, pids[0], "restrictions")
+        assert state.stats.overlapping_calls == 1
+        await push(pids[0])  # one after the other: none
+        assert state.stats.overlapping_calls == 1 and state.stats.view()["overlappingCalls"] == 1

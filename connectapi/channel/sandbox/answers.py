@@ -15,7 +15,7 @@ from typing import Any
 from quart import Response
 from typing_extensions import NotRequired, TypedDict
 
-# Ours: a response carrying this header is never sent; DropConnections closes the
+# Ours: a response carrying this header is never sent; SandboxASGI closes the
 # connection instead (the `reset` fault).
 DROP_CONNECTION_HEADER = "x-sandbox-drop-connection"
 MALFORMED_PAGE = ("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>"

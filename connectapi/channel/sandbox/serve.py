@@ -37,8 +37,8 @@ async def serve_sandbox(state: SandboxState, api_key: str, clock: Clock, host: s
 
     async with trio.open_nursery() as nursery:
         async def served(task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-            await serve(sandbox_asgi_app(state, api_key, clock), config,
-                        shutdown_trigger=shutdown.wait, task_status=task_status)
+            with sandbox_asgi_app(state, api_key, clock) as app:
+                await serve(app, config, shutdown_trigger=shutdown.wait, task_status=task_status)
             nursery.cancel_scope.cancel()  # the reminders stop with the server
 
         nursery.start_soon(remind_unacknowledged, state.bookings, clock)

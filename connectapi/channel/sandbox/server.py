@@ -10,7 +10,7 @@ fresh `x-request-id`, as Channex's do.
 Faults: `429` and `500` answer so; `timeout` holds the call for an hour; `malformed`
 answers 200 with an HTML page (content type text/html); `reset` closes the connection
 without an answer. Hypercorn answers 500 itself for an app that ends without starting a
-response, so `reset` is done by `sandbox_asgi_app`'s wrapper (see DropConnections).
+response, so `reset` is done by `sandbox_asgi_app`'s wrapper (see SandboxASGI).
 """
 
 from __future__ import annotations
@@ -18,14 +18,19 @@ from __future__ import annotations
 import hmac
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 import trio
 from hypercorn.typing import (ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, HTTPResponseStartEvent,
                               Scope)
 from quart import Response, request
 from quart_trio import QuartTrio
+from werkzeug.local import LocalProxy
 
 from ...engine import Clock
 from . import answers
@@ -50,13 +55,55 @@ class Refused(Exception):
         self.answer = answer
 
 
-def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> QuartTrio:
+@dataclass(frozen=True)
+class Served:
+    """One sandbox as served: what its answers read and change, its key and its clock."""
+
+    state: SandboxState
+    api_key: str
+    clock: Clock
+
+
+# The sandbox a request is for: set by SandboxASGI for each ASGI call. A sandbox's app is
+# not built for it but lent (sandbox_asgi_app): building one (werkzeug compiles each route)
+# cost 13 ms, a fifth of starting a service in the tests, which start hundreds.
+_serving: ContextVar[Served] = ContextVar("sandbox_serving")
+state = cast(SandboxState, LocalProxy(_serving, "state", unbound_message="no sandbox is being served"))
+clock = cast(Clock, LocalProxy(_serving, "clock", unbound_message="no sandbox is being served"))
+_idle_apps: list[QuartTrio] = []  # built, and serving no sandbox now
+
+
+@contextmanager
+def serving(served: Served) -> Iterator[None]:
+    """Requests handled in this context (by tasks started from it) answer for `served`."""
+    token = _serving.set(served)
+    try:
+        yield
+    finally:
+        _serving.reset(token)
+
+
+@contextmanager
+def sandbox_asgi_app(state: SandboxState, api_key: str, clock: Clock) -> Iterator[SandboxASGI]:
+    """The sandbox as hypercorn serves it, for as long as it is served: an app answering for
+    `state` with `api_key`, able to drop a connection (fault `reset`). The app is one this
+    process built before and no sandbox is using, if there is one: not one shared by all,
+    since a served app keeps its lifespan's nursery and shutdown event on itself."""
+    app = _idle_apps.pop() if _idle_apps else sandbox_app()
+    try:
+        yield SandboxASGI(app, Served(state, api_key, clock))
+    finally:
+        _idle_apps.append(app)
+
+
+def sandbox_app() -> QuartTrio:
+    """A new sandbox app; a request answers for the sandbox `serving` names."""
     app = QuartTrio("connectapi-sandbox-cm")
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
 
     def authorised() -> bool:
         given = request.headers.get("user-api-key", "")
-        return hmac.compare_digest(given.encode(), api_key.encode())
+        return hmac.compare_digest(given.encode(), _serving.get().api_key.encode())
 
     async def gate(kind: CallKind) -> None:
         """The key, then a fault armed for this kind of call; raises Refused to answer."""
@@ -305,9 +352,10 @@ def create_sandbox_app(state: SandboxState, api_key: str, clock: Clock) -> Quart
     return app
 
 
-class DropConnections:
-    """An ASGI wrapper: a response marked with DROP_CONNECTION_HEADER is never sent, and the
-    connection is closed without an answer.
+class SandboxASGI:
+    """One sandbox as an ASGI app: the process's one sandbox app, answering for `served`;
+    and a response marked with DROP_CONNECTION_HEADER is never sent, the connection closed
+    without an answer.
 
     Hypercorn (0.18) answers 500 on its own when an app ends without starting a response,
     and writes a response's status line as soon as the app starts it; the one way an app
@@ -318,10 +366,15 @@ class DropConnections:
     RemoteProtocolError "Server disconnected without sending a response.").
     """
 
-    def __init__(self, app: QuartTrio) -> None:
+    def __init__(self, app: QuartTrio, served: Served) -> None:
         self.app = app
+        self.served = served
 
     async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        with serving(self.served):
+            await self._call(scope, receive, send)
+
+    async def _call(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -339,8 +392,3 @@ class DropConnections:
                 await send(message)
 
         await self.app(scope, receive, send_or_drop)
-
-
-def sandbox_asgi_app(state: SandboxState, api_key: str, clock: Clock) -> DropConnections:
-    """The sandbox as hypercorn serves it: the app, able to drop a connection (fault `reset`)."""
-    return DropConnections(create_sandbox_app(state, api_key, clock))
