@@ -344,8 +344,8 @@ async def test_a_body_no_handler_reads_is_read_before_the_answer() -> None:
 
 
 async def test_two_sandboxes_served_at_once_each_answer_for_their_own(mock_clock: trio.testing.MockClock) -> None:
-    """One app serves every sandbox of a process: each request answers for the sandbox it
-    was sent to, its key, its state and its clock, whatever the other is doing meanwhile."""
+    """Apps are built once a process and lent to sandboxes: each request answers for the
+    sandbox it was sent to, its key, its state and its clock, whatever the other does meanwhile."""
     roomy = Limits(1000, 1000, 1000)
     async with served_sandbox(roomy, key="first-sandbox-key-0123") as first, \
             served_sandbox(roomy, key="second-sandbox-key-0123", start="2027-12-01T10:00:00+00:00") as second:

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import pytest
 
+from connectapi.storage import builtin_arrays
 from connectapi.storage.builtin_arrays import ARRAY_OIDS
 from connectapi.storage.database import Tx, open_database
 
@@ -64,3 +65,17 @@ async def test_a_type_not_in_the_table_is_still_asked_for_and_read(fresh_dsn: st
         value, asked = await db.transaction(work)
     assert [v.days for v in value] == [1]
     assert asked == 1
+
+
+async def test_an_answer_of_another_shape_leaves_the_connection_to_ask(
+        fresh_dsn: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """asyncpg's parts in another shape (an upgrade past the pin): the pool still opens, and
+    its connections ask for the types themselves, as asyncpg does."""
+    monkeypatch.setattr(builtin_arrays, "_told", [[{"not": "a type"}]])
+    async with open_database(fresh_dsn, min_size=1, max_size=1, command_timeout=None) as db:
+        async def work(tx: Tx) -> tuple[Any, int]:
+            return await tx.fetchval("SELECT $1::bigint[]", [1, 2]), await tx.fetchval(ASKED)
+
+        value, asked = await db.transaction(work)
+    assert value == [1, 2] and asked == 1
+    assert "built-in array codecs not handed to the connection: KeyError" in caplog.text

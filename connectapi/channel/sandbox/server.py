@@ -353,7 +353,7 @@ def sandbox_app() -> QuartTrio:
 
 
 class SandboxASGI:
-    """One sandbox as an ASGI app: the process's one sandbox app, answering for `served`;
+    """One sandbox as an ASGI app: a sandbox app lent to it, answering for `served`;
     and a response marked with DROP_CONNECTION_HEADER is never sent, the connection closed
     without an answer.
 
