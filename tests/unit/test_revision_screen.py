@@ -16,6 +16,7 @@ from connectapi.domain.ota_bookings import MalformedRevision, OtaBooking, normal
 from connectapi.domain.revision_screen import (
     BYTES_KEPT, CUTS_LISTED, MEMBERS_KEPT, TEXT_KEPT, Cut, StayFacts, bounded, lost_in_keeping, screen, stored_size,
 )
+from ..examples import examples
 from .test_ota_revisions import MAPPING, raw
 
 TODAY = date(2026, 11, 22)
@@ -112,7 +113,7 @@ json_values = st.recursive(
     max_leaves=80)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.dictionaries(st.text(max_size=20), json_values, max_size=10))
 def test_what_is_kept_is_bounded_whatever_came(revision: dict[str, Any]) -> None:
     kept, cuts = bounded(revision)
