@@ -21,9 +21,9 @@ def reloaded(monkeypatch: pytest.MonkeyPatch, share: str | None) -> ModuleType:
 def test_a_share_scales_each_count_and_never_below_the_fewest(monkeypatch: pytest.MonkeyPatch) -> None:
     try:
         fifth = reloaded(monkeypatch, "0.2")
-        assert [fifth.examples(n) for n in (1500, 150, 40)] == [300, 30, fifth.FEWEST]
+        assert [fifth.examples(n) for n in (1500, 150, 40, 5)] == [300, 30, fifth.FEWEST, 5]
         whole = reloaded(monkeypatch, None)
-        assert [whole.examples(n) for n in (1500, 150, 40)] == [1500, 150, 40]
+        assert [whole.examples(n) for n in (1500, 150, 40, 5)] == [1500, 150, 40, 5]
     finally:
         monkeypatch.undo()
         importlib.reload(examples_module)
