@@ -119,6 +119,17 @@ class _Subject:
     quiet_until: float = float("-inf")  # not asked for before then (QUIET_AFTER_*)
 
 
+def _quiet_after_refusal(subject: _Subject, asked_at: float) -> float:
+    """Until when a subject whose ask the record refused is not asked for again. An ask
+    made while a slice was still held (`Taken.RENEW`) had that slice's unspent units counted
+    against the share too: near the share it is refused where it would be granted once they
+    are given back. So quiet only until that slice ends, when the first request to miss asks
+    again with them given back; a whole QUIET_AFTER_REFUSAL after it sent every request to
+    the record, one statement each (found by an independent review)."""
+    held = [s.until for s in subject.slices if s.until > asked_at and not s.over]
+    return min(asked_at + QUIET_AFTER_REFUSAL, max(held)) if held else asked_at + QUIET_AFTER_REFUSAL
+
+
 class Slices:
     def __init__(self) -> None:
         self._subjects: dict[str, _Subject] = {}
@@ -236,20 +247,9 @@ class Slices:
         refused = any((want.tokens > 0 and grant.tokens == 0) or (want.tokens == 0 and grant.used + 1 > want.limit)
                       for want, grant in zip(wants, grants, strict=True))
         if refused:
-            self.failed(wants, asked_at, QUIET_AFTER_REFUSAL)
             for want in wants:
-                # Asked while a slice was still held (`Taken.RENEW`), the record counted that
-                # slice's unspent units against the share too: near the share it refuses an
-                # ask it would grant once they are given back. Quiet only until that slice
-                # ends, then, when the first request to miss asks again with them given back
-                # (a whole quiet period after it sent every request to the record, one
-                # statement each: found by an independent review).
-                subject = self._subjects.get(want.subject)
-                if subject is None:
-                    continue
-                held = [s.until for s in subject.slices if s.until > asked_at and not s.over]
-                if held:
-                    subject.quiet_until = min(subject.quiet_until, max(held))
+                if (subject := self._subjects.get(want.subject)) is not None:
+                    subject.quiet_until = _quiet_after_refusal(subject, asked_at)
         for want, grant in zip(wants, grants, strict=True):
             subject = self._subjects.get(want.subject)
             if subject is None or subject.generation != want.generation or refused:
