@@ -45,16 +45,12 @@ async def teach(conn: asyncpg.Connection) -> None:
     """Give `conn` the codecs of the built-in array types, asking the server only the first
     time in this process. A connection whose asyncpg lacks the parts used here, or has them
     in another shape, is left to ask for itself, as asyncpg does."""
-    protocol = getattr(conn, "_protocol", None)
-    introspect = getattr(conn, "_introspect_types", None)
-    if protocol is None or introspect is None:
-        return
     try:
         if not _told:
-            rows, _ = await introspect(list(ARRAY_OIDS.values()), None)
+            rows, _ = await conn._introspect_types(list(ARRAY_OIDS.values()), None)
             _told.append(list(rows))
-        protocol.get_settings().register_data_types(_told[0])
+        conn._protocol.get_settings().register_data_types(_told[0])
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        # asyncpg's parts changed shape (an upgrade past the pin): the connection asks for
-        # itself, as it would have; tests/record/test_builtin_arrays.py says so.
+        # asyncpg's parts gone or changed shape (an upgrade past the pin): the connection
+        # asks for itself, as it would have; tests/record/test_builtin_arrays.py says so.
         log.warning("built-in array codecs not handed to the connection: %s", type(exc).__name__)
