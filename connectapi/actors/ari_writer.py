@@ -7,19 +7,28 @@ that the catalog's version is still the one checked against, charges the cells, 
 the idempotency key, writes the cells and the batch, and keeps the outcome under the key.
 A catalog that moved meanwhile is read again and the write checked again: nothing was
 done. Run by the property's writer, so writes of a property are applied one at a time
-in this process; the row lock serialises them across processes.
+in this process; the row lock serialises them across processes. Writes queued behind one
+another go in one statement, each still done as if alone (docs/decisions/0148-writes-queued-together-in-one-statement.md).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+import outcome
+from opentelemetry.trace import SpanContext
+from opentelemetry.util.types import AttributeValue
 
 from ..budgets.charges import Counted, Verdict, refusal
 from ..budgets.window import WindowState
 from ..domain import idempotency as idem
+from ..domain.errors import ApiError
 from ..domain.ari_write import WriteCatalog, check_write
 from ..storage import ari
-from ..storage.database import Database, RecordBusy
+from ..storage.database import Database, RecordBusy, StorageError
 from ..storage.idempotency import Stored
 from ..tracing import spans
 from .messages.property_writer import ApplyWrite, Refused, RejectedEntry, WriteAccepted, WriteOutcome
@@ -41,30 +50,81 @@ class AriWrites:
         for _ in range(MOST_CATALOG_READS):
             if self._catalog is None:
                 self._catalog = await ari.write_catalog(self._db, self._property_id)
-            done = await self._write(message, self._catalog)
+            write = self._prepare(message, self._catalog)
+            done = self._answer(write, await ari.write_cells(self._db, write.cells), spans.note)
             if done is not None:
                 return done
             self._catalog = None
         raise RecordBusy("the property's catalog kept changing under the write", "40001")
 
-    async def _write(self, message: ApplyWrite, catalog: WriteCatalog) -> WriteOutcome | Stored | None:
-        """The write against `catalog`; None when the record's catalog is another."""
+    async def apply_together(self, messages: list[ApplyWrite],
+                             asked: list[SpanContext | None]) -> list[outcome.Outcome[WriteOutcome | Stored]]:
+        """Writes queued behind one another, in one statement: one round trip and one commit
+        for the run instead of one each. Each is answered exactly as `apply` would have
+        answered it alone, in the order queued, and traced in a span of its own under its
+        asker's (`asked`), which its batch keeps for its push.
+
+        The statement is one transaction: if the record refuses it, each write is applied
+        again on its own, so only the write the record refuses fails. A write the catalog
+        moved under did nothing, and is applied again on its own against the catalog read
+        afresh."""
+        if self._catalog is None:
+            self._catalog = await ari.write_catalog(self._db, self._property_id)
+        prepared = [self._prepare(message, self._catalog) for message in messages]
+        with ExitStack() as each:
+            opened = [each.enter_context(spans.beside(f"PropertyWriter {ApplyWrite.__name__}", parent=parent))
+                      for parent in asked]
+            try:
+                written = await ari.write_cells_together(self._db, [write.cells for write in prepared],
+                                                         [spans.traceparent_of(span) for span in opened])
+            except StorageError:
+                written = None
+            results: list[outcome.Outcome[WriteOutcome | Stored]] = []
+            for i, (message, write, span) in enumerate(zip(messages, prepared, opened, strict=True)):
+                done = None if written is None else self._answer(write, written[i], span.set_attributes)
+                if done is not None:
+                    results.append(outcome.Value(done))
+                    continue
+                if written is not None:  # the catalog moved under it: nothing done
+                    self._catalog = None
+                # Refused with the run, or stale: again on its own.
+                results.append(await self._apply_alone(message, asked[i]))
+        return results
+
+    async def _apply_alone(self, message: ApplyWrite,
+                           asked: SpanContext | None) -> outcome.Outcome[WriteOutcome | Stored]:
+        with spans.span(f"PropertyWriter {ApplyWrite.__name__}", parent=asked):
+            try:
+                return outcome.Value(await self.apply(message))
+            except (ApiError, StorageError) as refused:  # the asker's to report, as for a write alone
+                return outcome.Error(refused)
+
+    def _prepare(self, message: ApplyWrite, catalog: WriteCatalog) -> _Prepared:
+        """The write checked against `catalog`, as the record takes it, and what it is
+        answered with if the record writes it or refuses it whole."""
         plan, resource = message.plan, message.plan.resource
         checked = check_write(plan, catalog)
         rejected = tuple(RejectedEntry(r.cells, r.error) for r in checked.rejected)
         batch = uuid.uuid4()
         accepted = WriteAccepted(batch, resource, plan.requested_cells, 0, 0, rejected)
         refused = Refused(checked.refusal) if checked.refusal is not None else None
-        written = await ari.write_cells(
-            self._db, self._property_id, catalog.version, resource.value, batch, message.key_id, message.now,
+        cells = ari.CellsWrite(
+            self._property_id, catalog.version, resource.value, batch, message.key_id, message.now,
             plan.requested_cells, checked.values, [r.view() for r in checked.rejected],
             refused.stored() if refused else None, None if refused else accepted.stored(),
             _budget(message), _key(message))
+        return _Prepared(message, cells, accepted, refused)
+
+    def _answer(self, write: _Prepared, written: ari.CellsWritten,
+                note: Callable[[Mapping[str, AttributeValue]], None]) -> WriteOutcome | Stored | None:
+        """What the write is answered (its span told what was written); None when the
+        record's catalog was another (nothing done)."""
+        accepted = write.accepted
         match written.answer:
             case "stale":
                 return None
             case "budget":
-                charge = message.cells
+                charge = write.message.cells
                 state = WindowState(charge.limit, charge.window, written.used or 0, written.reset_after or 0.0)
                 found = refusal([charge], [Counted(Verdict.REFUSED, state, written.wait)])
                 assert found is not None
@@ -73,14 +133,23 @@ class AriWrites:
                 assert written.kept is not None
                 return written.kept
             case "refused":
-                assert refused is not None
-                return refused
+                assert write.refused is not None
+                return write.refused
             case "written":
-                spans.note({"connectapi.property_id": self._property_id, "connectapi.batch_id": str(batch),
-                            "connectapi.resource": resource.value, "connectapi.cells_accepted": written.accepted,
-                            "connectapi.cells_noop": written.noop, "connectapi.entries_rejected": len(rejected)})
-                return WriteAccepted(batch, resource, plan.requested_cells, written.accepted, written.noop, rejected)
+                note({"connectapi.property_id": self._property_id, "connectapi.batch_id": str(accepted.batch_id),
+                      "connectapi.resource": accepted.resource.value, "connectapi.cells_accepted": written.accepted,
+                      "connectapi.cells_noop": written.noop, "connectapi.entries_rejected": len(accepted.rejected)})
+                return WriteAccepted(accepted.batch_id, accepted.resource, accepted.requested_cells,
+                                     written.accepted, written.noop, accepted.rejected)
         raise RuntimeError(f"the record answered a write with {written.answer!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    message: ApplyWrite
+    cells: ari.CellsWrite
+    accepted: WriteAccepted  # its counts are the record's to give
+    refused: Refused | None
 
 
 def _budget(message: ApplyWrite) -> ari.CellsBudget:

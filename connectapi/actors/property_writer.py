@@ -10,9 +10,11 @@ held by another process), and nothing else waits behind it but the property's ne
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 import outcome
+from opentelemetry.trace import SpanContext
 
 from ..domain.ari_write import Resource
 from ..domain.errors import ApiError
@@ -42,18 +44,33 @@ class PropertyWriter(Actor[WriterMessage]):
         self._ari = AriWrites(db, property_id)
 
     def batch_key(self, message: WriterMessage) -> str | None:
-        # Bookings queued behind one another share a transaction: under load the lock, the
-        # BEGIN and the COMMIT are paid once per batch instead of once per booking.
-        return "create-booking" if isinstance(message, CreateBooking) else None
+        # Bookings queued behind one another share a transaction, and ARI writes a statement:
+        # under load the lock, the round trip and the commit are paid once per batch instead
+        # of once per booking or write.
+        if isinstance(message, CreateBooking):
+            return "create-booking"
+        return "ari-write" if isinstance(message, ApplyWrite) else None
 
-    async def handle_batch(self, messages: list[WriterMessage]) -> list[outcome.Outcome[Any]]:
+    async def handle_batch(self, messages: list[WriterMessage],
+                           asked: list[SpanContext | None]) -> list[outcome.Outcome[Any]]:
         bookings = [m for m in messages if isinstance(m, CreateBooking)]
-        assert len(bookings) == len(messages), "only bookings are batched"
-        outcomes = list(await create_bookings(self._db, self.property_id, bookings))
-        for done in outcomes:
-            if isinstance(done, outcome.Value):
-                await self._committed(done.value, None)
-        return outcomes
+        if bookings:
+            assert len(bookings) == len(messages), "a batch is of one kind"
+            made = list(await create_bookings(self._db, self.property_id, bookings))
+            for done in made:
+                if isinstance(done, outcome.Value):
+                    await self._committed(done.value, None)
+            return list(made)
+        writes = [m for m in messages if isinstance(m, ApplyWrite)]
+        assert len(writes) == len(messages), "a batch is of one kind"
+        applied = await self._ari.apply_together(writes, asked)
+        # One wake-up for the run: the pushers read every dirty cell of the property anyway.
+        moved = {w.plan.resource is Resource.AVAILABILITY for w, done in zip(writes, applied, strict=True)
+                 if isinstance(done, outcome.Value) and isinstance(done.value, WriteAccepted)
+                 and done.value.accepted_cells}
+        if moved:
+            await self._waking(self._wakeups.cells_dirty(self.property_id, True in moved, False in moved))
+        return list(applied)
 
     async def handle(self, message: WriterMessage) -> Any:
         done = await self._apply(message)
@@ -85,8 +102,11 @@ class PropertyWriter(Actor[WriterMessage]):
         """The work a commit left for others, told to whoever does it. A wake-up is a hint
         (each listener also sweeps the record): one that fails is logged, and the committed
         change is still answered as committed."""
+        await self._waking(self._wake_for(done, message))
+
+    async def _waking(self, wake: Awaitable[None]) -> None:
         try:
-            await self._wake_for(done, message)
+            await wake
         except Exception:  # noqa: BLE001 - a bug in waking must not turn a commit into a failure
             log.exception("property %d: the wake-up after a commit failed; the sweeps find the work",
                           self.property_id)

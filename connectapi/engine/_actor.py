@@ -11,6 +11,7 @@ from typing import Any, ClassVar, ContextManager, Generic, TypeVar
 
 import outcome
 import trio
+from opentelemetry.trace import SpanContext
 
 from ..tracing import spans
 from ._errors import ActorCrashed, ActorUnavailable
@@ -60,9 +61,11 @@ class Actor(Generic[M]):
         `handle_batch` in one call, in order; None: one `handle` call per message."""
         return None
 
-    async def handle_batch(self, messages: list[M]) -> list[outcome.Outcome[Any]]:
+    async def handle_batch(self, messages: list[M], asked: list[SpanContext | None]) -> list[outcome.Outcome[Any]]:
         """One outcome per message (a Value, or an Error of a replied error type). Raising
-        anything else is a crash of every message in the batch."""
+        anything else is a crash of every message in the batch. Served in one span linked to
+        the askers'; `asked` is each message's asker's span (None: tracing off, or the asker
+        in none), for a handler that traces each message under its own asker."""
         raise NotImplementedError
 
     def lane_of(self, message: M) -> Hashable | None:
@@ -263,7 +266,7 @@ def _served_span(actor: Actor[Any], message: object, envelopes: list[Envelope[An
 async def _deliver_batch(actor: Actor[M], envelopes: list[Envelope[M]]) -> None:
     try:
         with _served_span(actor, envelopes[0].message, envelopes):
-            results = await actor.handle_batch([e.message for e in envelopes])
+            results = await actor.handle_batch([e.message for e in envelopes], [e.trace for e in envelopes])
         if len(results) != len(envelopes):
             raise RuntimeError(f"handle_batch answered {len(results)} outcomes for {len(envelopes)} messages")
     except BaseException as crash:

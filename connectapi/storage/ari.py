@@ -1,5 +1,6 @@
 """ARI cells: reads for the GET routes, the catalog a write is checked against, and the
-write itself: one statement (`write_cells`), bulk over arrays, never one per cell.
+write itself: one statement (`write_cells`), bulk over arrays, never one per cell, and the
+writes queued together for a property in one statement (`write_cells_together`).
 """
 
 from __future__ import annotations
@@ -122,42 +123,104 @@ class CellsWritten:
     kept: idempotency.Stored | None
 
 
+_WRITE_ARGS = 25
 _WRITE_CELLS = ("SELECT * FROM connectapi_write_cells("
-                + ", ".join(f"${i}" for i in range(1, 26)) + ")")
+                + ", ".join(f"${i}" for i in range(1, _WRITE_ARGS + 1)) + ")")
+# Most writes one statement carries: a longer run is sent as several, so a connection
+# prepares at most this many texts of it.
+MOST_WRITES_TOGETHER = 16
 
 
-async def write_cells(db: Database, property_id: int, catalog_version: int, resource: str, batch: uuid.UUID,
-                      key_id: int | None, at: datetime, requested: int, values: Mapping[Cell, Any],
-                      rejected: list[RejectedCells], refusal: Mapping[str, object] | None,
-                      outcome: Mapping[str, object] | None, budget: CellsBudget,
-                      key: KeyToClaim | None) -> CellsWritten:
+@dataclass(frozen=True, slots=True)
+class CellsWrite:
+    """One write as connectapi_write_cells takes it: the cells that passed the writer's
+    checks (`values`), the entries it rejected, and what is kept under the key either way
+    (`refusal` when the write is refused whole, else `outcome`)."""
+
+    property_id: int
+    catalog_version: int
+    resource: str
+    batch: uuid.UUID
+    key_id: int | None
+    at: datetime
+    requested: int
+    values: Mapping[Cell, Any]
+    rejected: list[RejectedCells]
+    refusal: Mapping[str, object] | None
+    outcome: Mapping[str, object] | None
+    budget: CellsBudget
+    key: KeyToClaim | None
+
+    def arguments(self, trace_parent: str | None) -> tuple[Any, ...]:
+        cells = list(self.values)
+        ids, nights = _columns(cells)
+        restrictions = None
+        numbers: list[Any] | None = None
+        occupancies: list[int] | None = None
+        if self.resource == "restrictions":
+            restrictions = list(self.values.values())
+        elif self.resource == "rates":  # {occupancy: minor units} a plan's night: a row each
+            priced = [(cell, occupancy, rate) for cell, prices in self.values.items()
+                      for occupancy, rate in prices.items()]
+            ids, nights = _columns([cell for cell, _, _ in priced])
+            occupancies, numbers = [o for _, o, _ in priced], [r for _, _, r in priced]
+        else:
+            numbers = list(self.values.values())
+        key, budget = self.key, self.budget
+        return (self.property_id, self.catalog_version, self.resource, self.batch, self.key_id, self.at,
+                self.requested, ids, nights, numbers, occupancies, restrictions, self.rejected, self.refusal,
+                self.outcome, budget.now, budget.subject, budget.limit, budget.window,
+                key.route if key else None, key.key if key else None, key.body_hash if key else None,
+                key.replace_before if key else None, key.stale_before if key else None, trace_parent)
+
+
+async def write_cells(db: Database, write: CellsWrite) -> CellsWritten:
     """One write, whole, in one statement (storage/sql/connectapi_write_cells.sql): the
     property's lock, the catalog's version, the cells budget, the key, the cells, the batch
     and the outcome under the key."""
-    cells = list(values)
-    ids, nights = _columns(cells)
-    restrictions = None
-    numbers: list[Any] | None = None
-    occupancies: list[int] | None = None
-    if resource == "restrictions":
-        restrictions = list(values.values())
-    elif resource == "rates":  # {occupancy: minor units} a plan's night: a row each
-        priced = [(cell, occupancy, rate) for cell, prices in values.items() for occupancy, rate in prices.items()]
-        ids, nights = _columns([cell for cell, _, _ in priced])
-        occupancies, numbers = [o for _, o, _ in priced], [r for _, _, r in priced]
-    else:
-        numbers = list(values.values())
-    # The batch keeps the span it was written in (the writer's, under the request's): its
-    # push, later and maybe elsewhere, links to it.
-    trace_parent = spans.traceparent()
-    with spans.span("record connectapi_write_cells", kind=spans.CLIENT,
-                    attributes={"db.system": "postgresql", "db.operation": "connectapi_write_cells"}):
-        row = await db.fetchrow(
-            _WRITE_CELLS, property_id, catalog_version, resource, batch, key_id, at, requested, ids, nights, numbers,
-            occupancies, restrictions, rejected, refusal, outcome, budget.now, budget.subject, budget.limit,
-            budget.window, key.route if key else None, key.key if key else None, key.body_hash if key else None,
-            key.replace_before if key else None, key.stale_before if key else None, trace_parent)
-    assert row is not None
+    return (await write_cells_together(db, [write]))[0]
+
+
+async def write_cells_together(db: Database, writes: list[CellsWrite],
+                               written_in: list[str | None] | None = None) -> list[CellsWritten]:
+    """Writes queued together for one property, in order, each as connectapi_write_cells
+    does it alone, in one statement per MOST_WRITES_TOGETHER: one round trip and one commit
+    for the run. The statement is one transaction: if the record refuses any of them
+    (StorageError), none of its writes is done, and the caller applies them one by one.
+
+    Each batch keeps the span it was written in (`written_in`, a traceparent per write;
+    None: the current span for all): its push, later and maybe elsewhere, links to it."""
+    if written_in is None:
+        written_in = [spans.traceparent()] * len(writes)
+    answers: list[CellsWritten] = []
+    for start in range(0, len(writes), MOST_WRITES_TOGETHER):
+        run = writes[start:start + MOST_WRITES_TOGETHER]
+        arguments = [argument for write, parent in zip(run, written_in[start:start + MOST_WRITES_TOGETHER], strict=True)
+                     for argument in write.arguments(parent)]
+        with spans.span("record connectapi_write_cells", kind=spans.CLIENT,
+                        attributes={"db.system": "postgresql", "db.operation": "connectapi_write_cells",
+                                    "connectapi.writes": len(run)}):
+            if len(run) == 1:
+                rows = list(filter(None, [await db.fetchrow(_WRITE_CELLS, *arguments)]))
+            else:
+                rows = sorted(await db.fetch(_statement_for(len(run)), *arguments), key=lambda row: row["n"])
+        if len(rows) != len(run):
+            raise RuntimeError(f"connectapi_write_cells answered {len(rows)} rows for {len(run)} writes")
+        answers.extend(_written(row) for row in rows)
+    return answers
+
+
+def _statement_for(count: int) -> str:
+    """`count` calls of connectapi_write_cells in one statement, run in the order written (a
+    UNION ALL's branches run one after the other, each call whole before the next starts,
+    and each sees what the calls before it wrote), each answer numbered from 1."""
+    return " UNION ALL ".join(
+        f"SELECT {n} AS n, w.* FROM connectapi_write_cells("
+        + ", ".join(f"${(n - 1) * _WRITE_ARGS + i}" for i in range(1, _WRITE_ARGS + 1)) + ") w"
+        for n in range(1, count + 1))
+
+
+def _written(row: Any) -> CellsWritten:
     kept = None
     if row["answer"] == "kept":
         kept = idempotency.Stored(row["same_body"], row["kept_state"] == "in_flight", row["kept_status"],

@@ -92,6 +92,31 @@ def _current(tracer: trace.Tracer, name: str, kind: SpanKind, attributes: Mappin
             raise
 
 
+def beside(name: str, *, parent: SpanContext | None,
+           attributes: Mapping[str, AttributeValue] | None = None) -> ContextManager[Span]:
+    """A span for the block, under `parent`, that is not made current: one of several pieces
+    of work a block does at once for different askers (a batch of writes, each under its own
+    request's span), while the block's own spans stay under the block's. Off: costs a call."""
+    if _tracer is None:
+        return _OFF
+    return _beside(_tracer, name, parent, attributes)
+
+
+@contextmanager
+def _beside(tracer: trace.Tracer, name: str, parent: SpanContext | None,
+            attributes: Mapping[str, AttributeValue] | None) -> Iterator[Span]:
+    context = set_span_in_context(NonRecordingSpan(parent)) if parent is not None else None
+    opened = tracer.start_span(name, context=context, attributes=attributes, record_exception=False,
+                               set_status_on_exception=False)
+    try:
+        yield opened
+    except Exception as exc:
+        failed(opened, type(exc).__name__)
+        raise
+    finally:
+        opened.end()
+
+
 def failed(opened: Span, what: str) -> None:
     """The span ended in an error, named by its kind alone (an exception's type, a status)."""
     opened.set_status(Status(StatusCode.ERROR, what))
@@ -120,6 +145,16 @@ def traceparent() -> str | None:
     found = carried()
     if found is None:
         return None
+    return _traceparent(found)
+
+
+def traceparent_of(opened: Span) -> str | None:
+    """A span's W3C traceparent (one opened `beside`); None when it records nothing."""
+    found = opened.get_span_context()
+    return _traceparent(found) if found.is_valid else None
+
+
+def _traceparent(found: SpanContext) -> str:
     return f"00-{found.trace_id:032x}-{found.span_id:016x}-{int(found.trace_flags):02x}"
 
 
