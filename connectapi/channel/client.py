@@ -322,8 +322,8 @@ class ChannelManagerClient:
         """A 200 is not success for every value: those refused come back in `meta.warnings`.
         The values as they go on the wire: the service sends `domain.channel_values`' typed
         ones; the tests also send what the channel manager refuses."""
-        (task_ids, refusals), response = await self._read_answer("POST", path, _push_answer,
-                                                                 json_body={"values": values})
+        (task_ids, refusals), response = await self._read_answer(
+            "POST", path, lambda body: _push_answer(body, len(values)), json_body={"values": values})
         said = tuple(Refusal(value, {self._say(name, 60): [self._say(text, WARNING_MAX) for text in texts]
                                      for name, texts in fields.items()})
                      for value, fields in refusals)
@@ -530,10 +530,17 @@ def _created_id(body: Any) -> str:
 _RawRefusal = tuple[dict[str, object], dict[str, list[str]]]
 
 
-def _push_answer(body: Any) -> tuple[tuple[str, ...], tuple[_RawRefusal, ...]]:
-    """(task ids of `data`, refusals of `meta.warnings`). Channex's availability route may
-    answer `{"meta": {"message": "Success"}}` alone: no task id then."""
+def _push_answer(body: Any, sent: int) -> tuple[tuple[str, ...], tuple[_RawRefusal, ...]]:
+    """(task ids of `data`, refusals of `meta.warnings`) of a call that sent `sent` values.
+    Channex's availability route may answer `{"meta": {"message": "Success"}}` alone: no
+    task id then. A 200 is read as values applied only when it says so: one that carries
+    `errors`, or neither `data` nor `meta`, or applied nothing (`data: []`) while refusing
+    fewer values than were sent, cannot be read (the cells stay to push)."""
     found = _object(body, "body")
+    if found.get("errors") is not None:
+        raise _Shape("a 200 that carries errors")
+    if "data" not in found and "meta" not in found:
+        raise _Shape("neither data nor meta")
     data = found.get("data")
     task_ids: list[str] = []
     if data is not None:
@@ -546,11 +553,13 @@ def _push_answer(body: Any) -> tuple[tuple[str, ...], tuple[_RawRefusal, ...]]:
             task_ids.append(ident)
     meta = found.get("meta")
     warnings = None if meta is None else _object(meta, "meta").get("warnings")
-    if warnings is None:
-        return tuple(task_ids), ()
-    if not isinstance(warnings, list):
+    if warnings is not None and not isinstance(warnings, list):
         raise _Shape(f"meta.warnings is {_kind(warnings)}, not a list")
-    return tuple(task_ids), tuple(_refusal(w) for w in warnings)
+    refusals = tuple(_refusal(w) for w in warnings or ())
+    if data == [] and len(refusals) < sent:
+        # Channex: "when none is [applied], data is []", each refused value in a warning.
+        raise _Shape(f"data is [] (no value applied) but {len(refusals)} of {sent} values refused")
+    return tuple(task_ids), refusals
 
 
 def _refusal(warning: Any) -> _RawRefusal:

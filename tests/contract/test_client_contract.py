@@ -255,3 +255,30 @@ RATES_WRONG: list[tuple[Any, str]] = [
 async def test_rates_are_read_as_strictly_as_a_rate(rates: Any, said: str) -> None:
     found = await read_fields({"rate": "1.00", "rates": rates})
     assert isinstance(found, MalformedAnswer) and said in str(found), found
+
+
+# -- a 200 that does not say its values were applied (an outside review, wave 4) ------------
+
+PUSHED = {"property_id": "p", "rate_plan_id": "rp", "date": "2026-12-01", "rate": "120.00"}
+
+
+@pytest.mark.parametrize("body", [
+    {"errors": {"code": "validation_error", "title": "Validation Error", "details": {"rate": ["is invalid"]}}},
+    {},
+    {"data": [], "errors": {"code": "bad_request", "title": "Bad Request", "details": ["values is invalid"]}},
+    {"data": [], "meta": {"message": "Success"}},  # none applied, none said refused
+    {"data": [], "meta": {"message": "Success", "warnings": [{**PUSHED, "warning": {"rate": ["is invalid"]}}]}},
+])
+async def test_a_200_that_does_not_say_every_value_was_applied_or_refused_is_not_success(body: Any) -> None:
+    # Two values sent: read as success, the cells would be marked pushed while the channel
+    # holds neither. Unreadable, they stay to push (the property backs off and tries again).
+    _, got = await sent_and_answered(lambda client: client.push_restrictions([PUSHED, PUSHED]), 200, body)
+    assert isinstance(got, MalformedAnswer), f"read as success: {got!r}"
+    assert got.request_id == REQUEST_ID
+
+
+async def test_a_200_that_applied_nothing_and_refused_every_value_is_read() -> None:
+    warned = {**PUSHED, "warning": {"rate": ["must be greater than 0"]}}
+    body = {"data": [], "meta": {"message": "Success", "warnings": [warned, warned]}}
+    _, got = await sent_and_answered(lambda client: client.push_restrictions([PUSHED, PUSHED]), 200, body)
+    assert isinstance(got, PushAnswer) and got.task_ids == () and len(got.refusals) == 2
