@@ -257,7 +257,8 @@ class BookingIntake(RoundsActor[Wake]):
                 continue
             if stored.outcome == "clash":
                 log.warning("intake: revision %s of property %d repeats the id or system id of an earlier revision "
-                            "of another booking: kept for review", revision_id, property_id)
+                            "of another booking, or names another property's booking: kept for review",
+                            revision_id, property_id)
             if stored.outcome != "again":
                 done.stored += 1
             elif stored.ack_now:

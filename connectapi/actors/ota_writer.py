@@ -55,8 +55,14 @@ async def apply_revision(db: Database, item: ota.Received, now: datetime, within
     except MalformedRevision as exc:
         return await refuse_revision(db, item, f"it could not be read ({exc})", now, note=str(exc))
     if item.clash_of is not None:
-        return await refuse_revision(db, item, "its id or system id is an earlier revision's, of another booking or "
-                                     "property: kept for review, not applied", now)
+        if await ota.repeats_ids_of_its_clash(db, item.clash_of, item.id, _system_id(item)):
+            return await refuse_revision(db, item, "its id or system id is an earlier revision's, of another booking "
+                                         "or property: kept for review, not applied", now)
+        return await refuse_revision(db, item, "its booking is another property's (the channel manager's booking id "
+                                     "is known there): kept for review, not applied", now)
+    ahead = ota_rules.dated_ahead(item.revised_at, now)
+    if ahead is not None:
+        return await refuse_revision(db, item, ahead, now)
     facts = await ota.screening_facts(db, item.property_id, now)
     assert facts is not None, "a revision is stored under a property of the record"
     why = ota_rules.screened(revision, facts[1])
@@ -75,6 +81,13 @@ async def apply_revision(db: Database, item: ota.Received, now: datetime, within
         return applied
 
     return await _under_the_lock(db, work, within, f"its apply ran past {within:g} s and was rolled back")
+
+
+def _system_id(item: ota.Received) -> str:
+    try:
+        return ota_rules.revision_key(item.payload)[1]
+    except MalformedRevision:
+        return item.id  # kept as it came, so read before; as the intake files one with none
 
 
 async def refuse_revision(db: Database, item: ota.Received, why: str, now: datetime,

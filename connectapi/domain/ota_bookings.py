@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 import re
 from typing import Any, Literal
@@ -166,6 +166,24 @@ def revised_at(raw: dict[str, object]) -> datetime:
     if not REVISED_YEARS[0] <= at.year <= REVISED_YEARS[1]:
         raise MalformedRevision(f"inserted_at in the year {at.year}")
     return at
+
+
+# How far ahead of this service's clock a revision's `inserted_at` may be. Revisions are
+# ordered by it (one older than the revision applied last changes nothing), so one dated
+# in the year 8999 would make every later revision of its booking stale: the OTA's
+# cancellation lost, the rooms kept. Clocks kept by NTP differ by far less; a host clock
+# an hour behind is an outage of its own (decision 0150).
+AHEAD_AT_MOST = timedelta(hours=1)
+
+
+def dated_ahead(revised_at: datetime, now: datetime) -> str | None:
+    """Why a revision dated too far ahead of `now` is not applied; None when it is not."""
+    if revised_at <= now + AHEAD_AT_MOST:
+        return None
+    ahead = revised_at - now
+    said = f"{ahead.days} days" if ahead.days else f"{ahead.seconds // 60} minutes"
+    return (f"its inserted_at is {said} ahead of this service's clock: applied, it would make every later "
+            "revision of its booking stale")
 
 
 def parse_revision(raw: dict[str, Any]) -> Revision:

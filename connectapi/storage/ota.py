@@ -44,8 +44,9 @@ async def property_ids_by_cm(db: Database, mode: str = "live") -> dict[str, int]
 @dataclass(frozen=True, slots=True)
 class Stored:
     """How a revision from the feed was kept: `new` (stored, to be applied), `clash` (its id
-    or system_id is an earlier revision's of another booking or property: stored to be
-    refused and told, decision 0126), or `again` (the same revision offered again), with
+    or system_id is an earlier revision's of another booking or property, or its booking is
+    another property's: stored to be refused and told, decisions 0126 and 0149), or `again`
+    (the same revision offered again), with
     whether to acknowledge it now: one settled and acknowledged here (our acknowledgement
     lost on its way), or a repeat under a new id. One waiting to be applied, or applied with
     its acknowledgement pending, is the round's to apply or acknowledge, once."""
@@ -64,6 +65,24 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
     cut = json.dumps([c.as_json() for c in cuts]) if cuts else None
 
     async def work(conn: asyncpg.Connection) -> Stored | None:
+        elsewhere = await _booking_elsewhere(conn, cm_booking_id, property_id)
+        if elsewhere is not None:
+            # The booking is another property's: kept apart, refused and shown for review,
+            # never made into a second booking here (decision 0149).
+            made = await conn.fetchval(
+                """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
+                                              received_at, cut, clash_of)
+                   VALUES ($1, $2, $3, $4, $5, $6, 'received', $7, $8, $9) ON CONFLICT DO NOTHING RETURNING seq""",
+                revision_id, system_id, property_id, cm_booking_id, revised_at, text, at, cut, elsewhere)
+            if made is not None:
+                return Stored("clash")
+            again = await conn.fetchrow(
+                """SELECT state, acked_at FROM ota_revisions
+                   WHERE id = $1 AND property_id = $2 AND cm_booking_id = $3 AND clash_of IS NOT NULL""",
+                revision_id, property_id, cm_booking_id)
+            if again is None:
+                return None  # pruned meanwhile: store it again
+            return Stored("again", again["state"] != "received" and again["acked_at"] is not None)
         stored = await conn.fetchval(
             """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
                                           received_at, cut)
@@ -96,6 +115,29 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
         if done is not None:
             return done
     raise RuntimeError(f"revision {revision_id[:40]} neither stored nor found three times")
+
+
+async def _booking_elsewhere(conn: asyncpg.Connection, cm_booking_id: str, property_id: int) -> int | None:
+    """The seq of a revision that made the booking `cm_booking_id` another property's (one
+    applied there, or one waiting there), or None: a channel-manager booking id is one
+    booking of one property."""
+    found = await conn.fetchval(
+        """SELECT min(seq) FROM (
+               SELECT b.last_revision_seq AS seq FROM ota_bookings b
+               WHERE b.cm_booking_id = $1 AND b.property_id <> $2
+               UNION ALL
+               SELECT r.seq FROM ota_revisions r
+               WHERE r.cm_booking_id = $1 AND r.property_id <> $2 AND r.clash_of IS NULL
+                 AND r.state IN ('received', 'applied')) s""", cm_booking_id, property_id)
+    return None if found is None else int(found)
+
+
+async def repeats_ids_of_its_clash(db: Database, clash_of: int, revision_id: str, system_id: str) -> bool:
+    """Whether a clash repeats the id or system id of the revision it clashes with (else
+    it names a booking another property holds: `_booking_elsewhere`)."""
+    return bool(await db.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM ota_revisions r WHERE r.seq = $1 AND (r.id = $2 OR r.system_id = $3))",
+        clash_of, revision_id, system_id))
 
 
 # What names a revision rather than says what it is: a repeat under a new id differs in these.

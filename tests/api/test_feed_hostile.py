@@ -9,7 +9,7 @@ import contextlib
 import copy
 import json
 from collections.abc import Callable
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any, cast
 
@@ -302,6 +302,82 @@ async def test_a_revision_reusing_another_propertys_revision_id_is_kept_and_told
     api.ctx.properties.wakeups.revisions_waiting()
     await eventually(lambda: not sandbox.bookings.feed(None), "the clash acknowledged again")
     assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE id = $1", applied["id"]) == 2
+
+
+async def test_a_booking_of_one_property_revised_under_another_is_kept_and_never_made_there(
+        api: Harness, receiver: Receiver) -> None:
+    # An outside review: a booking applied at the first hotel, then a revision of the same
+    # channel-manager booking (new id, new system id) naming the second hotel. Made there,
+    # the first hotel's guest would reach the second's owner and integrator (decision 0149).
+    first, secret = await hooked_property(api, receiver, **CM_ONLY)
+    second = await api.create_property(name="Another Hotel", **CM_ONLY)
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    earlier = offered(api, first)
+    assert [state for state, _ in await settled_as(api, first, 1)] == ["applied"]
+    theirs = cm_ids(api, second)
+    moved = copy.deepcopy(earlier)
+    moved["id"] = moved["revision_id"] = "moved-to-another-property"
+    moved["system_id"] = f"{earlier['system_id']}-moved"
+    moved["status"] = "modified"
+    moved["property_id"] = theirs[0]
+    moved["rooms"][0]["room_type_id"] = theirs[1]
+    moved["rooms"][0]["rate_plan_id"] = theirs[1 + len(second["roomTypes"])]
+    sandbox.bookings.revisions[moved["id"]] = moved
+    api.ctx.properties.wakeups.revisions_waiting()
+    [(state, note)] = await settled_as(api, second, 1)
+    assert state == "refused"
+    assert note == ("its booking is another property's (the channel manager's booking id is known there): kept for "
+                    "review, not applied")
+    [kept] = await revisions(api, second, 1)
+    assert kept["clash"] and kept["acknowledged"]
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", second["id"]) == 0
+    told = (await api.admin("GET", f"/properties/{second['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.unapplied"]
+    # The first hotel's booking is as it was, its guest told to its receiver alone.
+    assert [(r["state"], r["clash"]) for r in await revisions(api, first, 1)] == [("applied", False)]
+    assert len(await events_of(receiver, secret, 2)) == 2 and len(receiver.received) == 2
+    # Offered again (our acknowledgement lost), it is the same clash, not another.
+    sandbox.bookings.acked.discard(moved["id"])
+    api.ctx.properties.wakeups.revisions_waiting()
+    await eventually(lambda: not sandbox.bookings.feed(None), "the clash acknowledged again")
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE id = $1", moved["id"]) == 1
+    # A revision of the first hotel's own booking still applies there.
+    cancel = copy.deepcopy(earlier)
+    cancel["id"] = cancel["revision_id"] = "the-first-hotels-cancellation"
+    cancel["system_id"] = f"{earlier['system_id']}-cancelled"
+    cancel["status"] = "cancelled"
+    cancel["inserted_at"] = earlier["inserted_at"][:-6] + "999999"
+    sandbox.bookings.revisions[cancel["id"]] = cancel
+    api.ctx.properties.wakeups.revisions_waiting()
+    assert [state for state, _ in await settled_as(api, first, 2)] == ["applied", "applied"]
+
+
+async def test_a_revision_dated_far_ahead_is_kept_for_review_and_the_cancellation_still_counts(
+        api: Harness, receiver: Receiver) -> None:
+    # An outside review: a `new` dated in the year 8999 was applied, and every later revision
+    # of its booking was older than it: the cancellation changed nothing, the rooms stayed
+    # taken and no event was sent (decision 0150).
+    prop, secret = await hooked_property(api, receiver)  # with the PMS: the booking takes rooms
+    made = offered(api, prop, lambda r: r.update(inserted_at="8999-01-01T00:00:00.000000"))
+    [(state, note)] = await settled_as(api, prop, 1)
+    assert state == "refused" and note.startswith("its inserted_at is ") and "days ahead" in note, note
+    await nothing_written_for(api, prop)
+    told = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.unapplied"]
+    # The OTA's cancellation, dated as Channex dates it, is the booking as the record knows it.
+    cancelled = await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings/"
+                                        f"{made['ota_reservation_code']}/cancel")
+    assert cancelled.status == 200, cancelled.body
+    assert [state for state, _ in await settled_as(api, prop, 2)] == ["refused", "applied"]
+    assert await api.ctx.db.fetchval("SELECT status FROM bookings WHERE property_id = $1", prop["id"]) == "CANCELLED"
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM inventory_events WHERE property_id = $1",
+                                     prop["id"]) == 0  # no room was ever taken
+    assert [event["type"] for event in await events_of(receiver, secret, 2)][-1] == "channel.booking.cancelled"
+    # Within the hour ahead a channel manager's clock may run, a revision applies as dated.
+    soon = (api.ctx.clock.now() + timedelta(minutes=30)).replace(tzinfo=None).isoformat()
+    offered(api, prop, lambda r: r.update(inserted_at=soon), check_in=date(2026, 12, 20), check_out=date(2026, 12, 21))
+    assert [state for state, _ in await settled_as(api, prop, 3)][-1] == "applied"
 
 
 async def test_a_new_revision_repeating_another_bookings_system_id_is_kept_and_told(api: Harness,

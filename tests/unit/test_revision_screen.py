@@ -4,7 +4,7 @@ bounded as the contract bounds a booking's."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectapi.domain.ota_bookings import MalformedRevision, OtaBooking, normalise, parse_revision, revised_at, screened
+from connectapi.domain.ota_bookings import (AHEAD_AT_MOST, MalformedRevision, OtaBooking, dated_ahead, normalise,
+                                           parse_revision, revised_at, screened)
 from connectapi.domain.revision_screen import (
     BYTES_KEPT, CUTS_LISTED, MEMBERS_KEPT, TEXT_KEPT, Cut, StayFacts, bounded, lost_in_keeping, screen, stored_size,
 )
@@ -169,6 +170,18 @@ def test_numbers_no_one_can_hold_are_kept_as_text_and_refuse_their_revision_alon
 def test_an_instant_off_the_calendar_is_unreadable(inserted_at: Any) -> None:
     with pytest.raises(MalformedRevision):
         revised_at({"inserted_at": inserted_at})
+
+
+def test_a_revision_dated_far_ahead_of_our_clock_is_not_applied() -> None:
+    now = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    # Dated in the year 8999 it would make every later revision of its booking stale.
+    far = dated_ahead(revised_at({"inserted_at": "8999-01-01T00:00:00"}), now)
+    assert far is not None and far.startswith("its inserted_at is 2546510 days ahead")
+    soon = dated_ahead(now + AHEAD_AT_MOST + timedelta(minutes=1), now)
+    assert soon is not None and soon.startswith("its inserted_at is 61 minutes ahead")
+    # A channel manager's clock a little ahead, and any instant before now, are as dated.
+    for inserted in (now + AHEAD_AT_MOST, now + timedelta(seconds=2), now, now - timedelta(days=400)):
+        assert dated_ahead(inserted, now) is None
 
 
 def test_the_unmapped_ids_a_note_names_are_few_and_short() -> None:
