@@ -284,6 +284,18 @@ async def test_admin_ids_past_a_bigint_match_no_route(api: Harness) -> None:
             ("REVISION_NOT_FOUND",))
 
 
+async def test_a_sandbox_ota_reference_with_nul_is_not_found(api: Harness) -> None:
+    # An outside review: the reference went to the record, which refuses NUL in text (500).
+    prop = await api.create_property()
+    test_key = (await api.create_key(prop["id"], EVERY_SCOPE, mode="test"))["key"]
+    for reference in ("%00", "a%00b"):
+        for verb in ("modify", "cancel"):
+            refused(await api.call("POST", f"{API}/test-helpers/ota-bookings/{reference}/{verb}", key=test_key,
+                                   body={}), 404, ("NOT_FOUND",))
+            refused(await api.admin("POST", f"/properties/{prop['id']}/sandbox/ota-bookings/{reference}/{verb}",
+                                    body={}), 404, ("NOT_FOUND",))
+
+
 async def test_admin_channel_grid_at_the_calendar_ends(api: Harness) -> None:
     prop = await api.create_property()
     grid = f"/properties/{prop['id']}/channel-grid"
