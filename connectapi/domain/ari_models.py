@@ -63,7 +63,8 @@ class RateEntry(Entry):
             amount = Decimal(value.strip()) if isinstance(value, str) else Decimal(str(value))
         except InvalidOperation:
             raise ValueError("rate must be a decimal string or a number") from None
-        if isinstance(value, str) and not value.strip().replace(".", "", 1).isdigit():
+        # ASCII digits only: isdigit() and Decimal() also take "١٢٠" and "１２０".
+        if isinstance(value, str) and not (value.isascii() and value.strip().replace(".", "", 1).isdigit()):
             raise ValueError("rate must be written as digits with an optional decimal point")
         if not amount.is_finite() or amount <= 0:
             raise ValueError("rate must be positive")

@@ -172,3 +172,22 @@ def test_availability_validation(entry: dict[str, Any], path: str) -> None:
     body = {"updates": [{"roomTypeId": 1, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", **entry}]}
     err = refused(Resource.AVAILABILITY, body)
     assert err.code == "VALIDATION" and isinstance(err.details, list) and path in [d["path"] for d in err.details]
+
+
+@pytest.mark.parametrize("rate", ["\u0661\u0662\u0660", "\uff11\uff12\uff10", "\u0661\u0662\u0660.00", "1\u0662\u0660",
+                                  "\u00a0120"])
+def test_a_rate_in_digits_other_than_ascii_is_refused(rate: str) -> None:
+    # An outside review: Arabic-Indic and fullwidth "120" were read as 120 and written.
+    body = {"updates": [{"ratePlanId": 1, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "rate": rate,
+                         "currency": "EUR"}]}
+    err = refused(Resource.RATES, body)
+    assert err.code == "VALIDATION" and isinstance(err.details, list)
+    assert "updates[0].rate" in [d["path"] for d in err.details]
+
+
+@pytest.mark.parametrize("rate", ["120", "120.00", " 120.00 ", "120.", 120])
+def test_a_rate_in_ascii_digits_is_read(rate: Any) -> None:
+    body = {"updates": [{"ratePlanId": 1, "dateFrom": "2026-11-23", "dateTo": "2026-11-23", "rate": rate,
+                         "currency": "EUR"}]}
+    plan = plan_write(Resource.RATES, body, date(2026, 11, 22))
+    assert plan.requested_cells == 1 and [e.value for e in plan.entries] == [120]  # whole major units
