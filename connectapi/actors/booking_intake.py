@@ -134,7 +134,10 @@ class BookingIntake(RoundsActor[Wake]):
         done.acknowledged += acked
         if failure is not None:
             raise failure  # a bug of ours, once what was settled is acknowledged
-        took_something = bool(done.stored or done.acknowledged)
+        # Revisions new to the record, or acknowledged for the first time, leave the feed for
+        # good. One acknowledged again (offered after its acknowledgement) does not count: a
+        # channel manager that keeps offering it would have the feed read in a loop.
+        took_something = bool(done.stored or acked)
         if not feed.complete and not took_something:
             log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")
         # At once again only when this round cleared a whole batch: revisions whose writer

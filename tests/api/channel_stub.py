@@ -34,6 +34,9 @@ class ChannelStub:
     # When given, an acknowledgement that would be answered 200 waits for it: a test looks at
     # the state between a refusal and the next try without racing a round already woken.
     acks_released: trio.Event | None = None
+    # The feed keeps offering a revision after answering its acknowledgement 200 (a feed
+    # lagging its acknowledgements, or a hostile one).
+    acks_forgotten: bool = False
 
     @property
     def url(self) -> str:
@@ -82,7 +85,8 @@ class ChannelStub:
             status = self.ack_answers.pop(0) if self.ack_answers else 200
             self.acks.append((revision_id, status))
             if status == 200:
-                del self.feed[revision_id]
+                if not self.acks_forgotten:
+                    del self.feed[revision_id]
                 return 200, {"meta": {"message": "Success"}}
             if status == 404:
                 del self.feed[revision_id]  # gone at the channel manager

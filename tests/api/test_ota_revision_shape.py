@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import trio
 
+from connectapi.actors.booking_intake import BookingIntake
+from connectapi.channel.client import FEED_MAX_PAGES, FEED_PAGE_LIMIT
 from connectapi.storage.database import Database
 from connectapi.storage.migrations import bundled_migrations
 from tests.channex_documented import (
@@ -246,6 +248,29 @@ async def test_an_acknowledgement_answered_404_is_done(db: Database, receiver: R
         reads = stub.feed_reads
         await rounds_until(api, lambda: stub.feed_reads >= reads + 2, "more rounds")
         assert stub.acks == [("rev-new-1", 404)]
+
+
+async def test_a_revision_offered_after_its_acknowledgement_does_not_have_the_feed_read_in_a_loop(
+        db: Database, receiver: Receiver) -> None:
+    # An outside review: with more revisions in the feed than a round reads (other
+    # integrations'), acknowledging one again counted as taking something, and the next round
+    # began at once: a feed that kept offering it was read 20 pages at a time in a loop.
+    stub = ChannelStub(acks_forgotten=True)
+    stub.offer(revision(BOOKING_COM_NEW, "rev-new-1", 1))
+    for n in range(FEED_MAX_PAGES * FEED_PAGE_LIMIT + 1):
+        stub.offer({"id": f"other-{n}", "booking_id": f"b-{n}", "property_id": "another-integrations",
+                    "inserted_at": "2026-11-22T10:00:02"})
+    async with with_channel(db, stub) as api:
+        await mapped_property(api, receiver)
+        async def acknowledged() -> bool:
+            return [(r["state"], r["acked"]) for r in await stored(api)] == [("applied", True)]
+
+        await rounds_until(api, acknowledged, "the first acknowledgement, kept")
+        intake = BookingIntake(api.ctx.db, api.ctx.clock, api.ctx.channel.mailbox, api.ctx.properties.writers,
+                               holder="this-test")
+        done = await intake.pull()
+        assert done.acknowledged == 1 and done.stored == 0  # acknowledged again, as offered again
+        assert not done.more  # the next round waits for its time
 
 
 async def test_revisions_stored_before_lose_their_card_to_the_migration(db: Database) -> None:
