@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Protocol
 
 from .ari_write import HORIZON_DAYS  # the last writable night is also the last bookable arrival
@@ -115,9 +115,13 @@ def to_minor(amount: str, exponent: int) -> int | None:
     return int(scaled)
 
 
+_CENT = Decimal("0.01")
+
+
 def money(minor: int, exponent: int) -> str:
-    """Minor units as the contract writes amounts: a string with two decimals."""
-    return f"{Decimal(minor).scaleb(-exponent):.2f}"
+    """Minor units as the contract writes amounts: a string with two decimals, a currency
+    of three (KWD, BHD …) rounded half up (decision 0128), not to the even cent."""
+    return format(Decimal(minor).scaleb(-exponent).quantize(_CENT, rounding=ROUND_HALF_UP), "f")
 
 
 def check_stay(check_in: date, check_out: date, today: date) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from connectapi.domain.bookings import money
 from connectapi.domain.ota_bookings import OtaBooking, changes_between, normalise, parse_revision, told
 from connectapi.domain.text import without_card_numbers
 
@@ -49,6 +50,24 @@ def test_amounts_are_told_in_the_currencys_places_and_a_rounding_is_said() -> No
     assert yen.disagreements == ("the nights of room 1 add up to 30002 JPY, its amount is 30001 JPY",)
     assert "amounts with more decimals than the 0 told: rounded half up" in yen.cut
     assert booking().cut == ()
+
+
+def test_a_three_decimal_currency_is_told_rounded_half_up() -> None:
+    # An outside review: 100.125 KWD was told as 100.12 (to the even cent), not 100.13.
+    dinar = booking(currency="KWD", amount="300.125", ota_commission="0.125", room={
+        "amount": "300.125", "days": {"2026-12-10": "100.125", "2026-12-11": "100.000", "2026-12-12": "100.000"}})
+    said = told(dinar, "PMS-1-000001", "UPCOMING")
+    room = said["rooms"][0]
+    assert (said["amounts"]["total"], room["amount"], said["amounts"]["commission"]) == ("300.13", "300.13", "0.13")
+    assert [n["amount"] for n in room["nights"]] == ["100.13", "100.00", "100.00"]
+    assert "amounts with more decimals than the 2 told: rounded half up" in dinar.cut
+
+
+def test_money_is_two_decimals_rounded_half_up() -> None:
+    assert [money(m, 3) for m in (100125, 100115, 125, 5, 4, 0, -125)] == [
+        "100.13", "100.12", "0.13", "0.01", "0.00", "0.00", "-0.13"]
+    assert [money(m, 2) for m in (12345, 5, -5, 10**15)] == ["123.45", "0.05", "-0.05", "10000000000000.00"]
+    assert [money(m, 0) for m in (1200, 0)] == ["1200.00", "0.00"]
 
 
 def test_a_detail_that_cannot_be_told_is_dropped_and_the_booking_kept() -> None:
