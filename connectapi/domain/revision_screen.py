@@ -6,8 +6,9 @@ megabytes. So a revision is bounded twice (docs/decisions/0126-the-feed-is-input
 
 - **Before it is kept** (`bounded`): what the record keeps for review has every string cut
   at TEXT_KEPT characters, every list and object at MEMBERS_KEPT members, and the whole at
-  BYTES_KEPT; each cut is recorded with the revision (`Cut`). A list or object cut, or a
-  revision kept only in outline, can no longer say what the OTA sold: it is refused.
+  BYTES_KEPT; each cut is recorded with the revision (`Cut`). A list or object cut, a number
+  written as a string cut (its value changed: "000…0240.00" would read 0), or a revision
+  kept only in outline, can no longer say what the OTA sold: it is refused.
 - **Before anything is locked or written** (`screen`): the stay, the rooms and the amounts
   must be ones the property can hold. A refusal names the reason; the revision is kept as
   `refused`, the owner told, and it is acknowledged.
@@ -18,6 +19,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -30,6 +32,8 @@ from .ari_write import HORIZON_DAYS
 from .bookings import MAX_NIGHTS
 
 TEXT_KEPT = 4000  # characters of a string (a guest's requests are the longest we expect)
+# A string an amount, a count or a date could be read from: its tail is its value.
+_NUMBER_LIKE = re.compile(r"[\s0-9+\-.,:eE_]*")
 MEMBERS_KEPT = 400  # items of a list, members of an object (a stay's `days` is at most 90)
 BYTES_KEPT = 256 * 1024  # the whole revision as JSON, once its parts are bounded
 CUTS_LISTED = 20  # cuts recorded with a revision; more are counted in the last
@@ -63,11 +67,11 @@ class Cut:
 
     path: str
     size: int
-    unit: str  # characters, items, members, or bytes (the whole, kept in outline only)
+    unit: str  # characters, digits (of a number written as a string), items, members, or bytes (the whole)
 
     @property
     def structural(self) -> bool:
-        """Whether what the OTA sold may be lost with it: anything but a string's tail."""
+        """Whether what the OTA sold may be lost with it: anything but a text's tail."""
         return self.unit != "characters"
 
     def said(self) -> str:
@@ -110,7 +114,9 @@ def stored_size(revision: dict[str, object]) -> int:
 def _bound(value: Any, path: str, cuts: list[Cut]) -> Any:
     if isinstance(value, str):
         if len(value) > TEXT_KEPT:
-            cuts.append(Cut(path, len(value), "characters"))
+            # The guest's own fields are read as contact details or dropped, never as an amount.
+            number = not path.startswith("customer.") and _NUMBER_LIKE.fullmatch(value)
+            cuts.append(Cut(path, len(value), "digits" if number else "characters"))
             return value[:TEXT_KEPT]
         return value
     if isinstance(value, dict):

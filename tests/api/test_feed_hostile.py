@@ -380,6 +380,21 @@ async def test_a_revision_dated_far_ahead_is_kept_for_review_and_the_cancellatio
     assert [state for state, _ in await settled_as(api, prop, 3)][-1] == "applied"
 
 
+async def test_an_amount_whose_digits_were_cut_to_keep_the_revision_refuses_it(api: Harness,
+                                                                               receiver: Receiver) -> None:
+    # An outside review: "000…0240.00" cut at 4,000 characters was applied as 0.00.
+    prop, _ = await hooked_property(api, receiver, **CM_ONLY)
+    padded = "0" * 4100 + "240.00"
+
+    def hostile(r: dict[str, Any]) -> None:
+        r["amount"] = r["rooms"][0]["amount"] = padded
+    offered(api, prop, hostile)
+    [(state, note)] = await settled_as(api, prop, 1)
+    assert state == "refused" and note.startswith("it was too large to keep whole: "), note
+    assert "4,106 digits" in note
+    await nothing_written_for(api, prop)
+
+
 async def test_a_new_revision_repeating_another_bookings_system_id_is_kept_and_told(api: Harness,
                                                                                     receiver: Receiver) -> None:
     prop, _ = await hooked_property(api, receiver, **CM_ONLY)
@@ -504,7 +519,8 @@ async def test_a_number_no_one_can_hold_fails_its_revision_alone(api: Harness, r
     offered(api, prop, check_in=date(2026, 12, 20), check_out=date(2026, 12, 21))
     settled = await settled_as(api, prop, 3)
     assert [state for state, _ in settled] == ["refused", "refused", "applied"]
-    assert settled[1][1] == "a room of 2 adults and more than a billion children"
+    # Kept as text, its digits cut: nothing can be read from it (decision 0152).
+    assert settled[1][1] == "it was too large to keep whole: rooms[0].occupancy.children (4,001 digits)"
     assert (await events_of(receiver, secret, 2))[1]["data"]["booking"]["stay"]["checkIn"] == "2026-12-20"
 
 
