@@ -145,6 +145,7 @@ async def _apply_revision(tx: Tx, prop: PropertyLock, item: ota.Received, revisi
             one_line(revision.ota_name, ota_rules.CHANNEL_MAX),
             f"it names what this property does not map to the channel manager ({what})"), now)
         return RevisionSettled("unmapped", f"not mapped: {what}", mails=mails)
+    normal = ota_rules.in_currency_of(normal, prop.currency)
     known = await ota.known_booking(tx, prop.id, item.cm_booking_id)
     if known is None:
         return await _create(tx, prop, item, normal, now, shared)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 import re
@@ -393,6 +393,17 @@ def _phone(phone: str | None) -> str | None:
     of every OTA guest without a number."""
     found = normalise_phone(phone) if phone else ""
     return found if any(c.isdigit() for c in found) else None
+
+
+def in_currency_of(booking: OtaBooking, currency: str) -> OtaBooking:
+    """The booking, with a disagreement said when its amounts are in another currency than
+    the property's (`currency`): applied and told as the OTA sent it, the rooms taken, the
+    owner told (decision 0153), as for amounts that do not add up."""
+    theirs, ours = booking.currency.strip()[:3], currency.strip()
+    if theirs == ours:
+        return booking
+    said = f"its amounts are in {theirs}, the property's currency is {ours}"
+    return replace(booking, disagreements=(*booking.disagreements, said))
 
 
 def _minor(amount: Decimal, exponent: int) -> int:

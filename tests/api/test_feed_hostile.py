@@ -395,6 +395,21 @@ async def test_an_amount_whose_digits_were_cut_to_keep_the_revision_refuses_it(a
     await nothing_written_for(api, prop)
 
 
+async def test_a_booking_in_another_currency_than_the_propertys_is_applied_noted_and_told(
+        api: Harness, receiver: Receiver) -> None:
+    # An outside review: a EUR hotel's OTA booking in USD was applied with no word to anyone.
+    # Applied (its rooms are sold: refusing it would risk an overbooking), told as sent, the
+    # note and the owner saying so (decision 0153).
+    prop, secret = await hooked_property(api, receiver, **CM_ONLY)  # EUR
+    offered(api, prop, lambda r: r.update(currency="USD"))
+    [(state, note)] = await settled_as(api, prop, 1)
+    assert state == "applied" and "its amounts are in USD, the property's currency is EUR" in (note or ""), note
+    told = (await api.admin("GET", f"/properties/{prop['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.amounts"]
+    booking = (await events_of(receiver, secret, 2))[1]["data"]["booking"]
+    assert booking["amounts"]["currency"] == "USD"
+
+
 async def test_a_new_revision_repeating_another_bookings_system_id_is_kept_and_told(api: Harness,
                                                                                     receiver: Receiver) -> None:
     prop, _ = await hooked_property(api, receiver, **CM_ONLY)

@@ -77,8 +77,9 @@ async def all_acknowledged(api: Harness, stub: ChannelStub) -> bool:
 
 
 async def mapped_property(api: Harness, receiver: Receiver) -> tuple[dict[str, Any], str]:
-    """Casa Azul (with the PMS) mapped to the documented property, room type and rate plan."""
-    prop, secret = await hooked_property(api, receiver)
+    """Casa Azul (with the PMS) mapped to the documented property, room type and rate plan,
+    and priced in the documented revisions' currency."""
+    prop, secret = await hooked_property(api, receiver, currency="GBP")
     mapped = await api.admin("PUT", f"/properties/{prop['id']}/channel-mapping", {
         "cmPropertyId": CM_PROPERTY, "roomTypes": {str(prop["roomTypes"][0]["id"]): CM_ROOM},
         "ratePlans": {str(prop["ratePlans"][0]["id"]): CM_PLAN}})

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from connectapi.domain.bookings import money
-from connectapi.domain.ota_bookings import OtaBooking, changes_between, normalise, parse_revision, told
+from connectapi.domain.ota_bookings import OtaBooking, changes_between, in_currency_of, normalise, parse_revision, told
 from connectapi.domain.text import without_card_numbers
 
 from .test_ota_revisions import MAPPING, raw
@@ -61,6 +61,13 @@ def test_a_three_decimal_currency_is_told_rounded_half_up() -> None:
     assert (said["amounts"]["total"], room["amount"], said["amounts"]["commission"]) == ("300.13", "300.13", "0.13")
     assert [n["amount"] for n in room["nights"]] == ["100.13", "100.00", "100.00"]
     assert "amounts with more decimals than the 2 told: rounded half up" in dinar.cut
+
+
+def test_a_booking_in_another_currency_than_the_propertys_is_said() -> None:
+    dollars = booking(currency="USD")
+    assert in_currency_of(dollars, "EUR").disagreements == ("its amounts are in USD, the property's currency is EUR",)
+    assert in_currency_of(booking(), "EUR ").disagreements == ()  # as the record pads it
+    assert in_currency_of(dollars, "USD") is dollars
 
 
 def test_money_is_two_decimals_rounded_half_up() -> None:
