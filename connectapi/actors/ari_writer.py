@@ -26,9 +26,9 @@ from ..budgets.charges import Counted, Verdict, refusal
 from ..budgets.window import WindowState
 from ..domain import idempotency as idem
 from ..domain.errors import ApiError
-from ..domain.ari_write import WriteCatalog, check_write
+from ..domain.ari_write import MAX_CELLS, WriteCatalog, check_write
 from ..storage import ari
-from ..storage.database import Database, RecordBusy, StorageError
+from ..storage.database import Database, RecordBusy, RecordRefused, StorageError
 from ..storage.idempotency import Stored
 from ..tracing import spans
 from .messages.property_writer import ApplyWrite, Refused, RejectedEntry, WriteAccepted, WriteOutcome
@@ -59,37 +59,52 @@ class AriWrites:
 
     async def apply_together(self, messages: list[ApplyWrite],
                              asked: list[SpanContext | None]) -> list[outcome.Outcome[WriteOutcome | Stored]]:
-        """Writes queued behind one another, in one statement: one round trip and one commit
-        for the run instead of one each. Each is answered exactly as `apply` would have
-        answered it alone, in the order queued, and traced in a span of its own under its
-        asker's (`asked`), which its batch keeps for its push.
+        """Writes queued behind one another (at most MOST_WRITES_TOGETHER of them, of at most
+        MAX_CELLS cells in all: `takes`), in one statement: one round trip and one commit for
+        the run instead of one each. Each is answered exactly as `apply` would have answered
+        it alone, in the order queued, and traced in a span of its own under its asker's
+        (`asked`), which its batch keeps for its push.
 
-        The statement is one transaction: if the record refuses it, each write is applied
-        again on its own, so only the write the record refuses fails. A write the catalog
+        The statement is one transaction. If the record refuses it (rolled back whole), each
+        write is applied again on its own, so only the write the record refuses fails. If the
+        record is away, or the statement's end unknown (a timeout, a lost connection), each
+        asker hears so, as for a write alone: none is applied again here. A write the catalog
         moved under did nothing, and is applied again on its own against the catalog read
-        afresh."""
+        afresh. A failure to read the catalog is the run's answer (the engine answers it to
+        each)."""
         if self._catalog is None:
             self._catalog = await ari.write_catalog(self._db, self._property_id)
-        prepared = [self._prepare(message, self._catalog) for message in messages]
+        catalog = self._catalog
+        prepared = [self._prepare(message, catalog) for message in messages]
         with ExitStack() as each:
             opened = [each.enter_context(spans.beside(f"PropertyWriter {ApplyWrite.__name__}", parent=parent))
                       for parent in asked]
             try:
                 written = await ari.write_cells_together(self._db, [write.cells for write in prepared],
                                                          [spans.traceparent_of(span) for span in opened])
-            except StorageError:
+            except RecordRefused:
                 written = None
+            except StorageError as away:
+                return [outcome.Error(away) for _ in messages]
             results: list[outcome.Outcome[WriteOutcome | Stored]] = []
             for i, (message, write, span) in enumerate(zip(messages, prepared, opened, strict=True)):
                 done = None if written is None else self._answer(write, written[i], span.set_attributes)
                 if done is not None:
                     results.append(outcome.Value(done))
                     continue
-                if written is not None:  # the catalog moved under it: nothing done
+                if written is not None and self._catalog is catalog:  # the catalog moved: read it once
                     self._catalog = None
-                # Refused with the run, or stale: again on its own.
+                # Refused with the run, or stale: again on its own, in a span of its own.
+                span.set_attribute("connectapi.applied_alone", True)
                 results.append(await self._apply_alone(message, asked[i]))
         return results
+
+    @staticmethod
+    def takes(run: list[ApplyWrite], message: ApplyWrite) -> bool:
+        """Whether `message` joins a run of writes in one statement: a run is short enough
+        that its askers, each answered when the whole run is, wait about as long as alone."""
+        return len(run) < ari.MOST_WRITES_TOGETHER and \
+            sum(m.plan.requested_cells for m in run) + message.plan.requested_cells <= MAX_CELLS
 
     async def _apply_alone(self, message: ApplyWrite,
                            asked: SpanContext | None) -> outcome.Outcome[WriteOutcome | Stored]:

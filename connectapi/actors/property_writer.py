@@ -51,6 +51,12 @@ class PropertyWriter(Actor[WriterMessage]):
             return "create-booking"
         return "ari-write" if isinstance(message, ApplyWrite) else None
 
+    def batch_takes(self, batch: list[WriterMessage], message: WriterMessage) -> bool:
+        # A run of writes is one statement: bounded by its count and its cells.
+        if isinstance(message, ApplyWrite):
+            return AriWrites.takes([m for m in batch if isinstance(m, ApplyWrite)], message)
+        return True
+
     async def handle_batch(self, messages: list[WriterMessage],
                            asked: list[SpanContext | None]) -> list[outcome.Outcome[Any]]:
         bookings = [m for m in messages if isinstance(m, CreateBooking)]

@@ -61,11 +61,17 @@ class Actor(Generic[M]):
         `handle_batch` in one call, in order; None: one `handle` call per message."""
         return None
 
+    def batch_takes(self, batch: list[M], message: M) -> bool:
+        """Whether `message`, of the batch's key, joins `batch` (else it starts the next):
+        for an actor whose batch is bounded by more than its count."""
+        return True
+
     async def handle_batch(self, messages: list[M], asked: list[SpanContext | None]) -> list[outcome.Outcome[Any]]:
-        """One outcome per message (a Value, or an Error of a replied error type). Raising
-        anything else is a crash of every message in the batch. Served in one span linked to
-        the askers'; `asked` is each message's asker's span (None: tracing off, or the asker
-        in none), for a handler that traces each message under its own asker."""
+        """One outcome per message (a Value, or an Error of a replied error type). Raising a
+        replied error answers it to every message of the batch; raising anything else is a
+        crash of every message in the batch. Served in one span linked to the askers';
+        `asked` is each message's asker's span (None: tracing off, or the asker in none),
+        for a handler that traces each message under its own asker."""
         raise NotImplementedError
 
     def lane_of(self, message: M) -> Hashable | None:
@@ -189,7 +195,8 @@ async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.Memor
                     following = receive.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-                if actor.batch_key(following.message) == key:
+                if actor.batch_key(following.message) == key and \
+                        actor.batch_takes([e.message for e in run], following.message):
                     run.append(following)
                 else:
                     pending = following
@@ -269,6 +276,10 @@ async def _deliver_batch(actor: Actor[M], envelopes: list[Envelope[M]]) -> None:
             results = await actor.handle_batch([e.message for e in envelopes], [e.trace for e in envelopes])
         if len(results) != len(envelopes):
             raise RuntimeError(f"handle_batch answered {len(results)} outcomes for {len(envelopes)} messages")
+    except actor.replied_errors as refusal:  # the batch's answer to each, as `handle`'s would be
+        for envelope in envelopes:
+            _reply(envelope, outcome.Error(refusal))
+        return
     except BaseException as crash:
         for envelope in envelopes:
             wrapped = ActorCrashed(f"{type(actor).__name__} crashed on a batch of {type(envelope.message).__name__}")

@@ -126,7 +126,7 @@ class CellsWritten:
 _WRITE_ARGS = 25
 _WRITE_CELLS = ("SELECT * FROM connectapi_write_cells("
                 + ", ".join(f"${i}" for i in range(1, _WRITE_ARGS + 1)) + ")")
-# Most writes one statement carries: a longer run is sent as several, so a connection
+# Most writes one statement carries (the writer's runs are no longer), so a connection
 # prepares at most this many texts of it.
 MOST_WRITES_TOGETHER = 16
 
@@ -183,31 +183,29 @@ async def write_cells(db: Database, write: CellsWrite) -> CellsWritten:
 
 async def write_cells_together(db: Database, writes: list[CellsWrite],
                                written_in: list[str | None] | None = None) -> list[CellsWritten]:
-    """Writes queued together for one property, in order, each as connectapi_write_cells
-    does it alone, in one statement per MOST_WRITES_TOGETHER: one round trip and one commit
-    for the run. The statement is one transaction: if the record refuses any of them
-    (StorageError), none of its writes is done, and the caller applies them one by one.
+    """Writes queued together for one property (at most MOST_WRITES_TOGETHER), in order,
+    each as connectapi_write_cells does it alone, in one statement: one round trip and one
+    commit for the run. The statement is one transaction: if the record refuses any of them
+    (RecordRefused), none of them is done.
 
     Each batch keeps the span it was written in (`written_in`, a traceparent per write;
     None: the current span for all): its push, later and maybe elsewhere, links to it."""
+    if not 0 < len(writes) <= MOST_WRITES_TOGETHER:
+        raise ValueError(f"{len(writes)} writes: one statement takes 1 to {MOST_WRITES_TOGETHER}")
     if written_in is None:
         written_in = [spans.traceparent()] * len(writes)
-    answers: list[CellsWritten] = []
-    for start in range(0, len(writes), MOST_WRITES_TOGETHER):
-        run = writes[start:start + MOST_WRITES_TOGETHER]
-        arguments = [argument for write, parent in zip(run, written_in[start:start + MOST_WRITES_TOGETHER], strict=True)
-                     for argument in write.arguments(parent)]
-        with spans.span("record connectapi_write_cells", kind=spans.CLIENT,
-                        attributes={"db.system": "postgresql", "db.operation": "connectapi_write_cells",
-                                    "connectapi.writes": len(run)}):
-            if len(run) == 1:
-                rows = list(filter(None, [await db.fetchrow(_WRITE_CELLS, *arguments)]))
-            else:
-                rows = sorted(await db.fetch(_statement_for(len(run)), *arguments), key=lambda row: row["n"])
-        if len(rows) != len(run):
-            raise RuntimeError(f"connectapi_write_cells answered {len(rows)} rows for {len(run)} writes")
-        answers.extend(_written(row) for row in rows)
-    return answers
+    arguments = [argument for write, parent in zip(writes, written_in, strict=True)
+                 for argument in write.arguments(parent)]
+    with spans.span("record connectapi_write_cells", kind=spans.CLIENT,
+                    attributes={"db.system": "postgresql", "db.operation": "connectapi_write_cells",
+                                "connectapi.writes": len(writes)}):
+        if len(writes) == 1:
+            rows = list(filter(None, [await db.fetchrow(_WRITE_CELLS, *arguments)]))
+        else:
+            rows = sorted(await db.fetch(_statement_for(len(writes)), *arguments), key=lambda row: row["n"])
+    if len(rows) != len(writes):
+        raise RuntimeError(f"connectapi_write_cells answered {len(rows)} rows for {len(writes)} writes")
+    return [_written(row) for row in rows]
 
 
 def _statement_for(count: int) -> str:

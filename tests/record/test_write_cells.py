@@ -180,12 +180,17 @@ async def test_a_run_the_record_refuses_writes_nothing_of_any_write(db: Database
     assert await db.fetchval("SELECT count(*) FROM write_batches") == 0
 
 
-async def test_a_run_longer_than_one_statement_takes_is_answered_whole_and_in_order(db: Database) -> None:
+async def test_a_run_is_one_statement_of_at_most_its_bound(db: Database) -> None:
     pid, _, plan = await a_property(db)
-    count = ari.MOST_WRITES_TOGETHER * 2 + 3
+    count = ari.MOST_WRITES_TOGETHER
     run = [await a_write(db, pid, {(plan, NIGHT + timedelta(days=n)): {0: 10000 + n}}, resource="rates")
-           for n in range(count)]
-    done = await ari.write_cells_together(db, run)
+           for n in range(count + 1)]
+    # One statement commits at once: a longer run the writer never makes is refused, not split.
+    with pytest.raises(ValueError):
+        await ari.write_cells_together(db, run)
+    with pytest.raises(ValueError):
+        await ari.write_cells_together(db, [])
+    done = await ari.write_cells_together(db, run[:count])
     assert [(d.answer, d.accepted) for d in done] == [("written", 1)] * count
     rows = await db.fetch("SELECT night, rate_minor, last_batch_id FROM rate_cells WHERE property_id = $1", pid)
     assert {(r["night"], r["rate_minor"], r["last_batch_id"]) for r in rows} == {

@@ -1,7 +1,9 @@
 """A property's ARI writes queued together (decision 0148): one statement for the run, each
 answered as if it came alone. A run the record refuses is applied write by write, so only
-the write the record refuses fails; a write the catalog moved under is checked again
-against the catalog read afresh; the pushers are woken once for the run."""
+the write the record refuses fails; a run whose end is unknown (the connection lost) is
+answered so to each asker and applied again by none; a write the catalog moved under is
+checked again against the catalog read afresh; a run is bounded by count and cells; the
+pushers are woken once for the run."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import outcome
+import trio
 
 from connectapi.actors.ari_writer import AriWrites
 from connectapi.actors.messages.property_writer import ApplyWrite, Refused, WriteAccepted
@@ -16,8 +19,11 @@ from connectapi.actors.property_writer import PropertyWriter
 from connectapi.actors.wakeups import Wakeups
 from connectapi.budgets.charges import Charge
 from connectapi.domain.ari_write import Resource, plan_write
-from connectapi.storage.database import Database, RecordRefused
+from connectapi.domain.ari_write import MAX_CELLS
+from connectapi.storage import ari
+from connectapi.storage.database import Database, RecordRefused, StorageUnavailable
 
+from ..api.harness import held_elsewhere
 from .test_twins import NOW, TODAY, a_property
 
 NIGHT = TODAY + timedelta(days=1)
@@ -103,3 +109,44 @@ async def test_the_writer_wakes_the_pushers_once_for_a_run_with_what_it_moved(db
     # A run that moved nothing wakes nobody.
     assert [accepted(d) for d in await writer.handle_batch(run[1:], [None] * 2)] == [0, 0]
     assert pushes.woken == [(pid, True, True)]
+
+
+async def test_a_run_whose_end_is_unknown_is_answered_so_and_applied_again_by_none(db: Database,
+                                                                                   fresh_dsn: str) -> None:
+    # An outside review: a run refused for any reason was applied again write by write, even
+    # when the record may have committed it (a timeout, a connection lost): applied twice.
+    pid, _, plan = await a_property(db)
+    writes = AriWrites(db, pid)
+    run = [rates(pid, plan, n, 1, f"9{n}.00") for n in range(3)]
+    answers: list[outcome.Outcome[Any]] = []
+
+    async def apply() -> None:
+        answers.extend(await writes.apply_together(run, [None] * 3))
+
+    async with held_elsewhere(fresh_dsn, ("SELECT 1 FROM properties WHERE id = $1 FOR NO KEY UPDATE", (pid,))) as other:
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(apply)
+                waiting = None
+                while waiting is None:
+                    await trio.sleep(0.01)
+                    waiting = await db.fetchval("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                                "AND query LIKE '%connectapi_write_cells%'")
+                # The run's connection lost mid-statement: to the writer, its end is unknown.
+                await db.execute("SELECT pg_terminate_backend($1)", waiting)
+                await other.rollback()
+    assert [type(a.error) for a in answers if isinstance(a, outcome.Error)] == [StorageUnavailable] * 3
+    assert await db.fetchval("SELECT count(*) FROM write_batches WHERE property_id = $1", pid) == 0
+
+
+def test_a_run_is_bounded_by_its_count_and_its_cells() -> None:
+    pid, plan = 1, 2
+    one = rates(pid, plan, 0, 1, "90.00")
+    assert AriWrites.takes([one] * (ari.MOST_WRITES_TOGETHER - 1), one)
+    assert not AriWrites.takes([one] * ari.MOST_WRITES_TOGETHER, one)
+    year = rates(pid, plan, 0, 300, "90.00")
+    most = MAX_CELLS // 300
+    assert AriWrites.takes([year] * (most - 1), year) and not AriWrites.takes([year] * most, year)
+    no_record: Any = None  # `batch_takes` asks nothing of the record
+    writer = PropertyWriter(pid, no_record, Wakeups())
+    assert writer.batch_takes([one], one) and not writer.batch_takes([year] * most, year)

@@ -280,8 +280,11 @@ class Num(Ask[int]):
 
 
 class Batcher(Actor[Num]):
-    """Batches even numbers, serves odd ones one by one; 1 waits for the gate (so the others
-    queue up behind it); a batch holding 100 crashes; 0 is refused."""
+    """Batches even numbers, at most four a batch, serves odd ones one by one; 1 waits for
+    the gate (so the others queue up behind it); a batch holding 100 crashes, one holding 200
+    is refused whole; 0 is refused."""
+
+    replied_errors = (Refused,)
 
     def __init__(self, calls: list[list[int]], gate: dict[str, trio.Event]) -> None:
         self.calls = calls
@@ -289,6 +292,9 @@ class Batcher(Actor[Num]):
 
     def batch_key(self, message: Num) -> str | None:
         return "even" if message.n % 2 == 0 else None
+
+    def batch_takes(self, batch: list[Num], message: Num) -> bool:
+        return len(batch) < 4
 
     async def handle(self, message: Num) -> int:
         self.calls.append([message.n])
@@ -302,6 +308,8 @@ class Batcher(Actor[Num]):
         self.calls.append(numbers)
         if 100 in numbers:
             raise RuntimeError("boom")
+        if 200 in numbers:
+            raise Refused()
         return [outcome.Value(n * 10) if n else outcome.Error(Refused()) for n in numbers]
 
 
@@ -339,6 +347,16 @@ async def test_queued_messages_with_one_batch_key_are_served_together(autojump_c
         assert answers == {1: 1, 10: "ActorCrashed", 100: "ActorCrashed", 7: "ActorUnavailable"}
         assert await box.ask(Num(12), timeout=5) == 12  # restarted; a lone even number is one handle call
         assert calls[-1] == [12]
+
+        # A batch is as long as the actor takes (four); one refused whole answers each of its
+        # messages with the refusal, is no crash, and the next batch is served.
+        calls.clear()
+        answers.clear()
+        gate["open"] = trio.Event()
+        await queue_behind_the_gate((2, 4, 6, 8, 10, 200, 14))
+        assert calls == [[1], [2, 4, 6, 8], [10, 200, 14]]
+        assert answers == {1: 1, 2: 20, 4: 40, 6: 60, 8: 80, 10: "Refused", 200: "Refused", 14: "Refused"}
+        assert await box.ask(Num(16), timeout=5) == 16
 
 
 class Background(Actor[Any]):
