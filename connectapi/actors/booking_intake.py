@@ -25,7 +25,7 @@ apply to once if two rounds ever overlap (a holder stalled past its lease).
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -56,10 +56,14 @@ class Round:
     stored: int = 0
     settled: dict[str, int] = field(default_factory=Counter)
     acknowledged: int = 0
+    # Of those, offered again after their acknowledgement and acknowledged again for the
+    # first time by this intake (ours lost on its way): they leave the feed too.
+    acknowledged_again: int = 0
     more: bool = False  # more is left than a round takes: the next round starts at once
 
 
 ROUND_BATCH = 500  # revisions a round applies, and acknowledges, at most
+ACKED_AGAIN_KEPT = 10_000  # revision ids acknowledged again that an intake remembers
 # Properties whose revisions a round applies side by side: a slow one holds up no other. Each
 # holds a connection of the process's pool (ten) while it applies: most stay for requests.
 PROPERTIES_AT_ONCE = 4
@@ -95,6 +99,9 @@ class BookingIntake(RoundsActor[Wake]):
         self._batch = batch
         self._unknown_properties: set[str] = set()
         self._leases = LeaseHolder(db, clock, holder)
+        # Revisions acknowledged again, the latest last: one offered after that too is a feed
+        # that does not take our acknowledgements, and no reason to read it again at once.
+        self._acked_again: OrderedDict[str, None] = OrderedDict()
 
     async def round(self) -> NextRound:
         try:
@@ -135,9 +142,10 @@ class BookingIntake(RoundsActor[Wake]):
         if failure is not None:
             raise failure  # a bug of ours, once what was settled is acknowledged
         # Revisions new to the record, or acknowledged for the first time, leave the feed for
-        # good. One acknowledged again (offered after its acknowledgement) does not count: a
-        # channel manager that keeps offering it would have the feed read in a loop.
-        took_something = bool(done.stored or acked)
+        # good, and so does one acknowledged again once (our acknowledgement was lost). One
+        # acknowledged again before does not count: a channel manager that keeps offering it
+        # would have the feed read in a loop.
+        took_something = bool(done.stored or acked or done.acknowledged_again)
         if not feed.complete and not took_something:
             log.warning("intake: the pages of the booking feed a round reads hold nothing it can take")
         # At once again only when this round cleared a whole batch: revisions whose writer
@@ -269,6 +277,12 @@ class BookingIntake(RoundsActor[Wake]):
                 # given below, once a round, with the others.
                 if await self._ack(revision_id):
                     done.acknowledged += 1
+                    if revision_id not in self._acked_again:
+                        done.acknowledged_again += 1
+                    self._acked_again[revision_id] = None
+                    self._acked_again.move_to_end(revision_id)
+                    if len(self._acked_again) > ACKED_AGAIN_KEPT:
+                        self._acked_again.popitem(last=False)
 
     async def _ack(self, revision_id: str) -> bool:
         acked = await self._channel.ask(AckRevision(revision_id), ASK_TIMEOUT)

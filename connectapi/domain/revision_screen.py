@@ -32,8 +32,9 @@ from .ari_write import HORIZON_DAYS
 from .bookings import MAX_NIGHTS
 
 TEXT_KEPT = 4000  # characters of a string (a guest's requests are the longest we expect)
-# A string an amount, a count or a date could be read from: its tail is its value.
-_NUMBER_LIKE = re.compile(r"[\s0-9+\-.,:eE_]*")
+# A string an amount, a count or a date could be read from (digits of any script, as
+# Decimal and int read them): its tail is its value.
+_NUMBER_LIKE = re.compile(r"[\s\d+\-.,:eE_]*\d[\s\d+\-.,:eE_]*")
 MEMBERS_KEPT = 400  # items of a list, members of an object (a stay's `days` is at most 90)
 BYTES_KEPT = 256 * 1024  # the whole revision as JSON, once its parts are bounded
 CUTS_LISTED = 20  # cuts recorded with a revision; more are counted in the last

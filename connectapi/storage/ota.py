@@ -68,21 +68,19 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
         elsewhere = await _booking_elsewhere(conn, cm_booking_id, property_id)
         if elsewhere is not None:
             # The booking is another property's: kept apart, refused and shown for review,
-            # never made into a second booking here (decision 0149).
-            made = await conn.fetchval(
+            # never made into a second booking here (decision 0149). This revision kept here
+            # already (as a clash, or before the booking was applied elsewhere) is offered again.
+            here = await conn.fetch(
+                "SELECT state, acked_at FROM ota_revisions WHERE id = $1 AND property_id = $2 AND cm_booking_id = $3",
+                revision_id, property_id, cm_booking_id)
+            if here:
+                return Stored("again", all(r["state"] != "received" and r["acked_at"] is not None for r in here))
+            await conn.execute(
                 """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
                                               received_at, cut, clash_of)
-                   VALUES ($1, $2, $3, $4, $5, $6, 'received', $7, $8, $9) ON CONFLICT DO NOTHING RETURNING seq""",
+                   VALUES ($1, $2, $3, $4, $5, $6, 'received', $7, $8, $9) ON CONFLICT DO NOTHING""",
                 revision_id, system_id, property_id, cm_booking_id, revised_at, text, at, cut, elsewhere)
-            if made is not None:
-                return Stored("clash")
-            again = await conn.fetchrow(
-                """SELECT state, acked_at FROM ota_revisions
-                   WHERE id = $1 AND property_id = $2 AND cm_booking_id = $3 AND clash_of IS NOT NULL""",
-                revision_id, property_id, cm_booking_id)
-            if again is None:
-                return None  # pruned meanwhile: store it again
-            return Stored("again", again["state"] != "received" and again["acked_at"] is not None)
+            return Stored("clash")
         stored = await conn.fetchval(
             """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
                                           received_at, cut)

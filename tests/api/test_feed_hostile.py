@@ -353,6 +353,33 @@ async def test_a_booking_of_one_property_revised_under_another_is_kept_and_never
     assert [state for state, _ in await settled_as(api, first, 2)] == ["applied", "applied"]
 
 
+async def test_a_revision_kept_here_offered_again_after_its_booking_went_elsewhere_is_no_new_clash(
+        api: Harness, receiver: Receiver) -> None:
+    first, _ = await hooked_property(api, receiver, **CM_ONLY)
+    second = await api.create_property(name="Another Hotel", **CM_ONLY)
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    kept = offered(api, first, lambda r: r["rooms"][0].update(room_type_id="a-room-type-nobody-mapped"))
+    assert [state for state, _ in await settled_as(api, first, 1)] == ["unmapped"]
+    theirs = cm_ids(api, second)
+    moved = copy.deepcopy(kept)
+    moved["id"] = moved["revision_id"] = "applied-at-the-other-hotel"
+    moved["system_id"] = f"{kept['system_id']}-elsewhere"
+    moved["property_id"] = theirs[0]
+    moved["rooms"][0]["room_type_id"] = theirs[1]
+    moved["rooms"][0]["rate_plan_id"] = theirs[1 + len(second["roomTypes"])]
+    sandbox.bookings.revisions[moved["id"]] = moved
+    api.ctx.properties.wakeups.revisions_waiting()
+    assert [state for state, _ in await settled_as(api, second, 1)] == ["applied"]
+    # The first hotel's revision offered again (our acknowledgement lost): the same one, kept.
+    sandbox.bookings.acked.discard(kept["id"])
+    api.ctx.properties.wakeups.revisions_waiting()
+    await eventually(lambda: not sandbox.bookings.feed(None), "acknowledged again")
+    assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE id = $1", kept["id"]) == 1
+    told = (await api.admin("GET", f"/properties/{first['id']}/notifications")).data
+    assert [n["kind"] for n in told] == ["ota.unapplied"]
+
+
 async def test_a_revision_dated_far_ahead_is_kept_for_review_and_the_cancellation_still_counts(
         api: Harness, receiver: Receiver) -> None:
     # An outside review: a `new` dated in the year 8999 was applied, and every later revision

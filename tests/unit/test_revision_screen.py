@@ -79,13 +79,15 @@ def test_a_number_written_as_a_string_cut_refuses_its_revision() -> None:
     # An outside review: "000…0240.00" cut to its first 4,000 characters read as 0.00 and the
     # booking was applied for nothing.
     padded = "0" * (TEXT_KEPT + 100) + "240.00"
-    for value in (padded, " " * TEXT_KEPT + "240.00", "1" * (TEXT_KEPT + 1), "2026-12-10" + "0" * TEXT_KEPT):
+    for value in (padded, " " * TEXT_KEPT + "240.00", "1" * (TEXT_KEPT + 1), "2026-12-10" + "0" * TEXT_KEPT,
+                  "\u0660" * (TEXT_KEPT + 100) + "\u0662\u0664\u0660.00", "\uff10" * (TEXT_KEPT + 1) + "\uff15"):
         kept, cuts = bounded({"amount": value, "notes": "fine"})
         assert cuts == (Cut("amount", len(value), "digits"),), cuts
         assert lost_in_keeping(cuts) == f"it was too large to keep whole: amount ({len(value):,} digits)"
     # A text's tail is only text; the guest's phone is read as one or dropped, never as money.
-    _, cuts = bounded({"notes": "late arrival " * 400, "customer": {"phone": "9" * (TEXT_KEPT + 1)}})
-    assert [c.unit for c in cuts] == ["characters", "characters"] and lost_in_keeping(cuts) is None
+    _, cuts = bounded({"notes": "late arrival " * 400, "customer": {"phone": "9" * (TEXT_KEPT + 1)},
+                       "divider": "-" * (TEXT_KEPT + 1)})
+    assert [c.unit for c in cuts] == ["characters"] * 3 and lost_in_keeping(cuts) is None
 
 
 def test_a_cut_names_its_path_printably_and_briefly() -> None:
