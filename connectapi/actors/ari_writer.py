@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import outcome
-from opentelemetry.trace import SpanContext
+from opentelemetry.trace import Span, SpanContext
 from opentelemetry.util.types import AttributeValue
 
 from ..budgets.charges import Counted, Verdict, refusal
@@ -66,9 +66,10 @@ class AriWrites:
         (`asked`), which its batch keeps for its push.
 
         The statement is one transaction. If the record refuses it (rolled back whole), each
-        write is applied again on its own, so only the write the record refuses fails. If the
-        record is away, or the statement's end unknown (a timeout, a lost connection), each
-        asker hears so, as for a write alone: none is applied again here. A write the catalog
+        write is applied again on its own, so only the write the record refuses fails; if it
+        refuses it for now (RecordBusy: a lock not had in time, a deadlock), each asker hears
+        so, as alone. If the record is away, or the statement's end unknown (a timeout, a lost
+        connection), each asker hears so, as for a write alone: none is applied again here. A write the catalog
         moved under did nothing, and is applied again on its own against the catalog read
         afresh. A failure to read the catalog is the run's answer (the engine answers it to
         each)."""
@@ -82,10 +83,14 @@ class AriWrites:
             try:
                 written = await ari.write_cells_together(self._db, [write.cells for write in prepared],
                                                          [spans.traceparent_of(span) for span in opened])
+            except RecordBusy as busy:
+                # Refused for now (a lock not had in time, a deadlock): each asker hears so, as
+                # alone, rather than each write waiting out the same lock again in turn.
+                return _failed(opened, busy)
             except RecordRefused:
                 written = None
             except StorageError as away:
-                return [outcome.Error(away) for _ in messages]
+                return _failed(opened, away)
             results: list[outcome.Outcome[WriteOutcome | Stored]] = []
             for i, (message, write, span) in enumerate(zip(messages, prepared, opened, strict=True)):
                 done = None if written is None else self._answer(write, written[i], span.set_attributes)
@@ -157,6 +162,13 @@ class AriWrites:
                 return WriteAccepted(accepted.batch_id, accepted.resource, accepted.requested_cells,
                                      written.accepted, written.noop, accepted.rejected)
         raise RuntimeError(f"the record answered a write with {written.answer!r}")
+
+
+def _failed(opened: list[Span], error: StorageError) -> list[outcome.Outcome[WriteOutcome | Stored]]:
+    """A run's error as each write's answer, its span saying so."""
+    for span in opened:
+        spans.failed(span, type(error).__name__)
+    return [outcome.Error(error) for _ in opened]
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,18 +189,12 @@ async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.Memor
             served += 1
         else:
             run, pending = [pending], None
-            key = actor.batch_key(run[0].message)
-            while key is not None and served + len(run) < DRAIN_BATCH:
-                try:
-                    following = receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-                if actor.batch_key(following.message) == key and \
-                        actor.batch_takes([e.message for e in run], following.message):
-                    run.append(following)
-                else:
-                    pending = following
-                    break
+            try:
+                pending = _gather(actor, run, receive, DRAIN_BATCH - served)
+            except BaseException:  # the actor's batch_key or batch_takes failed: a crash
+                for envelope in run:
+                    _reply(envelope, _never_served(actor))
+                raise
             try:
                 if len(run) == 1:
                     await _deliver(actor, run[0])
@@ -216,6 +210,28 @@ async def _serve_queued(actor: Actor[M], first: Envelope[M], receive: trio.Memor
                 pending = receive.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel):
                 pending = None
+
+
+def _gather(actor: Actor[M], run: list[Envelope[M]], receive: trio.MemoryReceiveChannel[Envelope[M]],
+            room: int) -> Envelope[M] | None:
+    """Take the messages queued behind `run[0]` that join its batch into `run` (at most
+    `room` in all); answers the first taken that does not join, or None."""
+    key = actor.batch_key(run[0].message)
+    while key is not None and len(run) < room:
+        try:
+            following = receive.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return None
+        try:
+            joins = actor.batch_key(following.message) == key and \
+                actor.batch_takes([e.message for e in run], following.message)
+        except BaseException:
+            _reply(following, _never_served(actor))
+            raise
+        if not joins:
+            return following
+        run.append(following)
+    return None
 
 
 class _Lanes(Generic[M]):

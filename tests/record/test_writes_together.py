@@ -21,7 +21,7 @@ from connectapi.budgets.charges import Charge
 from connectapi.domain.ari_write import Resource, plan_write
 from connectapi.domain.ari_write import MAX_CELLS
 from connectapi.storage import ari
-from connectapi.storage.database import Database, RecordRefused, StorageUnavailable
+from connectapi.storage.database import Database, RecordBusy, RecordRefused, StorageUnavailable
 
 from ..api.harness import held_elsewhere
 from .test_twins import NOW, TODAY, a_property
@@ -150,3 +150,24 @@ def test_a_run_is_bounded_by_its_count_and_its_cells() -> None:
     no_record: Any = None  # `batch_takes` asks nothing of the record
     writer = PropertyWriter(pid, no_record, Wakeups())
     assert writer.batch_takes([one], one) and not writer.batch_takes([year] * most, year)
+
+
+async def test_a_run_refused_for_now_is_answered_so_to_each_asker_and_not_tried_write_by_write(
+        db: Database) -> None:
+    # A second review: a run refused for now (a lock not had in time, a deadlock) was tried
+    # again write by write, each write waiting out the same lock in turn while its asker had
+    # long given up. Each hears it at once, as alone (503, try again).
+    pid, _, plan = await a_property(db)
+    await db.execute("""CREATE FUNCTION busy_three() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN
+                            IF NEW.requested_cells = 3 THEN
+                                RAISE EXCEPTION 'could not serialize' USING ERRCODE = '40001';
+                            END IF;
+                            RETURN NEW;
+                        END $$""")
+    await db.execute("CREATE TRIGGER busy_three BEFORE INSERT ON write_batches "
+                     "FOR EACH ROW EXECUTE FUNCTION busy_three()")
+    run = [rates(pid, plan, 0, 1, "90.00"), rates(pid, plan, 1, 3, "91.00"), rates(pid, plan, 5, 1, "92.00")]
+    answers = await AriWrites(db, pid).apply_together(run, [None] * 3)
+    assert [type(a.error) for a in answers if isinstance(a, outcome.Error)] == [RecordBusy] * 3
+    assert await recorded(db, pid) == {}

@@ -294,6 +294,8 @@ class Batcher(Actor[Num]):
         return "even" if message.n % 2 == 0 else None
 
     def batch_takes(self, batch: list[Num], message: Num) -> bool:
+        if message.n == 300:
+            raise RuntimeError("a bug in batch_takes")
         return len(batch) < 4
 
     async def handle(self, message: Num) -> int:
@@ -357,6 +359,16 @@ async def test_queued_messages_with_one_batch_key_are_served_together(autojump_c
         assert calls == [[1], [2, 4, 6, 8], [10, 200, 14]]
         assert answers == {1: 1, 2: 20, 4: 40, 6: 60, 8: 80, 10: "Refused", 200: "Refused", 14: "Refused"}
         assert await box.ask(Num(16), timeout=5) == 16
+
+        # A bug in deciding a batch is a crash; every message taken for it is answered as
+        # never served (safe to send again), none left waiting; one still queued survives
+        # and is served by the next incarnation.
+        calls.clear()
+        answers.clear()
+        gate["open"] = trio.Event()
+        await queue_behind_the_gate((2, 4, 300, 6))
+        assert calls == [[1], [6]]
+        assert answers == {1: 1, 2: "ActorUnavailable", 4: "ActorUnavailable", 300: "ActorUnavailable", 6: 6}
 
 
 class Background(Actor[Any]):
