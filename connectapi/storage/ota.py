@@ -70,17 +70,17 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
             # The booking is another property's: kept apart, refused and shown for review,
             # never made into a second booking here (decision 0149). This revision kept here
             # already (as a clash, or before the booking was applied elsewhere) is offered again.
-            here = await conn.fetch(
-                "SELECT state, acked_at FROM ota_revisions WHERE id = $1 AND property_id = $2 AND cm_booking_id = $3",
-                revision_id, property_id, cm_booking_id)
-            if here:
-                return Stored("again", all(r["state"] != "received" and r["acked_at"] is not None for r in here))
-            await conn.execute(
+            here = await _kept_here(conn, revision_id, property_id, cm_booking_id)
+            if here is not None:
+                return here
+            made = await conn.fetchval(
                 """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
                                               received_at, cut, clash_of)
-                   VALUES ($1, $2, $3, $4, $5, $6, 'received', $7, $8, $9) ON CONFLICT DO NOTHING""",
+                   VALUES ($1, $2, $3, $4, $5, $6, 'received', $7, $8, $9) ON CONFLICT DO NOTHING RETURNING seq""",
                 revision_id, system_id, property_id, cm_booking_id, revised_at, text, at, cut, elsewhere)
-            return Stored("clash")
+            if made is not None:
+                return Stored("clash")
+            return await _kept_here(conn, revision_id, property_id, cm_booking_id)  # kept meanwhile elsewhere
         stored = await conn.fetchval(
             """INSERT INTO ota_revisions (id, system_id, property_id, cm_booking_id, revised_at, payload, state,
                                           received_at, cut)
@@ -113,6 +113,23 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
         if done is not None:
             return done
     raise RuntimeError(f"revision {revision_id[:40]} neither stored nor found three times")
+
+
+async def _kept_here(conn: asyncpg.Connection, revision_id: str, property_id: int,
+                     cm_booking_id: str) -> Stored | None:
+    """The revision offered again, if this property keeps it (as a clash or not), with
+    whether to acknowledge it now; None when it does not."""
+    # One branch per partial index on the id (a clash's, and the others').
+    here = await conn.fetch(
+        """SELECT state, acked_at FROM ota_revisions
+           WHERE id = $1 AND clash_of IS NULL AND property_id = $2 AND cm_booking_id = $3
+           UNION ALL
+           SELECT state, acked_at FROM ota_revisions
+           WHERE id = $1 AND property_id = $2 AND cm_booking_id = $3 AND clash_of IS NOT NULL""",
+        revision_id, property_id, cm_booking_id)
+    if not here:
+        return None
+    return Stored("again", all(r["state"] != "received" and r["acked_at"] is not None for r in here))
 
 
 async def _booking_elsewhere(conn: asyncpg.Connection, cm_booking_id: str, property_id: int) -> int | None:

@@ -84,6 +84,10 @@ def test_a_number_written_as_a_string_cut_refuses_its_revision() -> None:
         kept, cuts = bounded({"amount": value, "notes": "fine"})
         assert cuts == (Cut("amount", len(value), "digits"),), cuts
         assert lost_in_keeping(cuts) == f"it was too large to keep whole: amount ({len(value):,} digits)"
+    # Read in linear time whatever the string: digits then a letter once took minutes.
+    for hostile in ("1" * 1_000_000 + "x", "0123456789 " * 100_000 + "ok", "1" * 1_000_000):
+        _, cuts = bounded({"notes": hostile})
+        assert [c.unit for c in cuts] == ["digits" if hostile.isdigit() else "characters"]
     # A text's tail is only text; the guest's phone is read as one or dropped, never as money.
     _, cuts = bounded({"notes": "late arrival " * 400, "customer": {"phone": "9" * (TEXT_KEPT + 1)},
                        "divider": "-" * (TEXT_KEPT + 1)})
