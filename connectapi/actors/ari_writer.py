@@ -8,7 +8,8 @@ the idempotency key, writes the cells and the batch, and keeps the outcome under
 A catalog that moved meanwhile is read again and the write checked again: nothing was
 done. Run by the property's writer, so writes of a property are applied one at a time
 in this process; the row lock serialises them across processes. Writes queued behind one
-another go in one statement, each still done as if alone (docs/decisions/0148-writes-queued-together-in-one-statement.md).
+another go in one statement, each still done as if alone
+(docs/decisions/0148-writes-queued-together-in-one-statement.md).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from opentelemetry.util.types import AttributeValue
 from ..budgets.charges import Counted, Verdict, refusal
 from ..budgets.window import WindowState
 from ..domain import idempotency as idem
-from ..domain.errors import ApiError
 from ..domain.ari_write import MAX_CELLS, WriteCatalog, check_write
+from ..domain.errors import ApiError
 from ..storage import ari
 from ..storage.database import Database, RecordBusy, RecordRefused, StorageError
 from ..storage.idempotency import Stored
@@ -69,10 +70,10 @@ class AriWrites:
         write is applied again on its own, so only the write the record refuses fails; if it
         refuses it for now (RecordBusy: a lock not had in time, a deadlock), each asker hears
         so, as alone. If the record is away, or the statement's end unknown (a timeout, a lost
-        connection), each asker hears so, as for a write alone: none is applied again here. A write the catalog
-        moved under did nothing, and is applied again on its own against the catalog read
-        afresh. A failure to read the catalog is the run's answer (the engine answers it to
-        each)."""
+        connection), each asker hears so, as for a write alone: none is applied again here.
+        A write the catalog moved under did nothing, and is applied again on its own against
+        the catalog read afresh. A failure to read the catalog is the run's answer (the
+        engine answers it to each)."""
         if self._catalog is None:
             self._catalog = await ari.write_catalog(self._db, self._property_id)
         catalog = self._catalog
