@@ -5,6 +5,7 @@ writes queued together for a property in one statement (`write_cells_together`).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -208,6 +209,7 @@ async def write_cells_together(db: Database, writes: list[CellsWrite],
     return [_written(row) for row in rows]
 
 
+@functools.cache
 def _statement_for(count: int) -> str:
     """`count` calls of connectapi_write_cells in one statement, run in the order written (a
     UNION ALL's branches run one after the other, each call whole before the next starts,
