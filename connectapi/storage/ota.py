@@ -96,7 +96,7 @@ async def store_revision(db: Database, revision_id: str, system_id: str, propert
         same = [r for r in kept if r["property_id"] == property_id and r["cm_booking_id"] == cm_booking_id]
         by_id = [r for r in same if r["id"] == revision_id]
         if by_id:
-            return Stored("again", all(r["state"] != "received" and r["acked_at"] is not None for r in by_id))
+            return _again(by_id)
         if any(_content(r["payload"]) == _content(text) for r in same):
             # The same message under a new id (its system id the same): nothing of ours to wait for.
             return Stored("again", True)
@@ -127,9 +127,13 @@ async def _kept_here(conn: asyncpg.Connection, revision_id: str, property_id: in
            SELECT state, acked_at FROM ota_revisions
            WHERE id = $1 AND property_id = $2 AND cm_booking_id = $3 AND clash_of IS NOT NULL""",
         revision_id, property_id, cm_booking_id)
-    if not here:
-        return None
-    return Stored("again", all(r["state"] != "received" and r["acked_at"] is not None for r in here))
+    return _again(here) if here else None
+
+
+def _again(kept: list[asyncpg.Record]) -> Stored:
+    """A revision offered again, acknowledged now if each of its rows is settled and was
+    acknowledged here (ours lost on its way); else the round's to apply or acknowledge."""
+    return Stored("again", all(r["state"] != "received" and r["acked_at"] is not None for r in kept))
 
 
 async def _booking_elsewhere(conn: asyncpg.Connection, cm_booking_id: str, property_id: int) -> int | None:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pytest
 
@@ -172,6 +172,30 @@ async def settled_as(api: Harness, prop: dict[str, Any], count: int) -> list[tup
     return [(r["state"], r["note"]) for r in reversed(await revisions(api, prop, count))]
 
 
+def revised(api: Harness, earlier: Revision, ident: str, *, status: Literal["modified", "cancelled"] | None = None,
+            under: dict[str, Any] | None = None, later: bool = False) -> Revision:
+    """`earlier`'s booking revised: a copy under a new id and system id (`ident`), of
+    `status`, naming `under`'s channel ids when given, dated after it when `later`; put in
+    the sandbox's feed, and the intake woken."""
+    sandbox = api.ctx.channel.sandbox
+    assert sandbox is not None
+    made = copy.deepcopy(earlier)
+    made["id"] = made["revision_id"] = ident
+    made["system_id"] = f"{earlier['system_id']}-{ident}"
+    if status is not None:
+        made["status"] = status
+    if under is not None:
+        theirs = cm_ids(api, under)
+        made["property_id"] = theirs[0]
+        made["rooms"][0]["room_type_id"] = theirs[1]
+        made["rooms"][0]["rate_plan_id"] = theirs[1 + len(under["roomTypes"])]
+    if later:
+        made["inserted_at"] = earlier["inserted_at"][:-6] + "999999"
+    sandbox.bookings.revisions[ident] = made
+    api.ctx.properties.wakeups.revisions_waiting()
+    return made
+
+
 async def nothing_written_for(api: Harness, prop: dict[str, Any]) -> None:
     db = api.ctx.db
     assert await db.fetchval("SELECT count(*) FROM bookings WHERE property_id = $1", prop["id"]) == 0
@@ -315,16 +339,7 @@ async def test_a_booking_of_one_property_revised_under_another_is_kept_and_never
     assert sandbox is not None
     earlier = offered(api, first)
     assert [state for state, _ in await settled_as(api, first, 1)] == ["applied"]
-    theirs = cm_ids(api, second)
-    moved = copy.deepcopy(earlier)
-    moved["id"] = moved["revision_id"] = "moved-to-another-property"
-    moved["system_id"] = f"{earlier['system_id']}-moved"
-    moved["status"] = "modified"
-    moved["property_id"] = theirs[0]
-    moved["rooms"][0]["room_type_id"] = theirs[1]
-    moved["rooms"][0]["rate_plan_id"] = theirs[1 + len(second["roomTypes"])]
-    sandbox.bookings.revisions[moved["id"]] = moved
-    api.ctx.properties.wakeups.revisions_waiting()
+    moved = revised(api, earlier, "moved-to-another-property", status="modified", under=second)
     [(state, note)] = await settled_as(api, second, 1)
     assert state == "refused"
     assert note == ("its booking is another property's (the channel manager's booking id is known there): kept for "
@@ -343,13 +358,7 @@ async def test_a_booking_of_one_property_revised_under_another_is_kept_and_never
     await eventually(lambda: not sandbox.bookings.feed(None), "the clash acknowledged again")
     assert await api.ctx.db.fetchval("SELECT count(*) FROM ota_revisions WHERE id = $1", moved["id"]) == 1
     # A revision of the first hotel's own booking still applies there.
-    cancel = copy.deepcopy(earlier)
-    cancel["id"] = cancel["revision_id"] = "the-first-hotels-cancellation"
-    cancel["system_id"] = f"{earlier['system_id']}-cancelled"
-    cancel["status"] = "cancelled"
-    cancel["inserted_at"] = earlier["inserted_at"][:-6] + "999999"
-    sandbox.bookings.revisions[cancel["id"]] = cancel
-    api.ctx.properties.wakeups.revisions_waiting()
+    revised(api, earlier, "the-first-hotels-cancellation", status="cancelled", later=True)
     assert [state for state, _ in await settled_as(api, first, 2)] == ["applied", "applied"]
 
 
@@ -361,15 +370,7 @@ async def test_a_revision_kept_here_offered_again_after_its_booking_went_elsewhe
     assert sandbox is not None
     kept = offered(api, first, lambda r: r["rooms"][0].update(room_type_id="a-room-type-nobody-mapped"))
     assert [state for state, _ in await settled_as(api, first, 1)] == ["unmapped"]
-    theirs = cm_ids(api, second)
-    moved = copy.deepcopy(kept)
-    moved["id"] = moved["revision_id"] = "applied-at-the-other-hotel"
-    moved["system_id"] = f"{kept['system_id']}-elsewhere"
-    moved["property_id"] = theirs[0]
-    moved["rooms"][0]["room_type_id"] = theirs[1]
-    moved["rooms"][0]["rate_plan_id"] = theirs[1 + len(second["roomTypes"])]
-    sandbox.bookings.revisions[moved["id"]] = moved
-    api.ctx.properties.wakeups.revisions_waiting()
+    revised(api, kept, "applied-at-the-other-hotel", under=second)
     assert [state for state, _ in await settled_as(api, second, 1)] == ["applied"]
     # The first hotel's revision offered again (our acknowledgement lost): the same one, kept.
     sandbox.bookings.acked.discard(kept["id"])

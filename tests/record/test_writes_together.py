@@ -56,16 +56,22 @@ async def recorded(db: Database, pid: int) -> dict[Any, int]:
     return {r["night"]: r["rate_minor"] for r in rows}
 
 
-async def test_a_write_the_record_refuses_fails_alone_and_the_rest_of_its_run_is_written(db: Database) -> None:
-    pid, _, plan = await a_property(db)
-    # The record refuses any batch of three cells (a broken invariant, as the record sees it).
-    await db.execute("""CREATE FUNCTION refuse_three() RETURNS trigger LANGUAGE plpgsql AS $$
-                        BEGIN
-                            IF NEW.requested_cells = 3 THEN RAISE EXCEPTION 'three cells'; END IF;
-                            RETURN NEW;
-                        END $$""")
+async def batches_of_three_refused(db: Database, sqlstate: str) -> None:
+    """The record refuses any write batch of three cells, with `sqlstate`."""
+    await db.execute(f"""CREATE FUNCTION refuse_three() RETURNS trigger LANGUAGE plpgsql AS $$
+                         BEGIN
+                             IF NEW.requested_cells = 3 THEN
+                                 RAISE EXCEPTION 'three cells' USING ERRCODE = '{sqlstate}';
+                             END IF;
+                             RETURN NEW;
+                         END $$""")
     await db.execute("CREATE TRIGGER refuse_three BEFORE INSERT ON write_batches "
                      "FOR EACH ROW EXECUTE FUNCTION refuse_three()")
+
+
+async def test_a_write_the_record_refuses_fails_alone_and_the_rest_of_its_run_is_written(db: Database) -> None:
+    pid, _, plan = await a_property(db)
+    await batches_of_three_refused(db, "P0001")  # a broken invariant, as the record sees it
     run = [rates(pid, plan, 0, 1, "90.00"), rates(pid, plan, 1, 3, "91.00"), rates(pid, plan, 5, 1, "92.00")]
     first, refused, last = await AriWrites(db, pid).apply_together(run, [None] * 3)
     assert (accepted(first), accepted(last)) == (1, 1)
@@ -158,15 +164,7 @@ async def test_a_run_refused_for_now_is_answered_so_to_each_asker_and_not_tried_
     # again write by write, each write waiting out the same lock in turn while its asker had
     # long given up. Each hears it at once, as alone (503, try again).
     pid, _, plan = await a_property(db)
-    await db.execute("""CREATE FUNCTION busy_three() RETURNS trigger LANGUAGE plpgsql AS $$
-                        BEGIN
-                            IF NEW.requested_cells = 3 THEN
-                                RAISE EXCEPTION 'could not serialize' USING ERRCODE = '40001';
-                            END IF;
-                            RETURN NEW;
-                        END $$""")
-    await db.execute("CREATE TRIGGER busy_three BEFORE INSERT ON write_batches "
-                     "FOR EACH ROW EXECUTE FUNCTION busy_three()")
+    await batches_of_three_refused(db, "40001")  # could not serialize: for now
     run = [rates(pid, plan, 0, 1, "90.00"), rates(pid, plan, 1, 3, "91.00"), rates(pid, plan, 5, 1, "92.00")]
     answers = await AriWrites(db, pid).apply_together(run, [None] * 3)
     assert [type(a.error) for a in answers if isinstance(a, outcome.Error)] == [RecordBusy] * 3
