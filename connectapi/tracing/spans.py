@@ -79,17 +79,9 @@ def span(name: str, *, kind: SpanKind = INTERNAL, attributes: Mapping[str, Attri
 @contextmanager
 def _current(tracer: trace.Tracer, name: str, kind: SpanKind, attributes: Mapping[str, AttributeValue] | None,
              parent: SpanContext | None, links: Iterable[SpanContext]) -> Iterator[Span]:
-    context = set_span_in_context(NonRecordingSpan(parent)) if parent is not None else None
-    # Not the SDK's record_exception: an exception's text may hold what a span must not (a
-    # record's DETAIL quotes a row, a guest's name in it; an HTTP error a header's value).
-    with tracer.start_as_current_span(name, context=context, kind=kind, attributes=attributes,
-                                      links=[Link(c) for c in links if c.is_valid], record_exception=False,
-                                      set_status_on_exception=False) as opened:
-        try:
-            yield opened
-        except Exception as exc:
-            failed(opened, type(exc).__name__)
-            raise
+    with _opened(tracer, name, kind, attributes, parent, links) as opened, \
+            trace.use_span(opened, record_exception=False, set_status_on_exception=False):
+        yield opened
 
 
 def beside(name: str, *, parent: SpanContext | None,
@@ -99,14 +91,18 @@ def beside(name: str, *, parent: SpanContext | None,
     request's span), while the block's own spans stay under the block's. Off: costs a call."""
     if _tracer is None:
         return _OFF
-    return _beside(_tracer, name, parent, attributes)
+    return _opened(_tracer, name, INTERNAL, attributes, parent, ())
 
 
 @contextmanager
-def _beside(tracer: trace.Tracer, name: str, parent: SpanContext | None,
-            attributes: Mapping[str, AttributeValue] | None) -> Iterator[Span]:
+def _opened(tracer: trace.Tracer, name: str, kind: SpanKind, attributes: Mapping[str, AttributeValue] | None,
+            parent: SpanContext | None, links: Iterable[SpanContext]) -> Iterator[Span]:
+    """A span for the block, ended with it; an exception leaving the block is recorded on it."""
     context = set_span_in_context(NonRecordingSpan(parent)) if parent is not None else None
-    opened = tracer.start_span(name, context=context, attributes=attributes, record_exception=False,
+    # Not the SDK's record_exception: an exception's text may hold what a span must not (a
+    # record's DETAIL quotes a row, a guest's name in it; an HTTP error a header's value).
+    opened = tracer.start_span(name, context=context, kind=kind, attributes=attributes,
+                               links=[Link(c) for c in links if c.is_valid], record_exception=False,
                                set_status_on_exception=False)
     try:
         yield opened
