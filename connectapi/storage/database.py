@@ -58,6 +58,13 @@ Tx: TypeAlias = asyncpg.Connection
 Work = Callable[[Tx], Awaitable[T]]
 
 
+def names_nothing(text: str) -> bool:
+    """Whether a name from outside (an id, a reference) can name nothing in the record: no
+    text the record holds has NUL (PostgreSQL's text cannot), and a statement asking for it
+    would be refused. A look-up answers "not found" for it without asking."""
+    return "\x00" in text
+
+
 class StorageError(Exception):
     """Base of what the record can answer besides a result; the driver's error is the cause."""
 

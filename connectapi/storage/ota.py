@@ -23,7 +23,7 @@ from ..domain.revision_screen import Cut, StayFacts
 from ..domain.webhook_body import WebhookBooking
 from . import bookings
 from .bookings import availability_of as availability_of  # the OTA intake's, as the PMS's
-from .database import Database
+from .database import Database, names_nothing
 from .twins import catalog_owner
 
 
@@ -229,6 +229,8 @@ async def apply_again(db: Database, property_id: int, revision_id: str) -> str |
     had (unchanged unless kept); None when the property has no such revision. Its
     acknowledgement stands: the channel manager is not asked again. A clash put back is the
     operator's word that it is genuine: it is applied as any revision."""
+    if names_nothing(revision_id):
+        return None
     before = await db.fetchval(
         """WITH before AS (SELECT seq, state FROM ota_revisions WHERE id = $2 AND property_id = $1 FOR UPDATE),
                 again AS (UPDATE ota_revisions r SET state = 'received', note = NULL, settled_at = NULL, attempts = 0,
@@ -414,6 +416,8 @@ async def told_reference(db: Database, property_id: int, revision_id: str) -> tu
 
 async def reservation_code_of(db: Database, property_id: int, reference: str) -> str | None:
     """The channel's reservation code of the property's OTA booking with this reference."""
+    if names_nothing(reference):
+        return None
     payload = await db.fetchval(
         """SELECT r.payload FROM ota_revisions r JOIN bookings b ON b.id = r.booking_id
            WHERE r.property_id = $1 AND b.reference = $2 AND b.source = 'ota' ORDER BY r.seq LIMIT 1""",

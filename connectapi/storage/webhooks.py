@@ -10,7 +10,7 @@ import asyncpg
 
 from ..domain.webhook_events import Event
 from ..tracing import spans
-from .database import Database
+from .database import Database, names_nothing
 from . import leases
 
 
@@ -303,6 +303,8 @@ async def queue_again(db: Database, endpoint: Endpoint, event_id: str | None, si
     retention (an event older than it may be pruned at any moment). The events are locked as
     read: one the janitor is deleting meanwhile is waited for and then left out (not queued,
     so a redeliver answers not found), never a foreign-key error."""
+    if event_id is not None and names_nothing(event_id):
+        return 0
     queued: int = await db.fetchval(
         f"""WITH made AS (
                INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, status, next_attempt_at, created_at)

@@ -29,8 +29,7 @@ async def apply_revision_again(property_id: int, revision_id: str) -> str:
     """Once the owner has fixed what kept it (a mapping, most often), the intake's next round
     applies the revision as if it had just come; answers the state it had."""
     ctx = context()
-    # No stored id holds NUL (PostgreSQL text cannot), and the query would be refused.
-    before = None if "\x00" in revision_id else await ota.apply_again(ctx.db, property_id, revision_id)
+    before = await ota.apply_again(ctx.db, property_id, revision_id)
     if before is None:
         raise ApiError("REVISION_NOT_FOUND", "no such OTA revision of this property")
     if before not in ota.KEPT_STATES:

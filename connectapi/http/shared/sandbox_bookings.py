@@ -153,8 +153,7 @@ async def _booking(sandbox: SandboxState, property_id: int, reference: str) -> t
     reservation code), if it is this property's: its reservation code, the stay, and the
     property's channel ids."""
     ids = await properties.channel_ids(context().db, property_id)
-    # No stored reference holds NUL (PostgreSQL text cannot), and the query would be refused.
-    code = reference if reference in sandbox.bookings.codes or "\x00" in reference else \
+    code = reference if reference in sandbox.bookings.codes else \
         await ota.reservation_code_of(context().db, property_id, reference[:64]) or reference
     booking_id = sandbox.bookings.codes.get(code)
     stay = sandbox.bookings.stays.get(booking_id) if booking_id else None

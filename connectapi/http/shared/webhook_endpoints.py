@@ -95,10 +95,7 @@ async def redeliver(endpoint: Endpoint, event_id: str) -> bool:
     """One event of the endpoint's property queued for it again, with its own id; False when
     the property has no such event (any more)."""
     ctx = context()
-    # No stored id holds NUL (PostgreSQL text cannot), and the query would be refused: the
-    # console's form brings one, where the JSON body refuses it.
-    if "\x00" in event_id or not await webhooks.queue_again(ctx.db, endpoint, event_id, None, ctx.clock.now(),
-                                                                ctx.clock.shared_time()):
+    if not await webhooks.queue_again(ctx.db, endpoint, event_id, None, ctx.clock.now(), ctx.clock.shared_time()):
         return False
     ctx.properties.wakeups.events_queued()
     return True
